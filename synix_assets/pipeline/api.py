@@ -1,0 +1,220 @@
+"""The pipeline API a user's `pipeline.py` is written in.
+
+    pipeline = Pipeline("personal-memory", agent="sam")
+    pipeline.source("exports", path="exports")
+    pipeline.merge("transcripts", from_=["exports"])
+    pipeline.transform("episodes", from_="transcripts", prompt=episode_summary)
+    pipeline.aggregate("monthly", from_="episodes", period="month", prompt=monthly_rollup)
+    pipeline.fold("core", from_="monthly", prompt=core_memory)
+    pipeline.search_index("memory-index", from_=["episodes", "monthly", "core"])
+    pipeline.context_doc("context", from_="core", path="context.md", budget_tokens=4000)
+
+Relative paths resolve against `base_dir` (the folder of the pipeline file), never the
+current working directory.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
+from synix_assets.pipeline.steps import (FORMATS, PERIODS, PII_MODES, ContextDocProjection,
+                                         Projection, SearchIndexProjection, Source, Step)
+from synix_assets.pipeline import validation
+from synix_resources.errors import PipelineDefinitionError
+from synix_resources.fingerprints import step_version
+
+
+class Pipeline:
+    def __init__(self, name: str, *, agent: str = "", description: str = "",
+                 model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,
+                 base_dir: str | Path | None = None):
+        self.name = name
+        self.agent = agent
+        self.description = description
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.base_dir = Path(base_dir).resolve() if base_dir else None
+        self.sources: dict[str, Source] = {}
+        self.steps: dict[str, Step] = {}
+        self.projections: dict[str, Projection] = {}
+
+    # ---- declarations -------------------------------------------------------------------
+    def source(self, name: str, *, path: str | Path, format: str = "auto") -> Source:
+        self._check_new_name(name)
+        if format not in FORMATS:
+            raise PipelineDefinitionError(
+                f"source '{name}': unknown format {format!r}", hint=f"use one of {', '.join(FORMATS)}")
+        src = Source(name, Path(path).expanduser(), format)
+        self.sources[name] = src
+        return src
+
+    def merge(self, name: str, *, from_: Sequence[str], dedupe: str = "metadata_match",
+              fields: Sequence[str] = ("conversation_id",), conflict: str = "prefer_latest",
+              pii: str | None = None, description: str = "") -> Step:
+        if isinstance(from_, str):
+            raise PipelineDefinitionError(
+                f"step '{name}' (merge): from_ must be a list of sources or layers",
+                hint=f'write from_=["{from_}"]')
+        if dedupe not in ("content", "metadata_match"):
+            raise PipelineDefinitionError(f"step '{name}' (merge): unknown dedupe {dedupe!r}",
+                                          hint='use "content" or "metadata_match"')
+        if conflict not in ("prefer_latest", "prefer_first", "keep_all"):
+            raise PipelineDefinitionError(f"step '{name}' (merge): unknown conflict {conflict!r}",
+                                          hint='use "prefer_latest", "prefer_first" or "keep_all"')
+        config = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict, "pii": _pii(name, pii)}
+        return self._add(Step(name, "merge", tuple(from_), description=description, config=config))
+
+    def transform(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+                  model: str | None = None, temperature: float | None = None,
+                  max_tokens: int | None = None, system: str | None = None,
+                  pii: str | None = None, description: str = "") -> Step:
+        return self._add(Step(name, "transform", _single(name, "transform", from_), prompt, model,
+                              temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
+
+    def aggregate(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+                  period: str | None = None, topics: Sequence[str] | str | None = None,
+                  topic_limit: int = 12, model: str | None = None,
+                  temperature: float | None = None, max_tokens: int | None = None,
+                  system: str | None = None, pii: str | None = None, description: str = "") -> Step:
+        if (period is None) == (topics is None):
+            raise PipelineDefinitionError(
+                f"step '{name}' (aggregate): give exactly one of period= or topics=",
+                hint='e.g. period="month" or topics=["career", "health"]')
+        if period is not None and period not in PERIODS:
+            raise PipelineDefinitionError(f"step '{name}' (aggregate): unknown period {period!r}",
+                                          hint=f"use one of {', '.join(PERIODS)}")
+        if isinstance(topics, str) and topics != "auto":
+            raise PipelineDefinitionError(f"step '{name}' (aggregate): topics must be a list or \"auto\"",
+                                          hint=f'write topics=["{topics}"]')
+        if topics is not None and not isinstance(topics, str) and not list(topics):
+            raise PipelineDefinitionError(f"step '{name}' (aggregate): topics list is empty",
+                                          hint='name at least one topic or use topics="auto"')
+        config = {"period": period, "topics": topics if isinstance(topics, str) or topics is None
+                  else list(topics), "topic_limit": topic_limit, "pii": _pii(name, pii)}
+        return self._add(Step(name, "aggregate", _single(name, "aggregate", from_), prompt, model,
+                              temperature, max_tokens, system, description, config))
+
+    def fold(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+             order_key: str = "group_key", checkpoint_every: int = 6, max_state_tokens: int = 8000,
+             model: str | None = None, temperature: float | None = None,
+             max_tokens: int | None = None, system: str | None = None,
+             pii: str | None = None, description: str = "") -> Step:
+        if checkpoint_every < 1:
+            raise PipelineDefinitionError(f"step '{name}' (fold): checkpoint_every must be ≥ 1")
+        if max_state_tokens < 100:
+            raise PipelineDefinitionError(f"step '{name}' (fold): max_state_tokens must be ≥ 100")
+        config = {"order_key": order_key, "checkpoint_every": checkpoint_every,
+                  "max_state_tokens": max_state_tokens, "pii": _pii(name, pii)}
+        return self._add(Step(name, "fold", _single(name, "fold", from_), prompt, model,
+                              temperature, max_tokens, system, description, config))
+
+    def search_index(self, name: str, *, from_: Sequence[str]) -> SearchIndexProjection:
+        self._check_new_name(name)
+        layers = (from_,) if isinstance(from_, str) else tuple(from_)
+        proj = SearchIndexProjection(name, layers)
+        self.projections[name] = proj
+        return proj
+
+    def context_doc(self, name: str, *, from_: str, path: str | Path = "context.md",
+                    budget_tokens: int = 4000) -> ContextDocProjection:
+        self._check_new_name(name)
+        if not isinstance(from_, str):
+            raise PipelineDefinitionError(f"projection '{name}' (context_doc): from_ must name one layer")
+        if budget_tokens < 50:
+            raise PipelineDefinitionError(f"projection '{name}' (context_doc): budget_tokens must be ≥ 50")
+        proj = ContextDocProjection(name, from_, Path(path), budget_tokens)
+        self.projections[name] = proj
+        return proj
+
+    # ---- derived views ------------------------------------------------------------------
+    def validate(self) -> "Pipeline":
+        validation.validate(self)
+        return self
+
+    def resolve(self, path: Path) -> Path:
+        if path.is_absolute() or self.base_dir is None:
+            return path
+        return (self.base_dir / path).resolve()
+
+    def layer_order(self) -> list[str]:
+        return validation.topological_order(self)
+
+    def level(self, layer: str) -> int:
+        step = self.steps[layer]
+        if step.kind == "merge":
+            ups = [self.level(u) for u in step.from_ if u in self.steps]
+            return max(ups) if ups else 0
+        return self.level(step.upstream) + 1
+
+    def partitioning(self, layer: str) -> str:
+        """'conversation', 'period', 'topic' or 'single': how a layer's artifacts are grouped."""
+        step = self.steps[layer]
+        if step.kind == "merge":
+            ups = [self.partitioning(u) for u in step.from_ if u in self.steps]
+            return ups[0] if ups else "conversation"
+        if step.kind == "transform":
+            return self.partitioning(step.upstream)
+        if step.kind == "aggregate":
+            return "period" if step.config["period"] else "topic"
+        return "single"
+
+    def downstream(self, layer: str) -> list[str]:
+        out = [s.name for s in self.steps.values() if layer in s.from_]
+        for name in list(out):
+            out.extend(x for x in self.downstream(name) if x not in out)
+        return out
+
+    def llm_settings(self, step: Step) -> dict[str, Any]:
+        return {"model": step.model or self.model,
+                "temperature": self.temperature if step.temperature is None else step.temperature,
+                "max_tokens": step.max_tokens or self.max_tokens, "system": step.system}
+
+    def version(self, layer: str, llm_identity: str = "") -> str:
+        """Step version: type + prompt identity + model settings + step config (+ provider)."""
+        step = self.steps[layer]
+        settings = dict(self.llm_settings(step), provider=llm_identity)
+        config = {k: v for k, v in step.config.items()}
+        config["from"] = list(step.from_)
+        return step_version(step.kind, prompt_identity(step.prompt), settings, config)
+
+    # ---- sharing --------------------------------------------------------------------------
+    def to_toml(self) -> str:
+        from synix_assets.pipeline.toml_io import pipeline_to_toml
+        return pipeline_to_toml(self)
+
+    @classmethod
+    def from_toml(cls, text: str, *, base_dir: str | Path | None = None,
+                  namespace: dict[str, Any] | None = None) -> "Pipeline":
+        from synix_assets.pipeline.toml_io import pipeline_from_toml
+        return pipeline_from_toml(text, base_dir=base_dir, namespace=namespace)
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _add(self, step: Step) -> Step:
+        self._check_new_name(step.name)
+        self.steps[step.name] = step
+        return step
+
+    def _check_new_name(self, name: str) -> None:
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise PipelineDefinitionError(
+                f"name {name!r} is not allowed", hint="use letters, digits, '-' and '_'")
+        if name in self.sources or name in self.steps or name in self.projections:
+            raise PipelineDefinitionError(f"name '{name}' is declared twice",
+                                          hint="give every source, step and projection its own name")
+
+
+def _single(name: str, kind: str, from_: Any) -> tuple[str, ...]:
+    if not isinstance(from_, str):
+        raise PipelineDefinitionError(
+            f"step '{name}' ({kind}): from_ must name exactly one layer, got {from_!r}",
+            hint="use merge() to combine several inputs first")
+    return (from_,)
+
+
+def _pii(name: str, mode: str | None) -> str | None:
+    if mode not in PII_MODES:
+        raise PipelineDefinitionError(f"step '{name}': unknown pii mode {mode!r}",
+                                      hint='use pii="flag" or pii="redact"')
+    return mode

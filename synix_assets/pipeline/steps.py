@@ -1,0 +1,58 @@
+"""Declarations a pipeline is made of: sources, steps (layers) and projections."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from synix_assets.pipeline.prompts import TemplateFile
+
+StepKind = Literal["merge", "transform", "aggregate", "fold"]
+PERIODS = ("month", "week", "quarter")
+FORMATS = ("auto", "chatgpt", "claude", "claude-code")
+PII_MODES = (None, "flag", "redact")
+
+
+@dataclass
+class Source:
+    name: str
+    path: Path
+    format: str = "auto"
+
+
+@dataclass
+class Step:
+    name: str
+    kind: StepKind
+    from_: tuple[str, ...]
+    prompt: Callable | TemplateFile | None = None
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system: str | None = None
+    description: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def upstream(self) -> str:
+        """The single input of a transform, aggregate or fold."""
+        return self.from_[0]
+
+
+@dataclass
+class SearchIndexProjection:
+    name: str
+    from_: tuple[str, ...]
+    kind: str = "search_index"
+
+
+@dataclass
+class ContextDocProjection:
+    name: str
+    from_: str
+    path: Path
+    budget_tokens: int = 4000
+    kind: str = "context_doc"
+
+
+Projection = SearchIndexProjection | ContextDocProjection

@@ -1,0 +1,127 @@
+"""Export a pipeline to TOML for sharing, and import it back.
+
+Prompts are written as `module:qualname` (plus their identity hash, so a reader can tell whether
+the imported function is the same version) or `template:PATH`. On import a prompt is looked up
+in `namespace` first, then imported.
+"""
+from __future__ import annotations
+
+import importlib
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+import tomli_w
+
+from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
+from synix_resources.errors import PipelineDefinitionError
+
+
+def _prompt_ref(fn: Any) -> str | None:
+    if fn is None:
+        return None
+    if isinstance(fn, TemplateFile):
+        return f"template:{fn.path}"
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def pipeline_to_toml(p) -> str:
+    doc: dict[str, Any] = {"pipeline": {"name": p.name, "agent": p.agent,
+                                        "description": p.description,
+                                        "temperature": p.temperature, "max_tokens": p.max_tokens}}
+    if p.model:
+        doc["pipeline"]["model"] = p.model
+    doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format}
+                      for s in p.sources.values()]
+    steps = []
+    for s in p.steps.values():
+        item: dict[str, Any] = {"name": s.name, "kind": s.kind, "from": list(s.from_)}
+        if s.prompt is not None:
+            item["prompt"] = _prompt_ref(s.prompt)
+            item["prompt_identity"] = prompt_identity(s.prompt)
+        for key in ("model", "temperature", "max_tokens", "system"):
+            value = getattr(s, key)
+            if value is not None:
+                item[key] = value
+        if s.description:
+            item["description"] = s.description
+        item["config"] = {k: v for k, v in s.config.items() if v is not None}
+        steps.append(item)
+    doc["steps"] = steps
+    projs = []
+    for pr in p.projections.values():
+        if pr.kind == "search_index":
+            projs.append({"name": pr.name, "kind": pr.kind, "from": list(pr.from_)})
+        else:
+            projs.append({"name": pr.name, "kind": pr.kind, "from": pr.from_, "path": str(pr.path),
+                          "budget_tokens": pr.budget_tokens})
+    doc["projections"] = projs
+    return tomli_w.dumps(doc)
+
+
+def _resolve_prompt(ref: str, namespace: dict[str, Any], base_dir: Path | None) -> Callable | TemplateFile:
+    if ref.startswith("template:"):
+        path = Path(ref.removeprefix("template:"))
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        return TemplateFile(path)
+    module, _, qualname = ref.partition(":")
+    if qualname in namespace:
+        return namespace[qualname]
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        raise PipelineDefinitionError(
+            f"prompt {ref} cannot be found",
+            hint="pass namespace={'name': function} to from_toml for prompts defined in pipeline.py") from None
+    return obj
+
+
+def pipeline_from_toml(text: str, *, base_dir=None, namespace=None):
+    from synix_assets.pipeline.api import Pipeline
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PipelineDefinitionError(f"pipeline TOML is invalid: {exc}") from None
+    namespace = namespace or {}
+    head = doc.get("pipeline", {})
+    p = Pipeline(head.get("name", "pipeline"), agent=head.get("agent", ""),
+                 description=head.get("description", ""), model=head.get("model"),
+                 temperature=head.get("temperature", 0.3), max_tokens=head.get("max_tokens", 1024),
+                 base_dir=base_dir)
+    for s in doc.get("sources", []):
+        p.source(s["name"], path=s["path"], format=s.get("format", "auto"))
+    bd = Path(base_dir) if base_dir else None
+    for s in doc.get("steps", []):
+        cfg = dict(s.get("config", {}))
+        common = {k: s[k] for k in ("model", "temperature", "max_tokens", "system") if k in s}
+        prompt = _resolve_prompt(s["prompt"], namespace, bd) if "prompt" in s else None
+        kind, name, from_ = s["kind"], s["name"], s["from"]
+        desc = s.get("description", "")
+        if kind == "merge":
+            p.merge(name, from_=from_, dedupe=cfg.get("dedupe", "metadata_match"),
+                    fields=cfg.get("fields", ["conversation_id"]),
+                    conflict=cfg.get("conflict", "prefer_latest"), pii=cfg.get("pii"), description=desc)
+        elif kind == "transform":
+            p.transform(name, from_=from_[0], prompt=prompt, pii=cfg.get("pii"), description=desc, **common)
+        elif kind == "aggregate":
+            p.aggregate(name, from_=from_[0], prompt=prompt, period=cfg.get("period"),
+                        topics=cfg.get("topics"), topic_limit=cfg.get("topic_limit", 12),
+                        pii=cfg.get("pii"), description=desc, **common)
+        elif kind == "fold":
+            p.fold(name, from_=from_[0], prompt=prompt, order_key=cfg.get("order_key", "group_key"),
+                   checkpoint_every=cfg.get("checkpoint_every", 6),
+                   max_state_tokens=cfg.get("max_state_tokens", 8000), pii=cfg.get("pii"),
+                   description=desc, **common)
+        else:
+            raise PipelineDefinitionError(f"step '{name}': unknown kind {kind!r} in TOML")
+    for pr in doc.get("projections", []):
+        if pr["kind"] == "search_index":
+            p.search_index(pr["name"], from_=pr["from"])
+        else:
+            p.context_doc(pr["name"], from_=pr["from"], path=pr.get("path", "context.md"),
+                          budget_tokens=pr.get("budget_tokens", 4000))
+    return p.validate()
