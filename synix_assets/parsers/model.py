@@ -1,0 +1,136 @@
+"""Parsed-conversation data model shared by every export parser.
+
+A `Conversation` is what one chat export entry becomes after parsing: the messages of the
+branch the user saw, in order, as plain text. `transcript()` is the canonical text form; its
+content hash is what downstream layers fingerprint, so it must not depend on where the file
+lives or when it was parsed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from synix_resources.fingerprints import content_hash
+
+ROLES = ("user", "assistant", "tool", "system")
+_ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+
+
+def to_utc_iso(value: Any) -> str | None:
+    """Epoch seconds (or milliseconds) or an ISO-8601 string → `YYYY-MM-DDTHH:MM:SSZ`, else None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            return to_utc_iso(float(text))
+        except ValueError:
+            pass
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:  # exports write UTC; a naive stamp is UTC without the suffix
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    if seconds > 1e11:  # milliseconds since the epoch (JS-style stamps)
+        seconds /= 1000.0
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+@dataclass
+class Message:
+    message_id: str
+    role: str  # user | assistant | tool | system
+    author: str
+    created_at: str | None  # UTC `YYYY-MM-DDTHH:MM:SSZ`
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def label(self) -> str:
+        base = _ROLE_LABELS.get(self.role, self.role.title())
+        if self.author and self.author not in (self.role, "human") and self.role == "tool":
+            return f"{base} ({self.author})"
+        return base
+
+
+@dataclass
+class Conversation:
+    conversation_id: str
+    title: str | None
+    created_at: str | None
+    updated_at: str | None
+    source_format: str  # chatgpt | claude | claude-code
+    source_path: str
+    messages: list[Message] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    @property
+    def first_message_at(self) -> str | None:
+        stamps = [m.created_at for m in self.messages if m.created_at]
+        return min(stamps) if stamps else None
+
+    @property
+    def last_message_at(self) -> str | None:
+        stamps = [m.created_at for m in self.messages if m.created_at]
+        return max(stamps) if stamps else None
+
+    def transcript(self) -> str:
+        """Readable, deterministic text. Messages are numbered from 1 so provenance can cite
+        `#3-#7`. Excludes source_path and updated_at so a moved or re-opened export hashes the same."""
+        started = self.created_at or self.first_message_at
+        lines = [
+            f"# {self.title or '(untitled)'}",
+            f"Conversation: {self.conversation_id}",
+            f"Date: {_human_time(started) if started else 'unknown'}",
+            f"Source: {self.source_format}",
+        ]
+        for number, message in enumerate(self.messages, start=1):
+            stamp = f" {_human_time(message.created_at)}" if message.created_at else ""
+            lines.append("")
+            lines.append(f"[#{number}{stamp}] {message.label()}:")
+            lines.append(message.text)
+        return "\n".join(lines) + "\n"
+
+    def content_hash(self) -> str:
+        return content_hash(self.transcript())
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Conversation":
+        messages = [Message(**m) for m in data.get("messages", [])]
+        return cls(**{**data, "messages": messages})
+
+
+def _human_time(iso: str) -> str:
+    # "2024-01-05T10:02:33Z" → "2024-01-05 10:02 UTC"
+    return f"{iso[:10]} {iso[11:16]} UTC"
+
+
+@dataclass
+class ParseReport:
+    path: str
+    format: str
+    conversations: int = 0
+    messages: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    bytes: int = 0
