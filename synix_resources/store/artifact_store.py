@@ -1,0 +1,330 @@
+"""ArtifactStore: every artifact Synix builds, its ordered parents, audit, runs and bookkeeping.
+
+Identity: `artifact_id = fingerprints.artifact_id(layer, group_key, materialization_key)`, so
+the same inputs + step version always name the same artifact, and identical content in two
+groups stays two artifacts. Each (layer, group_key) has at most one *current* artifact; older
+versions stay readable as history with `superseded_at` set.
+
+Plain Python, usable outside Dagster; `resource.ArtifactStoreResource` wraps it.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, replace
+from typing import Any, Iterable
+
+from synix_resources import fingerprints
+from synix_resources.errors import ArtifactNotFound
+from synix_resources.store.connection import StoreConnection, utc_now
+from synix_resources.store.provenance import ProvenanceMixin
+from synix_resources.store.records import (
+    AUDIT_FIELDS, Artifact, Checkpoint, CurrentRef, Failure, LineageNode, Run,
+)
+from synix_resources.store.runs import RunsMixin
+
+__all__ = ["Artifact", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "LineageNode",
+           "Run"]
+
+MIN_PREFIX = 6
+
+_ARTIFACT_COLS = ("a.artifact_id, a.layer, a.group_key, a.level, a.content, a.content_hash, "
+                  "a.materialization_key, a.metadata, a.run_id, a.created_at, a.superseded_at")
+_AUDIT_COLS = ", ".join(f"au.{name}" for name in AUDIT_FIELDS) + ", au.extra"
+_SELECT = (f"SELECT {_ARTIFACT_COLS}, au.artifact_id IS NOT NULL, {_AUDIT_COLS} "
+           "FROM artifacts a LEFT JOIN audit au ON au.artifact_id = a.artifact_id")
+_INSERT_ARTIFACT = (
+    "INSERT INTO artifacts (artifact_id, layer, group_key, level, content, content_hash, "
+    "materialization_key, metadata, run_id, created_at, superseded_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)")
+# Re-putting a superseded version (same id = same inputs and step version) revives it.
+_REVIVE_ARTIFACT = (
+    "UPDATE artifacts SET level = ?, content = ?, content_hash = ?, metadata = ?, run_id = ?, "
+    "created_at = ?, superseded_at = NULL WHERE artifact_id = ?")
+_INSERT_AUDIT = (f"INSERT INTO audit (artifact_id, {', '.join(AUDIT_FIELDS)}, extra) "
+                 f"VALUES ({', '.join('?' * (len(AUDIT_FIELDS) + 2))})")
+_IDS_PARAM = "(SELECT value FROM json_each(?))"
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A validated artifact about to be written (ids and hashes computed outside the lock)."""
+
+    artifact: Artifact
+    metadata_json: str
+    audit_row: tuple | None
+
+
+def _normalise_audit(audit: dict[str, Any] | None) -> tuple[dict[str, Any] | None, tuple | None]:
+    """Audit as returned by the store (every known field, flags a list) and as a table row."""
+    if audit is None:
+        return None, None
+    if not isinstance(audit, dict):
+        raise TypeError(f"audit must be a dict or None, not {type(audit).__name__}")
+    known = {name: audit.get(name) for name in AUDIT_FIELDS}
+    known["flags"] = list(audit.get("flags") or [])
+    extra = {k: v for k, v in audit.items() if k not in known}
+    row = tuple(json.dumps(known["flags"]) if name == "flags" else known[name]
+                for name in AUDIT_FIELDS)
+    return {**known, **extra}, row + (json.dumps(extra, default=str) if extra else None,)
+
+
+def _prepare(*, layer: str, group_key: str, content: str, materialization_key: str,
+             level: int = 0, metadata: dict | None = None, audit: dict | None = None,
+             parents: Iterable[str] = (), run_id: str | None = None) -> _Pending:
+    for name, value in (("layer", layer), ("group_key", group_key),
+                        ("materialization_key", materialization_key)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(content, str):
+        raise TypeError(f"content must be a string, not {type(content).__name__}")
+    if isinstance(parents, str):  # a lone id would otherwise be split into characters
+        raise TypeError("parents must be a sequence of artifact ids, not a string")
+    parent_ids = tuple(parents)
+    metadata = dict(metadata or {})
+    artifact_id = fingerprints.artifact_id(layer, group_key, materialization_key)
+    if artifact_id in parent_ids:
+        raise ValueError(f"artifact {artifact_id} cannot be its own parent")
+    audit_dict, audit_row = _normalise_audit(audit)
+    artifact = Artifact(
+        artifact_id=artifact_id, layer=layer, group_key=group_key, level=int(level),
+        content=content, content_hash=fingerprints.content_hash(content),
+        materialization_key=materialization_key, metadata=metadata, audit=audit_dict,
+        run_id=run_id, created_at="", superseded_at=None, parent_ids=parent_ids)
+    return _Pending(artifact, json.dumps(metadata, ensure_ascii=False, default=str), audit_row)
+
+
+def _decode_audit(row: tuple) -> dict[str, Any]:
+    values = dict(zip(AUDIT_FIELDS, row[:len(AUDIT_FIELDS)]))
+    values["flags"] = json.loads(values["flags"]) if values["flags"] else []
+    extra = row[len(AUDIT_FIELDS)]
+    return {**values, **(json.loads(extra) if extra else {})}
+
+
+class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
+    """SQLite-backed store of artifacts, provenance edges, audit, runs and build bookkeeping."""
+
+    # --- writing ------------------------------------------------------------------------
+
+    def put(self, *, layer: str, group_key: str, content: str, materialization_key: str,
+            level: int = 0, metadata: dict | None = None, audit: dict | None = None,
+            parents: Iterable[str] = (), run_id: str | None = None) -> Artifact:
+        """Make this the current artifact of (layer, group_key) in one transaction, superseding the previous one; returns the existing artifact unchanged if it is already current."""
+        pending = _prepare(layer=layer, group_key=group_key, content=content,
+                           materialization_key=materialization_key, level=level,
+                           metadata=metadata, audit=audit, parents=parents, run_id=run_id)
+        return self._put_pending([pending], f"storing {layer}/{group_key}")[0]
+
+    def put_many(self, items: list[dict]) -> list[Artifact]:
+        """`put` for each item (dicts of put's keyword arguments), all in one transaction, results in item order."""
+        pendings = [_prepare(**item) for item in items]
+        if not pendings:
+            return []
+        return self._put_pending(pendings, f"storing {len(pendings)} artifacts")
+
+    def _put_pending(self, pendings: list[_Pending], action: str) -> list[Artifact]:
+        results: list[Artifact | str] = []
+        with self._write(action) as conn:
+            for pending in pendings:
+                results.append(self._write_one(conn, pending))
+            unchanged = [r for r in results if isinstance(r, str)]
+            if unchanged:
+                stored = {a.artifact_id: a for a in self._select(
+                    conn, f"a.artifact_id IN {_IDS_PARAM}", (json.dumps(unchanged),))}
+                results = [stored[r] if isinstance(r, str) else r for r in results]
+        return results  # type: ignore[return-value]
+
+    def _write_one(self, conn: sqlite3.Connection, pending: _Pending) -> Artifact | str:
+        """Write one artifact; returns its id instead when it was already current."""
+        art = pending.artifact
+        row = conn.execute(
+            "SELECT artifact_id FROM artifacts WHERE layer = ? AND group_key = ? "
+            "AND superseded_at IS NULL", (art.layer, art.group_key)).fetchone()
+        if row is not None and row[0] == art.artifact_id:
+            return art.artifact_id
+        if art.parent_ids:
+            self._check_parents_exist(conn, art)
+        now = utc_now()
+        if row is not None:
+            conn.execute("UPDATE artifacts SET superseded_at = ? WHERE artifact_id = ?",
+                         (now, row[0]))
+        known = conn.execute("SELECT 1 FROM artifacts WHERE artifact_id = ?",
+                             (art.artifact_id,)).fetchone()
+        if known is None:
+            conn.execute(_INSERT_ARTIFACT, (
+                art.artifact_id, art.layer, art.group_key, art.level, art.content,
+                art.content_hash, art.materialization_key, pending.metadata_json, art.run_id,
+                now))
+        else:
+            conn.execute(_REVIVE_ARTIFACT, (
+                art.level, art.content, art.content_hash, pending.metadata_json, art.run_id,
+                now, art.artifact_id))
+            conn.execute("DELETE FROM edges WHERE child_id = ?", (art.artifact_id,))
+            conn.execute("DELETE FROM audit WHERE artifact_id = ?", (art.artifact_id,))
+        if art.parent_ids:
+            conn.executemany(
+                "INSERT INTO edges (child_id, parent_id, position) VALUES (?, ?, ?)",
+                [(art.artifact_id, pid, pos) for pos, pid in enumerate(art.parent_ids)])
+        if pending.audit_row is not None:
+            conn.execute(_INSERT_AUDIT, (art.artifact_id, *pending.audit_row))
+        return replace(art, created_at=now)
+
+    def _check_parents_exist(self, conn: sqlite3.Connection, art: Artifact) -> None:
+        missing = [r[0] for r in conn.execute(
+            f"SELECT value FROM json_each(?) WHERE value NOT IN "
+            f"(SELECT artifact_id FROM artifacts WHERE artifact_id IN {_IDS_PARAM})",
+            (json.dumps(art.parent_ids), json.dumps(art.parent_ids)))]
+        if missing:
+            raise ArtifactNotFound(
+                f"Cannot store {art.layer}/{art.group_key}: parent artifact(s) "
+                f"{', '.join(missing)} are not in {self.path}",
+                hint="store parents before their children")
+
+    def retire(self, layer: str, group_keys: Iterable[str]) -> int:
+        """Mark the current artifacts of these vanished groups superseded and return how many were."""
+        keys = list(group_keys)
+        if not keys:
+            return 0
+        with self._write(f"retiring {len(keys)} groups of {layer}") as conn:
+            return conn.execute(
+                f"UPDATE artifacts SET superseded_at = ? WHERE layer = ? "
+                f"AND superseded_at IS NULL AND group_key IN {_IDS_PARAM}",
+                (utc_now(), layer, json.dumps(keys))).rowcount
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Hard-delete these artifacts with their edges (both directions) and audit, returning how many artifacts went; pass descendants too to forget fully."""
+        id_list = list(ids)
+        if not id_list:
+            return 0
+        param = json.dumps(id_list)
+        with self._write(f"deleting {len(id_list)} artifacts") as conn:
+            conn.execute(f"DELETE FROM edges WHERE child_id IN {_IDS_PARAM} "
+                         f"OR parent_id IN {_IDS_PARAM}", (param, param))
+            conn.execute(f"DELETE FROM audit WHERE artifact_id IN {_IDS_PARAM}", (param,))
+            return conn.execute(f"DELETE FROM artifacts WHERE artifact_id IN {_IDS_PARAM}",
+                                (param,)).rowcount
+
+    def purge_free_pages(self) -> bool:
+        """Checkpoint and truncate the WAL and VACUUM so deleted content leaves the files; False if other readers kept the WAL from being truncated."""
+        with self._read("purging free pages") as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+            # VACUUM itself went through the WAL; fold it back and truncate again.
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return busy == 0
+
+    # --- reading ------------------------------------------------------------------------
+
+    def _select(self, conn: sqlite3.Connection, where: str, params: tuple,
+                order: str = "a.group_key, a.created_at") -> list[Artifact]:
+        """Artifacts matching `where` (over alias `a`) with audit and ordered parent ids."""
+        parents: dict[str, list[str]] = {}
+        for child, parent in conn.execute(
+                f"SELECT e.child_id, e.parent_id FROM edges e WHERE e.child_id IN "
+                f"(SELECT a.artifact_id FROM artifacts a WHERE {where}) "
+                f"ORDER BY e.child_id, e.position", params):
+            parents.setdefault(child, []).append(parent)
+        out = []
+        for row in conn.execute(f"{_SELECT} WHERE {where} ORDER BY {order}", params):
+            out.append(Artifact(
+                artifact_id=row[0], layer=row[1], group_key=row[2], level=row[3],
+                content=row[4], content_hash=row[5], materialization_key=row[6],
+                metadata=json.loads(row[7]), run_id=row[8], created_at=row[9],
+                superseded_at=row[10], audit=_decode_audit(row[12:]) if row[11] else None,
+                parent_ids=tuple(parents.get(row[0], ()))))
+        return out
+
+    def _resolve(self, conn: sqlite3.Connection, ref: str) -> str | None:
+        """Full id for an exact id or a unique prefix (of the id or of its hex digest)."""
+        if conn.execute("SELECT 1 FROM artifacts WHERE artifact_id = ?", (ref,)).fetchone():
+            return ref
+        if len(ref) < MIN_PREFIX:
+            return None
+        matches = [r[0] for r in conn.execute(
+            "SELECT artifact_id FROM artifacts WHERE artifact_id >= ? AND artifact_id < ? "
+            "ORDER BY artifact_id LIMIT 4", (ref, ref + "\U0010ffff"))]
+        if not matches:
+            # Users often copy only the hex part after "layer-"; digests are the last 16 chars.
+            matches = [r[0] for r in conn.execute(
+                "SELECT artifact_id FROM artifacts WHERE "
+                "substr(artifact_id, length(artifact_id) - 15, ?) = ? "
+                "ORDER BY artifact_id LIMIT 4", (len(ref), ref))]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:3])
+            raise ArtifactNotFound(f"Artifact prefix {ref!r} is ambiguous in {self.path}: "
+                                   f"it matches {shown}{', …' if len(matches) > 3 else ''}",
+                                   hint="give more characters of the id")
+        return matches[0] if matches else None
+
+    def _not_found(self, ref: str) -> ArtifactNotFound:
+        return ArtifactNotFound(f"No artifact {ref!r} in {self.path}",
+                                hint="check the id with `synix list`, or give at least "
+                                     f"{MIN_PREFIX} characters of it")
+
+    def find(self, artifact_id: str) -> Artifact | None:
+        """The artifact with this id or unique prefix (≥ 6 chars), or None if there is none."""
+        with self._read(f"reading {artifact_id}") as conn:
+            full = self._resolve(conn, artifact_id)
+            if full is None:
+                return None
+            return self._select(conn, "a.artifact_id = ?", (full,))[0]
+
+    def get(self, artifact_id: str) -> Artifact:
+        """The artifact with this id or unique prefix (≥ 6 chars); raises `ArtifactNotFound`."""
+        found = self.find(artifact_id)
+        if found is None:
+            raise self._not_found(artifact_id)
+        return found
+
+    def get_many(self, ids: Iterable[str]) -> list[Artifact]:
+        """Artifacts for these exact ids in the given order; raises `ArtifactNotFound` naming any missing."""
+        id_list = list(ids)
+        if not id_list:
+            return []
+        with self._read(f"reading {len(id_list)} artifacts") as conn:
+            found = {a.artifact_id: a for a in self._select(
+                conn, f"a.artifact_id IN {_IDS_PARAM}", (json.dumps(id_list),))}
+        missing = [i for i in id_list if i not in found]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+            raise ArtifactNotFound(f"{len(missing)} artifact(s) not in {self.path}: {shown}")
+        return [found[i] for i in id_list]
+
+    def current(self, layer: str, group_key: str) -> Artifact | None:
+        """The current artifact of (layer, group_key), or None if the group has none."""
+        with self._read(f"reading {layer}/{group_key}") as conn:
+            rows = self._select(conn, "a.layer = ? AND a.group_key = ? AND a.superseded_at IS "
+                                      "NULL", (layer, group_key))
+        return rows[0] if rows else None
+
+    def current_index(self, layer: str) -> dict[str, CurrentRef]:
+        """group_key → CurrentRef of every current artifact in `layer`, in one query (for rebuild planning)."""
+        with self._read(f"indexing {layer}") as conn:
+            rows = conn.execute(
+                "SELECT group_key, artifact_id, materialization_key, content_hash, created_at "
+                "FROM artifacts WHERE layer = ? AND superseded_at IS NULL", (layer,)).fetchall()
+        return {r[0]: CurrentRef(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def list_layer(self, layer: str, include_superseded: bool = False) -> list[Artifact]:
+        """Artifacts of `layer` ordered by group_key (then age), current ones only unless asked."""
+        where = "a.layer = ?" + ("" if include_superseded else " AND a.superseded_at IS NULL")
+        with self._read(f"listing {layer}") as conn:
+            return self._select(conn, where, (layer,), order="a.group_key, a.created_at, a.rowid")
+
+    def history(self, layer: str, group_key: str) -> list[Artifact]:
+        """Every version of (layer, group_key), newest first."""
+        with self._read(f"reading history of {layer}/{group_key}") as conn:
+            return self._select(conn, "a.layer = ? AND a.group_key = ?", (layer, group_key),
+                                order="a.created_at DESC, a.rowid DESC")
+
+    def layers(self) -> dict[str, dict[str, Any]]:
+        """layer → {"artifacts": current count, "superseded": count, "last_built": newest created_at}."""
+        with self._read("summarising layers") as conn:
+            rows = conn.execute(
+                "SELECT layer, SUM(superseded_at IS NULL), SUM(superseded_at IS NOT NULL), "
+                "MAX(created_at) FROM artifacts GROUP BY layer ORDER BY layer").fetchall()
+        return {r[0]: {"artifacts": r[1], "superseded": r[2], "last_built": r[3]} for r in rows}
+
+    def audit(self, artifact_id: str) -> dict[str, Any] | None:
+        """The audit record (all known fields, plus any extra keys) of an artifact, or None if it has none."""
+        return self.get(artifact_id).audit

@@ -1,0 +1,165 @@
+"""The store's SQLite connection: pragmas, locking, transactions and error translation.
+
+One connection per store object, shared by threads under a re-entrant lock (SQLite
+connections are not safe to interleave transactions on). Processes coordinate through
+SQLite's own file lock: every write is a `BEGIN IMMEDIATE` transaction that waits up to the
+busy timeout, so a writer either gets the lock up front or fails cleanly with
+`StoreLockedError`; it never fails half-way through.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from sqlite_utils import Database
+
+from synix_resources.errors import StoreError, StoreLockedError
+from synix_resources.store.migrations import MigrationRegistry, migrate
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC with microseconds: sorts lexically in time order."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+class StoreConnection:
+    """Owns the SQLite connection; subclasses add the domain methods."""
+
+    def __init__(self, path: str | os.PathLike, *, busy_timeout_ms: int = 30000,
+                 migrations: MigrationRegistry | None = None):
+        """Open (creating folder and file if needed) and migrate the store at `path`."""
+        self.path = Path(path).expanduser()
+        self.busy_timeout_ms = int(busy_timeout_ms)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(
+                f"Cannot create the folder for the artifact store {self.path}: "
+                f"{err.strerror or err}",
+                hint="choose a path in a writable folder (config `path` or SYNIX_STORE_PATH)",
+            ) from err
+        conn: sqlite3.Connection | None = None
+        try:
+            # isolation_level=None: we issue BEGIN IMMEDIATE/COMMIT ourselves; the driver's
+            # implicit deferred transactions would take the write lock too late to wait for it.
+            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_ms / 1000,
+                                   check_same_thread=False, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            # Forgetting must really forget: zero deleted content in pages.
+            conn.execute("PRAGMA secure_delete = ON")
+            self.db = Database(conn, execute_plugins=False)
+            if self.db.journal_mode != "wal":
+                self.db.enable_wal()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            migrate(self.db, migrations)
+        except sqlite3.Error as err:
+            if conn is not None:
+                conn.close()
+            raise self._translate(err, "opening it") from err
+        self._conn = conn
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; later calls raise `StoreError`, closing twice is harmless."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    # --- transactions -------------------------------------------------------------------
+
+    def _open_conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"The artifact store {self.path} is closed",
+                             hint="open a new ArtifactStore")
+        return self._conn
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One `BEGIN IMMEDIATE` transaction: commits on success, rolls back on any error."""
+        with self._lock:
+            conn = self._open_conn()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as err:
+                raise self._translate(err, action) from err
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as err:
+                self._rollback(conn)
+                raise self._translate(err, action) from err
+            except BaseException:
+                self._rollback(conn)
+                raise
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[sqlite3.Connection]:
+        """Serialise reads with writes on the shared connection and translate SQLite errors."""
+        with self._lock:
+            conn = self._open_conn()
+            try:
+                yield conn
+            except sqlite3.Error as err:
+                raise self._translate(err, action) from err
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        if not conn.in_transaction:
+            return  # SQLite already rolled back (e.g. after SQLITE_FULL)
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as err:  # the original error matters more; keep going
+            log.warning("rollback of %s failed: %s", self.path, err)
+
+    def _translate(self, err: sqlite3.Error, action: str) -> StoreError:
+        """Turn a SQLite error into a one-line `StoreError` that names the file and the fix."""
+        text = str(err)
+        low = text.lower()
+        where = f"the artifact store {self.path}"
+        if "locked" in low or "busy" in low:
+            return StoreLockedError(
+                f"Timed out after {self.busy_timeout_ms / 1000:g}s waiting for the write lock "
+                f"on {where} while {action}",
+                hint="another synix or dagster process is writing it; wait for it to finish "
+                     "or raise busy_timeout_ms",
+            )
+        if "readonly" in low or "read-only" in low:
+            return StoreError(f"Cannot write {where} while {action}: it is read-only",
+                              hint="make the file and its folder writable, or set "
+                                   "SYNIX_STORE_PATH to a writable location")
+        if "full" in low:
+            return StoreError(f"Cannot write {where} while {action}: the disk is full "
+                              "(nothing was written)",
+                              hint="free disk space and re-run; the build resumes where it "
+                                   "stopped")
+        if "unable to open" in low or "disk i/o" in low:
+            return StoreError(f"Cannot open {where} while {action}: {text}",
+                              hint="check that the file and its folder exist and are "
+                                   "writable")
+        if "not a database" in low or "malformed" in low:
+            return StoreError(f"{where} is not a valid SQLite database ({text})",
+                              hint="move the file aside and rebuild, or restore a backup")
+        if "closed" in low:
+            return StoreError(f"{where} is closed", hint="open a new ArtifactStore")
+        return StoreError(f"SQLite error on {where} while {action}: {text}")

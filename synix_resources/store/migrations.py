@@ -1,0 +1,255 @@
+"""Named, ordered schema migrations for the artifact store.
+
+Same idea as simonw's `llm`: a `_migrations(name, applied_at)` table records what ran, and
+every registered function runs once, in registration order. Each migration runs in its own
+`BEGIN IMMEDIATE` transaction together with its `_migrations` row, so a crash or a second
+process opening the same fresh file can never apply one twice or leave one half-applied.
+Never edit or reorder a released migration: add a new one at the end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Iterable
+
+from sqlite_utils import Database
+
+MIGRATIONS_TABLE = "_migrations"
+
+MigrationFn = Callable[[Database], None]
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    apply: MigrationFn
+
+
+class MigrationRegistry:
+    """An ordered list of migrations; use an instance as a decorator to register one."""
+
+    def __init__(self, migrations: Iterable[Migration] = ()):
+        self._migrations: list[Migration] = []
+        for item in migrations:
+            self._add(item)
+
+    def __call__(self, fn: MigrationFn) -> MigrationFn:
+        """Register `fn` under its function name, after every migration registered so far."""
+        self._add(Migration(fn.__name__, fn))
+        return fn
+
+    def _add(self, item: Migration) -> None:
+        if item.name in self.names:
+            raise ValueError(f"Migration {item.name!r} is registered twice")
+        self._migrations.append(item)
+
+    def extended(self, *fns: MigrationFn) -> "MigrationRegistry":
+        """A copy of this registry with `fns` appended (used by tests and plugins)."""
+        registry = MigrationRegistry(self._migrations)
+        for fn in fns:
+            registry(fn)
+        return registry
+
+    @property
+    def names(self) -> list[str]:
+        """Migration names in the order they are applied."""
+        return [m.name for m in self._migrations]
+
+    def applied(self, db: Database) -> list[str]:
+        """Names recorded in the database's `_migrations` table, in the order they ran."""
+        if not db[MIGRATIONS_TABLE].exists():
+            return []
+        rows = db.conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")
+        return [row[0] for row in rows]
+
+    def pending(self, db: Database) -> list[str]:
+        """Names of registered migrations that this database has not run yet."""
+        done = set(self.applied(db))
+        return [name for name in self.names if name not in done]
+
+    def apply(self, db: Database) -> list[str]:
+        """Run every pending migration in order and return the names that ran now.
+
+        The connection must be in autocommit mode (`isolation_level=None`) with no open
+        transaction. Opening an up-to-date database takes no write lock, so read-only files and
+        busy stores can still be opened.
+        """
+        if not self.pending(db):
+            return []
+        conn = db.conn
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        ran: list[str] = []
+        for migration in self._migrations:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Re-check under the write lock: another process may have applied it meanwhile.
+                seen = conn.execute(
+                    f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE name = ?", (migration.name,)
+                ).fetchone()
+                if seen is None:
+                    migration.apply(db)
+                    conn.execute(
+                        f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+                        (migration.name, datetime.now(timezone.utc).isoformat()),
+                    )
+                    ran.append(migration.name)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return ran
+
+
+MIGRATIONS = MigrationRegistry()
+migration = MIGRATIONS
+
+
+def migrate(db: Database, registry: MigrationRegistry | None = None) -> list[str]:
+    """Bring `db` up to date with `registry` (default: the store's migrations)."""
+    return (registry or MIGRATIONS).apply(db)
+
+
+# --- migrations: append only -------------------------------------------------------------
+
+
+@migration
+def m001_artifacts(db: Database) -> None:
+    db["artifacts"].create(
+        {
+            "artifact_id": str,
+            "layer": str,
+            "group_key": str,
+            "level": int,
+            "content": str,
+            "content_hash": str,
+            "materialization_key": str,
+            "metadata": str,
+            "run_id": str,
+            "created_at": str,
+            "superseded_at": str,
+        },
+        pk="artifact_id",
+        not_null={"layer", "group_key", "level", "content", "content_hash",
+                  "materialization_key", "metadata", "created_at"},
+        defaults={"level": 0, "metadata": "{}"},
+    )
+    # At most one current artifact per (layer, group_key): this is what stops two processes
+    # from both publishing a "current" version of the same group.
+    db.execute(
+        "CREATE UNIQUE INDEX idx_artifacts_current ON artifacts (layer, group_key) "
+        "WHERE superseded_at IS NULL"
+    )
+    db["artifacts"].create_index(["layer", "group_key", "created_at"],
+                                 index_name="idx_artifacts_history")
+
+
+@migration
+def m002_edges(db: Database) -> None:
+    # Ordered parent edges; the position keeps e.g. a fold's inputs in sequence order.
+    db.execute(
+        """
+        CREATE TABLE edges (
+            child_id TEXT NOT NULL REFERENCES artifacts (artifact_id),
+            parent_id TEXT NOT NULL REFERENCES artifacts (artifact_id),
+            position INTEGER NOT NULL,
+            PRIMARY KEY (child_id, position)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX idx_edges_parent ON edges (parent_id, child_id)")
+
+
+@migration
+def m003_audit(db: Database) -> None:
+    db["audit"].create(
+        {
+            "artifact_id": str,
+            "prompt_template_hash": str,
+            "rendered_prompt_hash": str,
+            "provider": str,
+            "model": str,
+            "temperature": float,
+            "max_tokens": int,
+            "raw_response": str,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cache_read_tokens": int,
+            "cache_write_tokens": int,
+            "cost_usd": float,
+            "latency_s": float,
+            "attempts": int,
+            "flags": str,
+            "extra": str,
+        },
+        pk="artifact_id",
+        foreign_keys=[("artifact_id", "artifacts", "artifact_id")],
+    )
+
+
+@migration
+def m004_runs(db: Database) -> None:
+    db["runs"].create(
+        {
+            "run_id": str,
+            "pipeline": str,
+            "steps": str,
+            "status": str,
+            "dagster_run_id": str,
+            "started_at": str,
+            "finished_at": str,
+            "stats": str,
+        },
+        pk="run_id",
+        not_null={"pipeline", "steps", "status", "started_at", "stats"},
+    )
+    db["runs"].create_index(["started_at"], index_name="idx_runs_started")
+
+
+@migration
+def m005_checkpoints(db: Database) -> None:
+    db["checkpoints"].create(
+        {
+            "step": str,
+            "version": str,
+            "position": int,
+            "prefix_fingerprint": str,
+            "state": str,
+            "created_at": str,
+        },
+        pk=("step", "version", "position"),
+        not_null={"prefix_fingerprint", "state", "created_at"},
+    )
+
+
+@migration
+def m006_meta(db: Database) -> None:
+    db["meta"].create(
+        {"key": str, "value": str, "updated_at": str},
+        pk="key",
+        not_null={"value", "updated_at"},
+    )
+
+
+@migration
+def m007_failures(db: Database) -> None:
+    # Keyed by partition: a later failure of the same partition replaces the earlier record.
+    db["failures"].create(
+        {
+            "layer": str,
+            "group_key": str,
+            "run_id": str,
+            "error": str,
+            "recorded_at": str,
+        },
+        pk=("layer", "group_key"),
+        not_null={"error", "recorded_at"},
+    )
+    db["failures"].create_index(["run_id"], index_name="idx_failures_run")
+
+
+__all__ = ["MIGRATIONS", "MIGRATIONS_TABLE", "Migration", "MigrationRegistry", "migrate",
+           "migration"]
