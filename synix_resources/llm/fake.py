@@ -1,0 +1,106 @@
+"""`fake` provider for tests and benchmarks: deterministic, input-dependent, no network.
+
+Failures are injected per (seed, prompt, attempt) through a hash, so a run is reproducible and
+a retried attempt of the same prompt can succeed. Prompts containing `fail_marker` always fail
+with a non-retryable 400; prompts containing `refuse_marker` come back as a refusal.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections import Counter
+from typing import Callable, Sequence
+
+from synix_resources.errors import LLMError
+
+from .base import Completion, LLMClient
+from .retry import RetryableCallError
+from .types import LLMRequest
+
+FAIL_400_MARKER = "SYNIX_FAIL_400"
+REFUSE_MARKER = "SYNIX_REFUSE"
+FAILURE_KINDS = (429, 529, 500, "timeout")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{3,}")
+_COMMON = frozenset("""this that with from have what when where which would could should there
+their about into your they them then than were been will just like also some more most such
+only other over very these those here each make made does done summarise summarize summary
+words following conversation""".split())
+
+
+def _unit(*parts: object) -> float:
+    """A reproducible number in [0, 1) from the parts."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class FakeClient(LLMClient):
+    provider = "fake"
+
+    def __init__(self, *, model: str = "fake-v1", latency_s: float = 0.0,
+                 failure_rate: float = 0.0, seed: int = 0,
+                 failure_kinds: Sequence[int | str] = FAILURE_KINDS,
+                 fail_marker: str = FAIL_400_MARKER, refuse_marker: str = REFUSE_MARKER,
+                 sleep: Callable[[float], None] = time.sleep, **common):
+        super().__init__(model=model, **common)
+        if not 0.0 <= failure_rate <= 1.0:
+            raise ValueError("failure_rate must be between 0 and 1")
+        self.latency_s = latency_s
+        self.failure_rate = failure_rate
+        self.seed = seed
+        self.failure_kinds = tuple(failure_kinds)
+        self.fail_marker = fail_marker
+        self.refuse_marker = refuse_marker
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.failures: Counter = Counter()
+
+    def call_once(self, request: LLMRequest, model: str, attempt: int) -> Completion:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if self.latency_s:
+                self._sleep(self.latency_s)
+            return self._answer(request, model, attempt)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, request: LLMRequest, model: str, attempt: int) -> Completion:
+        label = request.label or "request"
+        if self.fail_marker and self.fail_marker in request.prompt:
+            self._count(400)
+            raise LLMError(f"fake call for {label} rejected with status 400 (prompt contains "
+                           f"{self.fail_marker})", status=400,
+                           hint="remove the failure marker from the input")
+        if _unit(self.seed, request.rendered_prompt_hash, attempt, "fail") < self.failure_rate:
+            kind = self.failure_kinds[int(_unit(self.seed, request.rendered_prompt_hash, attempt,
+                                                "kind") * len(self.failure_kinds))]
+            self._count(kind)
+            if kind == "timeout":
+                raise RetryableCallError("fake timeout")
+            raise RetryableCallError(f"fake status {kind}", status=int(kind))
+        if self.refuse_marker and self.refuse_marker in request.prompt:
+            return Completion(text="", model=model, stop_reason="refusal",
+                              input_tokens=len(request.prompt) // 4)
+        text = self.summary(request)
+        return Completion(text=text, model=model, stop_reason="end_turn",
+                          input_tokens=max(1, len(request.prompt + (request.system or "")) // 4),
+                          output_tokens=max(1, len(text) // 4), raw=text,
+                          source_ids=tuple(sid for sid, _ in request.sources))
+
+    def _count(self, kind: int | str) -> None:
+        with self._lock:
+            self.failures[kind] += 1
+
+    @staticmethod
+    def summary(request: LLMRequest) -> str:
+        """Short, different for different prompts: hash plus the prompt's most frequent words."""
+        counts = Counter(w.lower() for w in _WORD.findall(request.prompt)
+                         if w.lower() not in _COMMON)
+        words = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:6]]
+        return f"[fake {request.rendered_prompt_hash[:10]}] summary of: {', '.join(words) or 'nothing'}."
