@@ -151,6 +151,9 @@ def _to_message(nid: str, msg: Any, conv_meta: dict) -> Message | None:
         unknown = conv_meta.setdefault("unknown_content_types", {})
         unknown[ctype] = unknown.get(ctype, 0) + 1
         return None
+    recipient = msg.get("recipient")
+    if recipient and recipient != "all" and ctype != "code" and text.strip():  # plugin call as text
+        text = f"[tool call → {recipient}]\n{text}"
     attachments = [a.get("name") for a in meta.get("attachments") or []
                    if isinstance(a, dict) and a.get("name")]
     if attachments:
@@ -164,7 +167,6 @@ def _to_message(nid: str, msg: Any, conv_meta: dict) -> Message | None:
         extra["model"] = meta["model_slug"]
     if msg.get("status") and msg.get("status") != "finished_successfully":
         extra["status"] = msg["status"]
-    recipient = msg.get("recipient")
     if recipient and recipient != "all":
         extra["recipient"] = recipient
     if meta.get("invoked_plugin"):

@@ -41,6 +41,10 @@ log = logging.getLogger("synix.parsers")
 
 FORMATS = ("chatgpt", "claude", "claude-code")
 _HEAD_BYTES = 64 * 1024
+# yajl re-scans a token that spans reads, so a 50 MB string costs O(size² / read size):
+# 64 KB reads take ~5 s for one 50 MB message, 4 MB reads ~0.1 s. Memory cost: one buffer.
+_READ_BYTES = 4 * 1024 * 1024
+_SNIFF_ITEMS = 5  # conversations looked at before calling the format unknown
 _BOM = codecs.BOM_UTF8
 _ZIP_MAGIC = b"PK\x03\x04"
 _MEMBER = "conversations.json"
@@ -101,7 +105,7 @@ def iter_conversations(path: str | Path, format: str = "auto",
     prefix = {"list": "item", "wrapper": "conversations.item", "object": ""}[layout]
     parse, get_id = _PARSERS[fmt], _IDS[fmt]
     with _open_payload(path) as stream:
-        items = _ijson.items(stream, prefix, use_float=True)
+        items = _ijson.items(stream, prefix, use_float=True, buf_size=_READ_BYTES)
         index = 0
         while True:
             try:
@@ -286,8 +290,10 @@ def _check_tail(path: Path) -> None:
 def _sniff(path: Path, stream: IO[bytes]) -> tuple[str | None, str]:
     top: str | None = None
     in_wrapper = False
+    items_seen = 0
     try:
-        for prefix, event, value in _ijson.parse(stream, multiple_values=True, use_float=True):
+        for prefix, event, value in _ijson.parse(stream, multiple_values=True, use_float=True,
+                                                  buf_size=_READ_BYTES):
             if top is None:
                 if event not in ("start_array", "start_map"):
                     break
@@ -298,16 +304,21 @@ def _sniff(path: Path, stream: IO[bytes]) -> tuple[str | None, str]:
                     return None, "list"
                 if prefix == "item" and event == "map_key" and value in _ITEM_KEYS:
                     return _ITEM_KEYS[value], "list"
-                if (prefix == "item" and event == "end_map") or (
-                        prefix == "" and event not in ("start_map",)):
-                    break
+                if prefix == "item" and event == "end_map":
+                    items_seen += 1  # a broken first entry (no tree) should not decide alone
+                    if items_seen >= _SNIFF_ITEMS:
+                        break
+                elif prefix == "" and event != "start_map":
+                    break  # the list holds something other than objects
             elif in_wrapper:
                 if prefix == "conversations.item" and event == "map_key" and value in _ITEM_KEYS:
                     return _ITEM_KEYS[value], "wrapper"
                 if prefix == "conversations" and event == "end_array":
                     return None, "wrapper"
                 if prefix == "conversations.item" and event == "end_map":
-                    break
+                    items_seen += 1
+                    if items_seen >= _SNIFF_ITEMS:
+                        break
             elif prefix == "" and event == "map_key":
                 if value == "conversations":
                     in_wrapper = True
