@@ -1,0 +1,111 @@
+"""Aggregate (N:1 by key): period rollups (month/week/quarter) and topical rollups."""
+from __future__ import annotations
+
+from synix_assets.engine import topics as topic_finder
+from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, make_request,
+                                          record_of)
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.periods import period_of
+from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, date_of, version_changed
+from synix_assets.pipeline.records import Record
+from synix_resources.fingerprints import aggregate_key, combined_fingerprint
+
+
+def _members(ctx, layer: str, upstream_arts, up: LayerPlan | None) -> dict[str, list[str]]:
+    """Group key → upstream group keys (by period or by topic search)."""
+    step = ctx.pipeline.steps[layer]
+    period = step.config["period"]
+    if period:
+        groups: dict[str, list[str]] = {}
+        for art in upstream_arts:
+            groups.setdefault(period_of(art.metadata.get("meta.time.created_at"), period), []).append(art.group_key)
+        known = {a.group_key for a in upstream_arts}
+        for gk in (up.stale_keys if up else []):
+            if gk not in known:
+                groups.setdefault(period_of(up.dates.get(gk), period), []).append(gk)
+        return groups
+    return topic_finder.memberships(ctx, layer, upstream_arts)
+
+
+def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
+    step = ctx.pipeline.steps[layer]
+    version = ctx.version(layer)
+    current = ctx.store.current_index(layer)
+    gone = set(up.retire) if up else set()
+    arts = [a for a in ctx.store.list_layer(step.upstream) if a.group_key not in gone]
+    by_key = {a.group_key: a for a in arts}
+    stale_up = set(up.stale_keys) if up else set()
+    out = LayerPlan(layer, "aggregate")
+    if stale_up and not step.config["period"]:
+        # Topic membership depends on content not built yet: every topic may change.
+        names = topic_finder.topic_names(ctx, layer, arts) or sorted(current)
+        for name in names:
+            out.stale.append(WorkItem(name, None, "upstream changed" if name in current else "new",
+                                      est_tokens_in=step.config["topic_limit"] * (avg_out_tokens(ctx, step.upstream) or 300)))
+        return out
+    members = _members(ctx, layer, arts, up)
+    failed = blocked_groups(ctx, step.upstream)
+    failed_periods = {period_of(date_of(ctx, gk), step.config["period"]) for gk in failed} \
+        if step.config["period"] else ({"*"} if failed else set())
+    prompt_changed = version_changed(ctx, layer, version)
+    per_in = avg_out_tokens(ctx, step.upstream) or 300
+    for group, keys in sorted(members.items()):
+        if not keys:
+            continue
+        if group in failed_periods or "*" in failed_periods:
+            out.blocked.append(group)
+            continue
+        est = len(keys) * per_in + 300
+        if any(k in stale_up for k in keys):
+            out.stale.append(WorkItem(group, None, "new" if group not in current else "upstream changed",
+                                      est_tokens_in=est))
+            continue
+        key = aggregate_key(layer, group, combined_fingerprint(by_key[k].content_hash for k in keys), version)
+        mine = current.get(group)
+        if mine is not None and mine.materialization_key == key:
+            out.cached.append(group)
+            continue
+        reason = "new" if mine is None else ("prompt/model changed" if prompt_changed else "upstream changed")
+        out.stale.append(WorkItem(group, key, reason, inputs=[by_key[k].artifact_id for k in keys],
+                                  est_tokens_in=est))
+    out.retire = sorted(set(current) - set(members) - set(out.blocked))
+    return out
+
+
+def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
+    step = ctx.pipeline.steps[layer]
+    level = ctx.pipeline.level(layer)
+    p = plan(ctx, layer)
+    todo = [w for w in p.stale if keys is None or w.group_key in keys]
+    wanted = [i for w in todo for i in w.inputs]
+    arts = {a.artifact_id: a for a in ctx.store.get_many(wanted)}
+    calls = []
+    for w in todo:
+        members = sorted((arts[i] for i in w.inputs),
+                         key=lambda a: (str(a.metadata.get("meta.time.created_at") or ""), a.group_key))
+        records, found = apply_pii(step.config.get("pii"), [record_of(a) for a in members])
+
+        def render(sources, group=w.group_key, records=records):
+            by_id = dict(sources)
+            recs = [Record(r.artifact_id, r.layer, r.group_key, by_id.get(r.artifact_id, r.content),
+                           r.metadata) for r in records]
+            return step.prompt(recs, group)
+
+        dates = [str(a.metadata.get("meta.time.created_at") or "") for a in members if a.metadata.get("meta.time.created_at")]
+        meta = {"meta.time.created_at": min(dates) if dates else None,
+                "meta.time.last_at": max(dates) if dates else None,
+                "meta.time.period" if step.config["period"] else "meta.custom.topic": w.group_key,
+                "meta.chat.conversation_count": len(members),
+                "meta.step.version_hash": ctx.version(layer)}
+        if found:
+            meta["meta.custom.pii"] = found
+        calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(records, w.group_key),
+                                                           records, f"{layer}/{w.group_key}", render),
+                                 [a.artifact_id for a in members], meta, w.key, len(members)))
+    result = LayerResult(layer, call_and_store(ctx, layer, level, calls))
+    result.outcomes += [PartitionOutcome(g, "cached") for g in p.cached if keys is None or g in keys]
+    result.outcomes += [PartitionOutcome(g, "blocked", reason=f"an input in {step.upstream} failed")
+                        for g in p.blocked if keys is None or g in keys]
+    if keys is None and p.retire:
+        result.retired = ctx.store.retire(layer, p.retire)
+    return result

@@ -1,0 +1,150 @@
+"""Fold (N:1 ordered, accumulated state), design doc §3.8.
+
+The output is a function of the whole ordered sequence. Every `checkpoint_every` items the state
+is checkpointed under the fingerprint of the prefix it summarises; a rebuild resumes from the
+last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns months 7–28 only
+(with checkpoint_every=6). State larger than `max_state_tokens` is compressed by the LLM.
+"""
+from __future__ import annotations
+
+from synix_assets.engine.llm_step import apply_pii, make_request, record_of
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
+from synix_assets.pipeline import builtin_prompts
+from synix_resources.errors import LLMError, LLMRefusal
+from synix_resources.fingerprints import fold_key, sequence_fingerprint
+from synix_resources.llm.mapreduce import estimate_tokens
+
+GROUP = "all"
+EMPTY_STATE = "(no memory yet)"
+
+
+def _ordered(ctx, layer: str, arts):
+    order_key = ctx.pipeline.steps[layer].config["order_key"]
+    if order_key == "group_key":
+        return sorted(arts, key=lambda a: a.group_key)
+    return sorted(arts, key=lambda a: (str(a.metadata.get(order_key) or ""), a.group_key))
+
+
+def _resume_point(ctx, layer: str, hashes: list[str]):
+    """(position, state) of the latest checkpoint whose prefix still matches."""
+    best = (0, None)
+    for cp in ctx.store.checkpoints(layer, ctx.version(layer)):
+        if cp.position <= len(hashes) and cp.prefix_fingerprint == sequence_fingerprint(hashes[:cp.position]):
+            if cp.position > best[0]:
+                best = (cp.position, cp.state)
+    return best
+
+
+def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
+    step = ctx.pipeline.steps[layer]
+    version = ctx.version(layer)
+    current = ctx.store.current_index(layer).get(GROUP)
+    gone = set(up.retire) if up else set()
+    arts = _ordered(ctx, layer, [a for a in ctx.store.list_layer(step.upstream) if a.group_key not in gone])
+    out = LayerPlan(layer, "fold")
+    if blocked_groups(ctx, step.upstream):
+        out.blocked.append(GROUP)
+        return out
+    per_item = (avg_out_tokens(ctx, step.upstream) or 300) + (avg_out_tokens(ctx, layer) or 400) + 250
+    stale_up = set(up.stale_keys) if up else set()
+    if stale_up:
+        keys = sorted({a.group_key for a in arts} | stale_up)
+        first = min(keys.index(k) for k in stale_up)
+        start, _ = _resume_point(ctx, layer, [a.content_hash for a in arts[:first]])
+        calls = len(keys) - start
+        out.stale.append(WorkItem(GROUP, None, "new" if current is None else "upstream changed",
+                                  est_calls=calls, est_tokens_in=calls * per_item))
+        return out
+    if not arts:
+        return out
+    hashes = [a.content_hash for a in arts]
+    key = fold_key(layer, sequence_fingerprint(hashes), version)
+    if current is not None and current.materialization_key == key:
+        out.cached.append(GROUP)
+        return out
+    start, _ = _resume_point(ctx, layer, hashes)
+    reason = "new" if current is None else (
+        "prompt/model changed" if version_changed(ctx, layer, version) else "upstream changed")
+    out.stale.append(WorkItem(GROUP, key, reason, inputs=[a.artifact_id for a in arts],
+                              est_calls=len(arts) - start, est_tokens_in=(len(arts) - start) * per_item))
+    return out
+
+
+def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
+    result = LayerResult(layer)
+    p = plan(ctx, layer)
+    if p.blocked:
+        result.outcomes.append(PartitionOutcome(GROUP, "blocked", reason="an input failed"))
+        return result
+    if not p.stale:
+        result.outcomes += [PartitionOutcome(GROUP, "cached") for _ in p.cached]
+        return result
+    work = p.stale[0]
+    step = ctx.pipeline.steps[layer]
+    arts = _ordered(ctx, layer, ctx.store.get_many(work.inputs))
+    hashes = [a.content_hash for a in arts]
+    start, state = _resume_point(ctx, layer, hashes)
+    state = state or EMPTY_STATE
+    version = ctx.version(layer)
+    max_tokens = step.config["max_state_tokens"]
+    every = step.config["checkpoint_every"]
+    totals = {"calls": 0, "in": 0, "out": 0, "cost": 0.0, "compressions": 0}
+    last = None
+    try:
+        for pos in range(start, len(arts)):
+            records, _ = apply_pii(step.config.get("pii"), [record_of(arts[pos])])
+            rec = records[0]
+            # The state is a source too: an extractive summariser must be able to keep it.
+            prior = [("state", state)] if state != EMPTY_STATE else []
+            req = make_request(ctx, layer, step.prompt(rec, state), [rec], f"{layer}/{rec.group_key}",
+                               extra_sources=prior)
+            last = ctx.llm.complete(req)
+            _add(totals, last)
+            state = last.text
+            if estimate_tokens(state) > max_tokens:
+                comp = ctx.llm.complete(make_request(
+                    ctx, layer, builtin_prompts.compress_state(state, max_tokens),
+                    [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)]))
+                _add(totals, comp)
+                totals["compressions"] += 1
+                state = comp.text
+            if (pos + 1) % every == 0:
+                ctx.store.put_checkpoint(layer, version, pos + 1, sequence_fingerprint(hashes[:pos + 1]), state)
+    except LLMError as err:
+        ctx.store.record_failure(ctx.run_id, layer, GROUP, err.one_line())
+        result.outcomes.append(PartitionOutcome(
+            GROUP, "failed", error=err.one_line(), llm_calls=totals["calls"] + 1,
+            tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
+            flags=("refusal",) if isinstance(err, LLMRefusal) else ()))
+        return result
+    if last is None:  # every item was covered by a checkpoint: its state is the answer
+        text, audit = state, {"resumed_from": start, "llm_calls": 0, "provider": ctx.llm.provider}
+    else:
+        text, audit = state, last.audit()
+        audit.update({"resumed_from": start, "llm_calls": totals["calls"],
+                      "compressions": totals["compressions"], "fold_tokens_in": totals["in"],
+                      "fold_tokens_out": totals["out"], "fold_cost_usd": totals["cost"]})
+    dates = [str(a.metadata.get("meta.time.created_at")) for a in arts if a.metadata.get("meta.time.created_at")]
+    meta = {"meta.time.created_at": min(dates) if dates else None,
+            "meta.time.last_at": max(str(a.metadata.get("meta.time.last_at") or a.metadata.get("meta.time.created_at") or "") for a in arts) or None,
+            "meta.step.sequence": len(arts), "meta.step.resumed_from": start,
+            "meta.step.version_hash": version, "meta.custom.groups": [a.group_key for a in arts],
+            "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model}
+    art = ctx.store.put(layer=layer, group_key=GROUP, content=text, materialization_key=work.key,
+                        level=ctx.pipeline.level(layer), metadata=meta, audit=audit,
+                        parents=[a.artifact_id for a in arts], run_id=ctx.run_id)
+    ctx.store.clear_failure(layer, GROUP)
+    result.outcomes.append(PartitionOutcome(
+        GROUP, "built", artifact_id=art.artifact_id, reason=f"resumed at item {start + 1} of {len(arts)}",
+        provider=ctx.llm.provider, model=ctx.llm.model, llm_calls=totals["calls"],
+        tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
+        input_count=len(arts), content_hash=art.content_hash, preview=text[:600]))
+    return result
+
+
+def _add(totals: dict, response) -> None:
+    totals["calls"] += 0 if response.from_cache else 1
+    totals["in"] += response.input_tokens
+    totals["out"] += response.output_tokens
+    totals["cost"] += response.cost_usd

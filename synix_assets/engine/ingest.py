@@ -1,0 +1,185 @@
+"""Sources → conversations, with a per-file summary cache so an unchanged export is never reparsed.
+
+A file's summary (its conversations' keys, content hashes and dates) is kept in the store's meta
+table under the file's SHA-256; the stat triple (size, mtime_ns, path) maps to that hash so an
+untouched file is not even re-hashed. Full conversations are parsed only when a transcript
+actually has to be (re)built.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from synix_assets.parsers.detect import parse_file
+from synix_assets.parsers.model import Conversation
+from synix_resources.errors import ExportFormatError
+from synix_resources.fingerprints import sha256_text
+
+log = logging.getLogger("synix.ingest")
+EXPORT_SUFFIXES = (".json", ".jsonl", ".zip")
+PARSER_VERSION = "parsers-1"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def partition_key(conversation_id: str) -> str:
+    """A Dagster-safe partition key for a conversation id (stable, readable when possible)."""
+    clean = _SAFE.sub("_", conversation_id.strip())[:80]
+    if clean != conversation_id or not clean:
+        clean = f"{clean[:60]}-{sha256_text(conversation_id)[:10]}".lstrip("-")
+    return clean
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    key: str
+    conversation_id: str
+    title: str
+    created_at: str | None
+    updated_at: str | None
+    content_hash: str
+    message_count: int
+    source: str
+    file: str
+    format: str
+    chars: int
+
+
+@dataclass
+class IngestResult:
+    summaries: list[ConversationSummary] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    failed_files: list[tuple[str, str]] = field(default_factory=list)  # (file, one-line error)
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (file, conversation, reason)
+    fingerprint: str = ""
+
+
+def export_files(path: Path) -> list[Path]:
+    """The export files of a source: the file itself, or the export files directly in a folder."""
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        return sorted(p for p in path.iterdir()
+                      if p.is_file() and p.suffix.lower() in EXPORT_SUFFIXES and not p.name.startswith("."))
+    return []
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def summarise(conv: Conversation, source: str, fmt: str) -> ConversationSummary:
+    transcript = conv.transcript()
+    return ConversationSummary(
+        key=partition_key(conv.conversation_id), conversation_id=conv.conversation_id,
+        title=conv.title or "", created_at=conv.created_at or conv.first_message_at,
+        updated_at=conv.updated_at or conv.last_message_at, content_hash=conv.content_hash(),
+        message_count=conv.message_count, source=source, file=conv.source_path, format=fmt,
+        chars=len(transcript))
+
+
+class SourceReader:
+    """Reads a pipeline's sources, caching parse summaries in the store's meta table."""
+
+    def __init__(self, pipeline, store):
+        self.pipeline = pipeline
+        self.store = store
+        self._parsed: dict[str, list[Conversation]] = {}
+
+    def files(self) -> list[tuple[str, Path, str]]:
+        out = []
+        for src in self.pipeline.sources.values():
+            for f in export_files(self.pipeline.resolve(src.path)):
+                out.append((src.name, f, src.format))
+        return out
+
+    def scan(self, *, strict: bool = False) -> IngestResult:
+        """Summaries of every conversation of every source file; a bad file is reported, not fatal
+        unless `strict` (then its ExportFormatError propagates)."""
+        result = IngestResult()
+        parts = []
+        for source, path, fmt in self.files():
+            result.files.append(str(path))
+            try:
+                digest, summaries, skipped = self._summaries(source, path, fmt)
+            except ExportFormatError as exc:
+                if strict:
+                    raise
+                log.warning(exc.one_line())
+                result.failed_files.append((str(path), exc.one_line()))
+                parts.append(f"{path}:failed")
+                continue
+            parts.append(f"{path}:{digest}")
+            result.summaries.extend(summaries)
+            result.skipped.extend((str(path), cid, why) for cid, why in skipped)
+        result.fingerprint = sha256_text("\n".join(parts) + PARSER_VERSION)
+        return result
+
+    def conversations(self, path: str, fmt: str = "auto") -> list[Conversation]:
+        """Full parsed conversations of one file (parsed at most once per reader)."""
+        if path not in self._parsed:
+            convs, _ = parse_file(path, fmt)
+            self._parsed[path] = convs
+        return self._parsed[path]
+
+    def conversation(self, summary: ConversationSummary) -> Conversation:
+        for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
+            if partition_key(conv.conversation_id) == summary.key:
+                return conv
+        raise ExportFormatError(f"{summary.file}: conversation {summary.conversation_id} vanished while building",
+                                hint="the export changed during the build; run again")
+
+    # ---- caching ----------------------------------------------------------------------------
+    def _summaries(self, source: str, path: Path, fmt: str):
+        st = path.stat()
+        stat_key = f"ingest:stat:{path}:{st.st_size}:{st.st_mtime_ns}"
+        digest = self.store.get_meta(stat_key)
+        if digest is None:
+            digest = file_sha256(path)
+            self.store.set_meta(stat_key, digest)
+        cached = self.store.get_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}")
+        if cached is not None:
+            return digest, [ConversationSummary(**{**s, "file": str(path)}) for s in cached["summaries"]], \
+                [tuple(x) for x in cached["skipped"]]
+        convs, report = parse_file(path, fmt)
+        self._parsed[str(path)] = convs
+        detected = report.format or fmt
+        summaries = [summarise(c, source, detected) for c in convs]
+        skipped = [(cid, why) for cid, why in report.skipped]
+        self.store.set_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}",
+                            {"summaries": [s.__dict__ for s in summaries], "skipped": skipped})
+        return digest, summaries, skipped
+
+
+def dedupe(summaries: Iterable[ConversationSummary], *, dedupe: str, conflict: str,
+           ) -> dict[str, list[ConversationSummary]]:
+    """Group conversations by the merge's dedupe key and apply the conflict rule.
+
+    Returns group key → chosen summaries (one, or all for keep_all)."""
+    groups: dict[str, list[ConversationSummary]] = {}
+    for s in summaries:
+        if conflict == "keep_all":
+            key = partition_key(f"{s.conversation_id}.{s.content_hash[:8]}")
+        elif dedupe == "content":
+            key = f"c{s.content_hash[:16]}"
+        else:
+            key = s.key
+        groups.setdefault(key, []).append(s)
+    chosen: dict[str, list[ConversationSummary]] = {}
+    for key, items in groups.items():
+        unique = {s.content_hash: s for s in items}
+        items = [s for s in items if unique.get(s.content_hash) is s]
+        if len(items) == 1:
+            chosen[key] = items
+        elif conflict == "prefer_first":
+            chosen[key] = [items[0]]
+        else:  # prefer_latest: newest last message, then the longer conversation, then the later file
+            chosen[key] = [max(items, key=lambda s: (s.updated_at or "", s.message_count, s.file))]
+    return chosen

@@ -1,0 +1,59 @@
+"""Dispatch by step kind: plan a layer (what is stale and why) or build it."""
+from __future__ import annotations
+
+import time
+
+from synix_assets.engine import aggregate, fold, merge, transcripts, transform
+from synix_assets.engine.ingest import IngestResult
+from synix_assets.engine.outcomes import LayerPlan, LayerResult
+from synix_assets.engine.upstream import remember_avg_out, remember_version
+
+
+def is_source_merge(pipeline, layer: str) -> bool:
+    step = pipeline.steps[layer]
+    return step.kind == "merge" and all(u in pipeline.sources for u in step.from_)
+
+
+def plan_layer(ctx, layer: str, scan: IngestResult, up: LayerPlan | None) -> LayerPlan:
+    step = ctx.pipeline.steps[layer]
+    if is_source_merge(ctx.pipeline, layer):
+        return transcripts.plan(ctx, layer, scan)
+    module = {"merge": merge, "transform": transform, "aggregate": aggregate, "fold": fold}[step.kind]
+    return module.plan(ctx, layer, up)
+
+
+def plan_all(ctx, scan: IngestResult) -> dict[str, LayerPlan]:
+    """Every layer's plan, propagating planned-but-unbuilt partitions downstream."""
+    plans: dict[str, LayerPlan] = {}
+    for layer in ctx.pipeline.layer_order():
+        step = ctx.pipeline.steps[layer]
+        ups = [plans[u] for u in step.from_ if u in plans]
+        up = ups[0] if len(ups) == 1 else _union(ups)
+        plans[layer] = plan_layer(ctx, layer, scan, up)
+    return plans
+
+
+def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | None = None) -> LayerResult:
+    started = time.monotonic()
+    step = ctx.pipeline.steps[layer]
+    if is_source_merge(ctx.pipeline, layer):
+        result = transcripts.build(ctx, layer, scan if scan is not None else ctx.reader.scan(), keys)
+    else:
+        module = {"merge": merge, "transform": transform, "aggregate": aggregate, "fold": fold}[step.kind]
+        result = module.build(ctx, layer, keys)
+    if not result.failed:
+        remember_version(ctx, layer)
+    remember_avg_out(ctx, layer, result.outcomes)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _union(plans: list[LayerPlan]) -> LayerPlan | None:
+    if not plans:
+        return None
+    out = LayerPlan("+".join(p.layer for p in plans), "merge")
+    for p in plans:
+        out.stale += p.stale
+        out.dates.update(p.dates)
+        out.retire += p.retire
+    return out

@@ -1,0 +1,106 @@
+"""Turning prompt functions into LLM requests, and LLM responses into stored artifacts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from synix_assets.engine import pii
+from synix_assets.engine.outcomes import PartitionOutcome
+from synix_assets.pipeline.prompts import prompt_identity
+from synix_assets.pipeline.records import Record
+from synix_resources.errors import LLMError, LLMRefusal
+from synix_resources.llm.types import LLMRequest, LLMResponse
+
+INHERITED_PREFIXES = ("meta.time.", "meta.chat.", "meta.source.")
+PREVIEW_CHARS = 600
+
+
+def record_of(artifact) -> Record:
+    return Record(artifact.artifact_id, artifact.layer, artifact.group_key, artifact.content,
+                  dict(artifact.metadata))
+
+
+def inherited(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metadata.items() if k.startswith(INHERITED_PREFIXES)}
+
+
+def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], dict[str, int]]:
+    """Flag or redact PII in the inputs of a step; returns the records the prompt should see."""
+    if not mode:
+        return records, {}
+    totals: dict[str, int] = {}
+    out = []
+    for r in records:
+        if mode == "redact":
+            text, found = pii.redact(r.content)
+            out.append(Record(r.artifact_id, r.layer, r.group_key, text, r.metadata))
+        else:
+            found = pii.summarise(r.content)
+            out.append(r)
+        for k, v in found.items():
+            totals[k] = totals.get(k, 0) + v
+    return out, totals
+
+
+@dataclass
+class PendingCall:
+    """One partition's LLM request plus what is needed to store its answer."""
+
+    group_key: str
+    request: LLMRequest
+    parents: list[str]
+    metadata: dict[str, Any]
+    key: str
+    input_count: int
+    extra_audit: dict[str, Any] = field(default_factory=dict)
+
+
+def make_request(ctx, layer: str, prompt_text: str, records: list[Record], label: str,
+                 render: Callable[[list[tuple[str, str]]], str] | None = None,
+                 extra_sources: list[tuple[str, str]] = ()) -> LLMRequest:
+    step = ctx.pipeline.steps[layer]
+    settings = ctx.pipeline.llm_settings(step)
+    max_words = getattr(step.prompt, "__synix_max_words__", None)
+    system = settings["system"] or getattr(step.prompt, "__synix_system__", None)
+    return LLMRequest(prompt=prompt_text, system=system, model=settings["model"],
+                      temperature=settings["temperature"], max_tokens=settings["max_tokens"],
+                      label=label, sources=[*extra_sources, *((r.artifact_id, r.content) for r in records)],
+                      max_words=max_words, template_hash=prompt_identity(step.prompt), render=render)
+
+
+def call_and_store(ctx, layer: str, level: int, calls: list[PendingCall]) -> list[PartitionOutcome]:
+    """Run the calls concurrently, store every success atomically, record every failure."""
+    if not calls:
+        return []
+    results = ctx.llm.complete_many([c.request for c in calls], batch=ctx.batch)
+    outcomes = []
+    for call, result in zip(calls, results):
+        outcomes.append(store_result(ctx, layer, level, call, result))
+    return outcomes
+
+
+def store_result(ctx, layer: str, level: int, call: PendingCall,
+                 result: LLMResponse | LLMError) -> PartitionOutcome:
+    if isinstance(result, LLMError):
+        ctx.store.record_failure(ctx.run_id, layer, call.group_key, result.one_line())
+        flags = ("refusal",) if isinstance(result, LLMRefusal) else ()
+        return PartitionOutcome(call.group_key, "failed", error=result.one_line(),
+                                input_count=call.input_count, flags=flags, llm_calls=1)
+    audit = result.audit()
+    audit.update(call.extra_audit)
+    metadata = dict(call.metadata)
+    metadata["meta.step.provider"] = result.provider
+    metadata["meta.step.model"] = result.model
+    art = ctx.store.put(layer=layer, group_key=call.group_key, content=result.text,
+                        materialization_key=call.key, level=level, metadata=metadata,
+                        audit=audit, parents=call.parents, run_id=ctx.run_id)
+    ctx.store.clear_failure(layer, call.group_key)
+    calls = 1 + int(call.extra_audit.get("extra_calls", 0))
+    return PartitionOutcome(
+        call.group_key, "built", artifact_id=art.artifact_id, provider=result.provider,
+        model=result.model, llm_calls=0 if result.from_cache else calls,
+        tokens_in=result.input_tokens + int(call.extra_audit.get("extra_tokens_in", 0)),
+        tokens_out=result.output_tokens + int(call.extra_audit.get("extra_tokens_out", 0)),
+        cost_usd=result.cost_usd + float(call.extra_audit.get("extra_cost_usd", 0.0)),
+        input_count=call.input_count, content_hash=art.content_hash,
+        preview=result.text[:PREVIEW_CHARS], flags=tuple(result.flags))

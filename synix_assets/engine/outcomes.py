@@ -1,0 +1,81 @@
+"""What building a layer produced, per partition and in total."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class PartitionOutcome:
+    group_key: str
+    status: str  # built | cached | failed | blocked
+    artifact_id: str | None = None
+    reason: str = ""
+    error: str = ""
+    provider: str = ""
+    model: str = ""
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    input_count: int = 0
+    content_hash: str = ""
+    preview: str = ""
+    flags: tuple[str, ...] = ()
+
+
+@dataclass
+class LayerResult:
+    layer: str
+    outcomes: list[PartitionOutcome] = field(default_factory=list)
+    retired: int = 0
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failed(self) -> list[PartitionOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    def totals(self) -> dict[str, Any]:
+        return {"built": self.count("built"), "cached": self.count("cached"),
+                "failed": self.count("failed"), "blocked": self.count("blocked"),
+                "retired": self.retired,
+                "llm_calls": sum(o.llm_calls for o in self.outcomes),
+                "tokens_in": sum(o.tokens_in for o in self.outcomes),
+                "tokens_out": sum(o.tokens_out for o in self.outcomes),
+                "cost_usd": round(sum(o.cost_usd for o in self.outcomes), 6),
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class WorkItem:
+    """One partition that must be (re)built, and why."""
+
+    group_key: str
+    key: str | None  # materialization key; None when it depends on an upstream not yet built
+    reason: str  # new | input changed | prompt/model changed | upstream changed
+    inputs: list[str] = field(default_factory=list)
+    est_calls: int = 1
+    est_tokens_in: int = 0
+
+
+@dataclass
+class LayerPlan:
+    layer: str
+    kind: str
+    stale: list[WorkItem] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    retire: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    # group key → ISO date, for partitions planned but not built yet (lets period plans group them)
+    dates: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def stale_keys(self) -> list[str]:
+        return [w.group_key for w in self.stale]
+
+    @property
+    def est_calls(self) -> int:
+        return sum(w.est_calls for w in self.stale)

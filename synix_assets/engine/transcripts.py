@@ -1,0 +1,88 @@
+"""Level 0: a merge of sources into one transcript per conversation (no LLM)."""
+from __future__ import annotations
+
+from synix_assets.engine import pii
+from synix_assets.engine.ingest import ConversationSummary, IngestResult, dedupe
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.periods import period_of
+from synix_resources.fingerprints import source_key
+
+
+def _groups(ctx, layer: str, scan: IngestResult) -> dict[str, list[ConversationSummary]]:
+    step = ctx.pipeline.steps[layer]
+    wanted = set(step.from_)
+    return dedupe([s for s in scan.summaries if s.source in wanted],
+                  dedupe=step.config["dedupe"], conflict=step.config["conflict"])
+
+
+def _key(ctx, layer: str, summary: ConversationSummary) -> str:
+    return source_key(layer, summary.content_hash, ctx.version(layer))
+
+
+def plan(ctx, layer: str, scan: IngestResult) -> LayerPlan:
+    current = ctx.store.current_index(layer)
+    out = LayerPlan(layer, "merge")
+    groups = _groups(ctx, layer, scan)
+    for gk, items in sorted(groups.items()):
+        s = items[0]
+        key = _key(ctx, layer, s)
+        ref = current.get(gk)
+        if ref is not None and ref.materialization_key == key:
+            out.cached.append(gk)
+            continue
+        reason = "new" if ref is None else "input changed"
+        out.stale.append(WorkItem(gk, key, reason, est_calls=0, est_tokens_in=s.chars // 4))
+        out.dates[gk] = s.created_at
+    if not scan.failed_files:  # a conversation whose file failed to parse is kept, not dropped
+        out.retire = sorted(set(current) - set(groups))
+    return out
+
+
+def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> LayerResult:
+    p = plan(ctx, layer, scan)
+    groups = _groups(ctx, layer, scan)
+    step = ctx.pipeline.steps[layer]
+    result = LayerResult(layer)
+    items = []
+    todo = [w for w in p.stale if keys is None or w.group_key in keys]
+    for w in todo:
+        s = groups[w.group_key][0]
+        conv = ctx.reader.conversation(s)
+        text = conv.transcript()
+        meta = {
+            "meta.chat.conversation_id": conv.conversation_id,
+            "meta.chat.title": conv.title or "",
+            "meta.chat.message_count": conv.message_count,
+            "meta.chat.message_range": [1, conv.message_count],
+            "meta.time.created_at": s.created_at,
+            "meta.time.updated_at": s.updated_at,
+            "meta.time.period": period_of(s.created_at, "month"),
+            "meta.source.type": f"{s.format}-export",
+            "meta.source.name": s.source,
+            "meta.source.path": s.file,
+            "meta.step.version_hash": ctx.version(layer),
+        }
+        for k in ("dropped_branches", "model"):
+            if k in conv.metadata:
+                meta[f"meta.custom.{k}"] = conv.metadata[k]
+        mode = step.config.get("pii")
+        if mode == "redact":
+            text, found = pii.redact(text)
+            meta["meta.custom.pii"] = found
+        elif mode == "flag":
+            meta["meta.custom.pii"] = pii.summarise(text)
+        items.append({"layer": layer, "group_key": w.group_key, "content": text,
+                      "materialization_key": w.key, "level": 0, "metadata": meta,
+                      "run_id": ctx.run_id})
+    stored = ctx.store.put_many(items) if items else []
+    for art in stored:
+        result.outcomes.append(PartitionOutcome(
+            art.group_key, "built", artifact_id=art.artifact_id, reason="parsed",
+            content_hash=art.content_hash, preview=art.content[:600], input_count=1,
+            provider="parser", model=art.metadata.get("meta.source.type", "")))
+    for gk in p.cached:
+        if keys is None or gk in keys:
+            result.outcomes.append(PartitionOutcome(gk, "cached"))
+    if keys is None and p.retire:
+        result.retired = ctx.store.retire(layer, p.retire)
+    return result

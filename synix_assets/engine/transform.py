@@ -1,0 +1,76 @@
+"""Transform (1:1): one output per input partition, e.g. transcripts → episode summaries."""
+from __future__ import annotations
+
+from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, inherited,
+                                          make_request, record_of)
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.upstream import (avg_out_tokens, blocked_groups, version_changed)
+from synix_assets.pipeline.records import Record
+from synix_resources.fingerprints import transform_key
+
+
+def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
+    step = ctx.pipeline.steps[layer]
+    version = ctx.version(layer)
+    current = ctx.store.current_index(layer)
+    upstream = ctx.store.current_index(step.upstream)
+    stale_up = set(up.stale_keys) if up else set()
+    gone_up = set(up.retire) if up else set()
+    groups = (set(upstream) | stale_up) - gone_up
+    blocked = blocked_groups(ctx, step.upstream)
+    prompt_changed = version_changed(ctx, layer, version)
+    out = LayerPlan(layer, "transform")
+    est_in = avg_out_tokens(ctx, step.upstream, default=None)
+    for gk in sorted(groups):
+        if gk in blocked:
+            out.blocked.append(gk)
+            continue
+        if gk in stale_up:
+            item = next(w for w in up.stale if w.group_key == gk)
+            out.stale.append(WorkItem(gk, None, "new" if gk not in current else "upstream changed",
+                                      est_tokens_in=(est_in or item.est_tokens_in) + 250))
+            out.dates[gk] = up.dates.get(gk)
+            continue
+        ref = upstream[gk]
+        key = transform_key(layer, ref.artifact_id, version)
+        mine = current.get(gk)
+        if mine is not None and mine.materialization_key == key:
+            out.cached.append(gk)
+            continue
+        reason = "new" if mine is None else ("prompt/model changed" if prompt_changed else "upstream changed")
+        out.stale.append(WorkItem(gk, key, reason, inputs=[ref.artifact_id],
+                                  est_tokens_in=(est_in or 0) + 250))
+    out.retire = sorted(set(current) - groups)
+    return out
+
+
+def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
+    step = ctx.pipeline.steps[layer]
+    level = ctx.pipeline.level(layer)
+    p = plan(ctx, layer)
+    todo = [w for w in p.stale if keys is None or w.group_key in keys]
+    inputs = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])}
+    calls = []
+    for w in todo:
+        art = inputs[w.inputs[0]]
+        records, found = apply_pii(step.config.get("pii"), [record_of(art)])
+        rec = records[0]
+
+        def render(sources, rec=rec):
+            text = "\n\n".join(t for _, t in sources)
+            return step.prompt(Record(rec.artifact_id, rec.layer, rec.group_key, text, rec.metadata))
+
+        meta = inherited(art.metadata)
+        meta["meta.step.version_hash"] = ctx.version(layer)
+        if found:
+            meta["meta.custom.pii"] = found
+        calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(rec), [rec],
+                                                           f"{layer}/{w.group_key}", render),
+                                 [art.artifact_id], meta, w.key, 1))
+    result = LayerResult(layer, call_and_store(ctx, layer, level, calls))
+    result.outcomes += [PartitionOutcome(gk, "cached") for gk in p.cached if keys is None or gk in keys]
+    result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
+                        for gk in p.blocked if keys is None or gk in keys]
+    if keys is None and p.retire:
+        result.retired = ctx.store.retire(layer, p.retire)
+    return result
