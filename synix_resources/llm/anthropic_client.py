@@ -6,6 +6,7 @@ shared prefix of a layer's calls is billed at the cache-read rate after the firs
 """
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from typing import Callable
@@ -22,6 +23,10 @@ from .retry import RetryableCallError, is_retryable_status, parse_retry_after
 from .types import LLMRequest, LLMResponse
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
+# SDK 2.x speaks API version 2026-10-21, which rejects temperature/top_p/top_k on every model
+# and has no such parameter; older SDKs (API 2023-06-01) accept it for pre-4.7 models.
+SDK_TAKES_TEMPERATURE = (
+    "temperature" in inspect.signature(anthropic.resources.messages.Messages.create).parameters)
 # Anthropic ignores cache breakpoints on prefixes under ~1024 tokens (2048+ on Haiku models), so
 # shorter system prompts are sent as a plain string.
 CACHE_MIN_TOKENS = 1024
@@ -77,9 +82,13 @@ class AnthropicClient(LLMClient):
                                      "cache_control": {"type": "ephemeral"}}]
             else:
                 params["system"] = request.system
-        if accepts_temperature(model):
+        if self.sends_temperature(model):
             params["temperature"] = request.temperature
         return params
+
+    @staticmethod
+    def sends_temperature(model: str) -> bool:
+        return SDK_TAKES_TEMPERATURE and accepts_temperature(model)
 
     def call_once(self, request: LLMRequest, model: str, attempt: int) -> Completion:
         message = self.sdk_call(lambda: self.sdk.messages.create(**self.params(request, model)),
@@ -106,7 +115,7 @@ class AnthropicClient(LLMClient):
 
     def completion_from(self, message, model: str) -> Completion:
         usage = message.usage
-        flags = () if accepts_temperature(model) else ("temperature_omitted",)
+        flags = () if self.sends_temperature(model) else ("temperature_omitted",)
         return Completion(
             text="".join(block.text for block in message.content if block.type == "text"),
             model=message.model or model, input_tokens=usage.input_tokens,

@@ -26,6 +26,9 @@ _RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to)\s*(\d+)\s*words", re.I)
 _LIMIT = re.compile(r"(?:at most|under|no more than|up to|maximum of|max|within|in)\s+(\d+)\s+words",
                     re.I)
 _SPLIT = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n+")
+# A line that starts a new unit even without punctuation before it: a speaker turn, a list
+# item or a heading.
+_LINE_START = re.compile(r"^\s*(?:[\w .'-]{1,24}:\s|[-*•]\s|\d+[.)]\s|#)")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*")
 _STOP = frozenset("""a an and are as at be been but by can could did do does for from had has
 have he her his i if in into is it its just me my no not of on or our she so than that the
@@ -54,11 +57,24 @@ def target_words(request: LLMRequest) -> int:
     return min(DEFAULT_WORDS, max(20, int(request.max_tokens * 0.75)))
 
 
+def unwrap(text: str) -> str:
+    """Join hard-wrapped prose lines so a wrapped sentence is not cut at the line break."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        previous = out[-1].rstrip() if out else ""
+        if (len(previous) >= 30 and line.strip() and previous[-1] not in ".!?:;"
+                and not _LINE_START.match(line)):
+            out[-1] = f"{previous} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def _sentences(request: LLMRequest) -> list[_Sentence]:
     inputs = list(request.sources) or [(request.label or "prompt", request.prompt)]
     found: list[_Sentence] = []
     for index, (source_id, text) in enumerate(inputs):
-        for position, raw in enumerate(_SPLIT.split(text)):
+        for position, raw in enumerate(_SPLIT.split(unwrap(text))):
             sentence = " ".join(raw.split())
             if not sentence or sentence.startswith("#") or _RANGE.search(sentence) \
                     or _LIMIT.search(sentence):
