@@ -301,6 +301,8 @@ def _sniff(path: Path, stream: IO[bytes]) -> tuple[str | None, str]:
                 continue
             if top == "list":
                 if prefix == "" and event == "end_array":
+                    if items_seen:
+                        break  # objects, but none looked like a conversation
                     return None, "list"
                 if prefix == "item" and event == "map_key" and value in _ITEM_KEYS:
                     return _ITEM_KEYS[value], "list"
@@ -314,6 +316,8 @@ def _sniff(path: Path, stream: IO[bytes]) -> tuple[str | None, str]:
                 if prefix == "conversations.item" and event == "map_key" and value in _ITEM_KEYS:
                     return _ITEM_KEYS[value], "wrapper"
                 if prefix == "conversations" and event == "end_array":
+                    if items_seen:
+                        break
                     return None, "wrapper"
                 if prefix == "conversations.item" and event == "end_map":
                     items_seen += 1
