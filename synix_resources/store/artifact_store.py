@@ -3,7 +3,8 @@
 Identity: `artifact_id = fingerprints.artifact_id(layer, group_key, materialization_key)`, so
 the same inputs + step version always name the same artifact, and identical content in two
 groups stays two artifacts. Each (layer, group_key) has at most one *current* artifact; older
-versions stay readable as history with `superseded_at` set.
+versions stay readable as history with `superseded_at` set; putting a superseded version's
+key again makes that version current again (same id, refreshed content and parents).
 
 Plain Python, usable outside Dagster; `resource.ArtifactStoreResource` wraps it.
 """
@@ -171,9 +172,8 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
 
     def _check_parents_exist(self, conn: sqlite3.Connection, art: Artifact) -> None:
         missing = [r[0] for r in conn.execute(
-            f"SELECT value FROM json_each(?) WHERE value NOT IN "
-            f"(SELECT artifact_id FROM artifacts WHERE artifact_id IN {_IDS_PARAM})",
-            (json.dumps(art.parent_ids), json.dumps(art.parent_ids)))]
+            "SELECT value FROM json_each(?) WHERE NOT EXISTS "
+            "(SELECT 1 FROM artifacts WHERE artifact_id = value)", (json.dumps(art.parent_ids),))]
         if missing:
             raise ArtifactNotFound(
                 f"Cannot store {art.layer}/{art.group_key}: parent artifact(s) "
@@ -258,8 +258,8 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
 
     def _not_found(self, ref: str) -> ArtifactNotFound:
         return ArtifactNotFound(f"No artifact {ref!r} in {self.path}",
-                                hint="check the id with `synix list`, or give at least "
-                                     f"{MIN_PREFIX} characters of it")
+                                hint=f"check the id; a prefix needs at least {MIN_PREFIX} "
+                                     "characters")
 
     def find(self, artifact_id: str) -> Artifact | None:
         """The artifact with this id or unique prefix (≥ 6 chars), or None if there is none."""
