@@ -107,8 +107,9 @@ class AnthropicClient(LLMClient):
             status = err.status_code
             detail = err.api_message or err.type or "no detail"
             if is_retryable_status(status):
+                wait = parse_retry_after(err.response.headers)
                 raise RetryableCallError(f"status {status} ({detail})", status=status,
-                                         retry_after=parse_retry_after(err.response.headers)) from err
+                                         retry_after=wait) from err
             raise LLMError(f"anthropic rejected the call for {label or 'request'} with status "
                            f"{status}: {self.redact(detail)}", status=status,
                            hint=FIXES.get(status, "see the status above")) from err

@@ -23,8 +23,8 @@ REDUNDANCY = 0.6  # cosine similarity above which a sentence repeats one already
 MIN_WORDS = 4
 
 _RANGE = re.compile(r"(\d+)\s*(?:-|–|—|to)\s*(\d+)\s*words", re.I)
-_LIMIT = re.compile(r"(?:at most|under|no more than|up to|maximum of|max|within|in)\s+(\d+)\s+words",
-                    re.I)
+_LIMIT = re.compile(
+    r"(?:at most|under|no more than|up to|maximum of|max|within|in)\s+(\d+)\s+words", re.I)
 _SPLIT = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n+")
 # A line that starts a new unit even without punctuation before it: a speaker turn, a list
 # item or a heading.
@@ -33,7 +33,8 @@ _TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*")
 _STOP = frozenset("""a an and are as at be been but by can could did do does for from had has
 have he her his i if in into is it its just me my no not of on or our she so than that the
 their them then there these they this to too up us was we were what when where which who will
-with would you your yes ok okay also about all any some more very really get got like one""".split())
+with would you your yes ok okay also about all any some more very really get got like
+one""".split())
 
 
 @dataclass

@@ -103,4 +103,5 @@ class FakeClient(LLMClient):
         counts = Counter(w.lower() for w in _WORD.findall(request.prompt)
                          if w.lower() not in _COMMON)
         words = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:6]]
-        return f"[fake {request.rendered_prompt_hash[:10]}] summary of: {', '.join(words) or 'nothing'}."
+        topics = ", ".join(words) or "nothing"
+        return f"[fake {request.rendered_prompt_hash[:10]}] summary of: {topics}."

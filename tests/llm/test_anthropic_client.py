@@ -53,7 +53,8 @@ class Script:
 def make(handler, tmp_path=None, **kw):
     waits: list[float] = []
     client = AnthropicClient(
-        model=MODEL, api_key=KEY, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        model=MODEL, api_key=KEY,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
         retry=RetryPolicy(max_attempts=kw.pop("max_attempts", 6), sleep=waits.append, seed=1),
         cache=ResponseCache(tmp_path / "llm.sqlite") if tmp_path else None, **kw)
     return client, waits
@@ -79,7 +80,8 @@ def test_200_returns_text_usage_cost_and_audit():
 
 
 def test_429_with_retry_after_is_retried_and_wait_honoured():
-    script = Script(ok(error_body("rate_limit_error", "slow down"), 429, {"retry-after": "7"}), ok())
+    limited = ok(error_body("rate_limit_error", "slow down"), 429, {"retry-after": "7"})
+    script = Script(limited, ok())
     client, waits = make(script)
     resp = client.complete(LLMRequest("hi", label="conv-2"))
     assert resp.attempts == 2 and waits == [7.0]

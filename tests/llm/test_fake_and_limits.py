@@ -221,7 +221,8 @@ def test_provider_selection_from_environment(caplog):
     compat = make_client(env={"SYNIX_LLM_PROVIDER": "openai-compatible", "SYNIX_LLM_MODEL": "m",
                               "SYNIX_LLM_BASE_URL": "http://127.0.0.1:1/v1",
                               "OPENAI_API_KEY": "ok"})
-    assert isinstance(compat, OpenAICompatClient) and compat.http.headers["authorization"] == "Bearer ok"
+    assert isinstance(compat, OpenAICompatClient)
+    assert compat.http.headers["authorization"] == "Bearer ok"
     with pytest.raises(LLMConfigError) as info:
         make_client(provider="anthropic", env={})
     assert "ANTHROPIC_API_KEY" in info.value.one_line()

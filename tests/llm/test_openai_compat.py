@@ -29,8 +29,8 @@ def server():
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.received.append((self.path, dict(self.headers), body))
-            status, payload, headers = (stub.replies.pop(0) if stub.replies else
-                                        (200, completion(f"echo {body['messages'][-1]['content']}"), {}))
+            echo = completion(f"echo {body['messages'][-1]['content']}")
+            status, payload, headers = stub.replies.pop(0) if stub.replies else (200, echo, {})
             data = json.dumps(payload).encode()
             self.send_response(status)
             for name, value in {"Content-Type": "application/json", **headers}.items():

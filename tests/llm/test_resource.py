@@ -36,8 +36,8 @@ def test_resource_serves_an_asset_inside_materialize(tmp_path, monkeypatch):
 def test_resource_env_override_and_direct_use_outside_dagster(monkeypatch):
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
     llm = LLMResource(provider="fake")
-    response = llm.complete(LLMRequest("x", sources=[("s1", "The garden needs water every "
-                                                            "morning in July. Tomatoes grow fast.")]))
+    text = "The garden needs water every morning in July. Tomatoes grow fast."
+    response = llm.complete(LLMRequest("x", sources=[("s1", text)]))
     assert response.provider == "extractive" and response.model == "extractive-v1"
     assert llm.get_client() is llm.get_client()
 
