@@ -169,13 +169,16 @@ class LLMClient(ABC):
 
     def response_from(self, request: LLMRequest, model: str, completion: Completion, *,
                       attempts: int, latency_s: float, batch: bool = False) -> LLMResponse:
+        flags = completion.flags
+        if completion.stop_reason in ("max_tokens", "length"):
+            flags = (*flags, "truncated")  # kept, but visible in the audit trail
         return LLMResponse(
             text=completion.text, provider=self.provider, model=completion.model or model,
             input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
             cache_read_tokens=completion.cache_read_tokens,
             cache_write_tokens=completion.cache_write_tokens,
             cost_usd=self.cost_of(model, completion, batch=batch), latency_s=round(latency_s, 4),
-            attempts=attempts, stop_reason=completion.stop_reason, flags=completion.flags,
+            attempts=attempts, stop_reason=completion.stop_reason, flags=flags,
             rendered_prompt_hash=request.rendered_prompt_hash,
             template_hash=request.template_hash,
             # None when the model takes no temperature and it was therefore not sent

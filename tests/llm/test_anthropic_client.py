@@ -158,6 +158,12 @@ def test_long_system_prompt_uses_cache_control_and_cache_tokens_are_costed():
     assert short.sent[0]["system"] == "Be brief."
 
 
+def test_max_tokens_stop_is_kept_but_flagged_truncated():
+    client, _ = make(Script(ok(message("cut off mid", stop_reason="max_tokens"))))
+    resp = client.complete(LLMRequest("x"))
+    assert resp.text == "cut off mid" and "truncated" in resp.audit()["flags"]
+
+
 def test_per_step_model_overrides_the_pipeline_model():
     script = Script(ok(message(model="claude-haiku-4-5")))
     client, _ = make(script)
