@@ -157,7 +157,7 @@ def _iter_claude_code(path: Path, report: ParseReport) -> Iterator[Conversation]
     lines = list(_read_jsonl(path))
     for session in claude_code.group_sessions(lines):
         conversation = _parse_one(
-            lambda s, p: claude_code.parse_session(s, p), session, session.session_id, path, report)
+            claude_code.parse_session, session, session.session_id, path, report)
         if conversation is not None:
             yield conversation
 

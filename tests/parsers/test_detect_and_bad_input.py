@@ -189,3 +189,21 @@ def test_demo_exports_are_small_and_include_a_regenerated_branch():
     assert sum((DEMO / n).stat().st_size for n in ("chatgpt_demo.json", "claude_demo.json")) < 150_000
     convs, _ = parse_file(DEMO / "chatgpt_demo.json")
     assert sum(c.metadata["dropped_branches"] for c in convs) >= 1
+
+
+def test_truncated_zip_is_rejected(tmp_path):
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("conversations.json", json.dumps([_conv(f"c{i}", "x" * 500) for i in range(50)]))
+    raw = archive.read_bytes()
+    archive.write_bytes(raw[: len(raw) // 2])
+    _assert_one_line_error(archive, "zip is corrupt or truncated")
+
+
+def test_timestamps_accept_epoch_seconds_milliseconds_and_iso_forms():
+    from synix_assets.parsers.model import to_utc_iso
+    assert to_utc_iso(1714585031.148505) == "2024-05-01T17:37:11Z"
+    assert to_utc_iso(1714585031148) == "2024-05-01T17:37:11Z"
+    assert to_utc_iso("2025-07-06T03:10:13.076141Z") == "2025-07-06T03:10:13Z"
+    assert to_utc_iso("2025-07-06T05:10:13+02:00") == "2025-07-06T03:10:13Z"
+    assert to_utc_iso(None) is None and to_utc_iso("yesterday") is None and to_utc_iso(float("nan")) is None
