@@ -1,0 +1,709 @@
+"""The search index projection: FTS5 (BM25) + MiniLM vectors over artifacts, provenance-aware.
+
+Retrieval unit: a document is cut into *units* before indexing. A transcript that comes with its
+messages gets one unit per message, searched with its neighbouring messages as a lower-weighted
+`context` column (BM25F-style), so a hit names the exact messages (`message_range`) while a
+question whose words are spread over two adjacent turns still matches. Other documents are cut
+into ~120-word paragraph chunks. Artifact-level results take each artifact's best unit.
+
+Everything lives in one SQLite file owned by the index (WAL, busy timeout); the index never
+reads the artifact store: callers hand over `IndexDoc`s that already carry their provenance.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import sqlite_utils
+
+from synix_resources.errors import SearchError
+from synix_resources.fingerprints import sha256_text
+from synix_resources.search.documents import (Hit, HitSources, IndexDoc, SearchResults,
+                                              SyncStats)
+from synix_resources.search.embeddings import load_embedder
+from synix_resources.search.query import ParsedQuery, fts_match, parse_query, tokenize
+
+log = logging.getLogger(__name__)
+
+MODES = ("fts", "semantic", "hybrid")
+SCHEMA_VERSION = "1"
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# BM25F column weights: the message itself, its neighbours, the document title.
+BM25_WEIGHTS = (1.0, 0.3, 0.5)
+CONTEXT_MESSAGES = 1          # neighbours on each side that feed a message's context column
+CHUNK_WORDS = 120             # size of a non-transcript chunk
+RRF_K = 60                    # reciprocal-rank-fusion constant (Cormack et al. 2009)
+CANDIDATE_UNITS = 400         # units fetched per ranker before grouping by artifact
+
+
+@dataclass(frozen=True)
+class _Unit:
+    ord: int
+    first_msg: int | None
+    last_msg: int | None
+    msg_ids: tuple
+    body: str
+    context: str
+
+
+def _message_line(msg: dict) -> str:
+    speaker = msg.get("speaker") or msg.get("role") or ""
+    text = msg.get("text") or ""
+    return f"{speaker}: {text}" if speaker else text
+
+
+def _chunks(text: str, size: int = CHUNK_WORDS) -> list[str]:
+    """Paragraph-aligned chunks of about `size` words; a long paragraph is split by words."""
+    chunks: list[str] = []
+    current: list[str] = []
+    count = 0
+    for para in [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]:
+        words = para.split()
+        if count and count + len(words) > size:
+            chunks.append("\n\n".join(current))
+            current, count = [], 0
+        while len(words) > size:
+            chunks.append(" ".join(words[:size]))
+            words = words[size:]
+        if words:
+            current.append(" ".join(words))
+            count += len(words)
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks or [text]
+
+
+def build_units(doc: IndexDoc) -> list[_Unit]:
+    if doc.messages:
+        lines = [_message_line(m) for m in doc.messages]
+        units = []
+        for i, msg in enumerate(doc.messages):
+            lo, hi = max(0, i - CONTEXT_MESSAGES), min(len(lines), i + CONTEXT_MESSAGES + 1)
+            context = "\n".join(lines[j] for j in range(lo, hi) if j != i)
+            index = int(msg.get("index", i))
+            units.append(_Unit(i, index, index, (str(msg.get("id", index)),), lines[i], context))
+        return units
+    return [_Unit(i, None, None, (), chunk, "") for i, chunk in enumerate(_chunks(doc.content))]
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _highlight(text: str, stems: set[str], width: int = 240) -> str:
+    """The sentence of `text` sharing most query words, with those words in [brackets]."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()] or [text]
+
+    def overlap(sentence: str) -> int:
+        return len({_stem(t) for t in tokenize(sentence)} & stems)
+
+    best = max(sentences, key=overlap)  # max() keeps the first on ties: deterministic
+    if len(best) > width:
+        best = best[:width].rsplit(" ", 1)[0] + "…"
+
+    def mark(m: re.Match) -> str:
+        word = m.group(0)
+        return f"[{word}]" if _stem(word.casefold()) in stems else word
+
+    return re.sub(r"[^\W_]+", mark, best)
+
+
+def _stem(word: str) -> str:
+    # A light suffix strip, only to decide what to highlight; ranking uses FTS5's porter.
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+class SearchIndex:
+    """A search index in its own SQLite file. `embeddings="auto"` computes MiniLM vectors at sync
+    when the optional model is installed; False keeps the index FTS-only."""
+
+    def __init__(self, path: str | Path, *, embeddings: bool | str = "auto"):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
+            self.db = sqlite_utils.Database(conn)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA busy_timeout=10000")
+            self.db.execute("PRAGMA secure_delete=ON")
+            self._ensure_schema()
+        except sqlite3.DatabaseError as exc:
+            raise SearchError(f"search index {self.path} cannot be opened: {exc}",
+                              hint="delete the file and rebuild the index") from exc
+        self._want_embeddings = embeddings
+        self._embedder = None
+        self._embedder_loaded = False
+        self._matrix: np.ndarray | None = None
+        self._matrix_units: np.ndarray | None = None
+        self._matrix_generation: str | None = None
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def _ensure_schema(self) -> None:
+        db = self.db
+        if "docs" in db.table_names():
+            return
+        with db.conn:
+            db["docs"].create({
+                "id": int, "artifact_id": str, "collection": str, "layer": str, "level": int,
+                "title": str, "date": str, "source": str, "content": str, "content_hash": str,
+                "meta_hash": str, "metadata": str, "parent_ids": str, "leaf_ids": str,
+                "ancestry": str, "sources": str, "searchable": int,
+            }, pk="id")
+            db["docs"].create_index(["artifact_id"], unique=True)
+            db["docs"].create_index(["collection"])
+            db["units"].create({
+                "id": int, "doc_id": int, "ord": int, "first_msg": int, "last_msg": int,
+                "msg_ids": str, "body": str, "context": str, "title": str, "vec_key": str,
+                "level": int, "layer": str, "searchable": int, "date": str, "source": str,
+            }, pk="id")
+            db["units"].create_index(["doc_id"])
+            db["units"].enable_fts(["body", "context", "title"], create_triggers=True,
+                                   tokenize=TOKENIZER)
+            # Trigram side index over leaf content: `exact=True` substring search uses it to
+            # find candidates without scanning every transcript.
+            db.execute("CREATE VIRTUAL TABLE leaf_trigram USING fts5(content, "
+                       "tokenize='trigram')")
+            db["vectors"].create({"key": str, "model": str, "vec": bytes}, pk="key")
+            db["meta"].create({"key": str, "value": str}, pk="key")
+            db["meta"].insert_all([{"key": "schema", "value": SCHEMA_VERSION},
+                                   {"key": "generation", "value": "0"}])
+
+    def _generation(self) -> str:
+        return self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
+
+    def _bump_generation(self) -> None:
+        self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                        "WHERE key='generation'")
+
+    # -- embeddings -------------------------------------------------------------------------
+
+    def _get_embedder(self):
+        if self._want_embeddings is False:
+            return None
+        if not self._embedder_loaded:
+            self._embedder = load_embedder()
+            self._embedder_loaded = True
+        return self._embedder
+
+    @staticmethod
+    def _vec_key(model: str, text: str) -> str:
+        return sha256_text(model + "\x00" + text)
+
+    def _embed_missing(self, texts: dict[str, str]) -> None:
+        """Embed the texts (key → text) that have no stored vector yet."""
+        embedder = self._get_embedder()
+        if embedder is None or not texts:
+            return
+        keys = list(texts)
+        have: set[str] = set()
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            marks = ",".join("?" * len(part))
+            have.update(r[0] for r in self.db.execute(
+                f"SELECT key FROM vectors WHERE key IN ({marks})", part))
+        todo = [k for k in keys if k not in have]
+        if not todo:
+            return
+        vecs = embedder.embed([texts[k] for k in todo])
+        self.db.conn.executemany("INSERT OR REPLACE INTO vectors(key, model, vec) VALUES (?, ?, ?)",
+                            [(k, embedder.name, vecs[i].tobytes()) for i, k in enumerate(todo)])
+
+    # -- sync -------------------------------------------------------------------------------
+
+    def sync(self, name: str, docs: Iterable[IndexDoc]) -> SyncStats:
+        """Make collection `name` hold exactly `docs`: only changed docs are re-indexed, docs no
+        longer present are removed, and a sync with nothing to change writes nothing."""
+        existing = {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(
+            "SELECT artifact_id, id, content_hash, meta_hash FROM docs WHERE collection = ?",
+            [name])}
+        seen: set[str] = set()
+        to_write: list[tuple[IndexDoc, int | None]] = []
+        unchanged = 0
+        for doc in docs:
+            if doc.artifact_id in seen:
+                raise SearchError(f"artifact {doc.artifact_id} given twice to sync({name!r})")
+            seen.add(doc.artifact_id)
+            old = existing.get(doc.artifact_id)
+            if old and old[1] == doc.content_hash and old[2] == doc.meta_hash():
+                unchanged += 1
+            else:
+                to_write.append((doc, old[0] if old else None))
+        gone = [aid for aid in existing if aid not in seen]
+        if not to_write and not gone:
+            return SyncStats(unchanged=unchanged)
+
+        embedder = self._get_embedder()
+        prepared = []
+        texts: dict[str, str] = {}
+        for doc, old_id in to_write:
+            units = build_units(doc)
+            keys = []
+            for unit in units:
+                key = None
+                if embedder is not None and doc.searchable:
+                    key = self._vec_key(embedder.name, unit.body)
+                    texts[key] = unit.body
+                keys.append(key)
+            prepared.append((doc, old_id, units, keys))
+        # Embed before opening the write transaction: other readers/writers are not blocked
+        # for the minutes a large first build can take.
+        self._embed_missing(texts)
+        self.db.conn.commit()
+
+        added = updated = 0
+        with self.db.conn:
+            for aid in gone:
+                self._delete_doc(existing[aid][0])
+            for doc, old_id, units, keys in prepared:
+                if old_id is not None:
+                    self._delete_doc(old_id)
+                    updated += 1
+                else:
+                    added += 1
+                self._insert_doc(name, doc, units, keys)
+            self._bump_generation()
+        return SyncStats(added=added, updated=updated, removed=len(gone), unchanged=unchanged)
+
+    def _insert_doc(self, name: str, doc: IndexDoc, units: list[_Unit], keys: list) -> None:
+        clash = self.db.execute("SELECT collection FROM docs WHERE artifact_id = ?",
+                                [doc.artifact_id]).fetchone()
+        if clash:
+            raise SearchError(f"artifact {doc.artifact_id} is already indexed in collection "
+                              f"{clash[0]!r}; one artifact belongs to one collection")
+        cur = self.db.execute(
+            "INSERT INTO docs(artifact_id, collection, layer, level, title, date, source, "
+            "content, content_hash, meta_hash, metadata, parent_ids, leaf_ids, ancestry, sources,"
+            " searchable) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [doc.artifact_id, name, doc.layer, int(doc.level), doc.title, doc.date, doc.source,
+             doc.content, doc.content_hash, doc.meta_hash(), json.dumps(doc.metadata, default=str),
+             json.dumps(list(doc.parent_ids)), json.dumps(list(doc.leaf_ids)),
+             json.dumps(list(doc.ancestry)), json.dumps([dict(s) for s in doc.sources]),
+             int(doc.searchable)])
+        doc_id = cur.lastrowid
+        self.db.conn.executemany(
+            "INSERT INTO units(doc_id, ord, first_msg, last_msg, msg_ids, body, context, title, "
+            "vec_key, level, layer, searchable, date, source) VALUES "
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(doc_id, u.ord, u.first_msg, u.last_msg, json.dumps(list(u.msg_ids)), u.body,
+              u.context, doc.title, keys[i], int(doc.level), doc.layer, int(doc.searchable),
+              doc.date, doc.source) for i, u in enumerate(units)])
+        if self._is_leaf(doc.level, doc.searchable):
+            self.db.execute("INSERT INTO leaf_trigram(rowid, content) VALUES (?, ?)",
+                            [doc_id, doc.content])
+
+    @staticmethod
+    def _is_leaf(level: int, searchable: bool | int) -> bool:
+        return int(level) == 0 or not searchable
+
+    def _delete_doc(self, doc_id: int) -> None:
+        self.db.execute("DELETE FROM units WHERE doc_id = ?", [doc_id])
+        self.db.execute("DELETE FROM leaf_trigram WHERE rowid = ?", [doc_id])
+        self.db.execute("DELETE FROM docs WHERE id = ?", [doc_id])
+
+    # -- forgetting -------------------------------------------------------------------------
+
+    def remove(self, artifact_ids: Iterable[str]) -> int:
+        """Delete these artifacts (and their vectors) from the index; returns how many were."""
+        ids = list(dict.fromkeys(artifact_ids))
+        removed = 0
+        with self.db.conn:
+            for aid in ids:
+                row = self.db.execute("SELECT id FROM docs WHERE artifact_id = ?",
+                                      [aid]).fetchone()
+                if row:
+                    keys = [r[0] for r in self.db.execute(
+                        "SELECT vec_key FROM units WHERE doc_id = ? AND vec_key IS NOT NULL",
+                        [row[0]])]
+                    self._delete_doc(row[0])
+                    self._drop_orphan_vectors(keys)
+                    removed += 1
+            if removed:
+                self._bump_generation()
+        return removed
+
+    def delete_where_content_contains(self, marker: str) -> list[str]:
+        """Forget every artifact whose content contains `marker` (case-sensitive); returns ids."""
+        if not marker:
+            raise SearchError("delete_where_content_contains needs a non-empty marker")
+        ids = [r[0] for r in self.db.execute(
+            "SELECT artifact_id FROM docs WHERE instr(content, ?) > 0 ORDER BY artifact_id",
+            [marker])]
+        self.remove(ids)
+        return ids
+
+    def _drop_orphan_vectors(self, keys: list[str]) -> None:
+        for key in set(keys):
+            if not self.db.execute("SELECT 1 FROM units WHERE vec_key = ? LIMIT 1",
+                                   [key]).fetchone():
+                self.db.execute("DELETE FROM vectors WHERE key = ?", [key])
+
+    def purge_free_pages(self) -> None:
+        """Make forgotten text unrecoverable from the file: drop vectors no unit uses, rewrite
+        the FTS segments, checkpoint the WAL and VACUUM (secure_delete zeroes freed pages)."""
+        with self.db.conn:
+            self.db.execute("DELETE FROM vectors WHERE key NOT IN "
+                            "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
+            self.db.execute("INSERT INTO units_fts(units_fts) VALUES ('optimize')")
+            self.db.execute("INSERT INTO leaf_trigram(leaf_trigram) VALUES ('optimize')")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.db.execute("VACUUM")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def stats(self) -> dict:
+        by_layer = {r[0]: {"level": r[1], "docs": r[2]} for r in self.db.execute(
+            "SELECT layer, MIN(level), COUNT(*) FROM docs GROUP BY layer ORDER BY layer")}
+        return {
+            "path": str(self.path),
+            "docs": self.db.execute("SELECT COUNT(*) FROM docs").fetchone()[0],
+            "units": self.db.execute("SELECT COUNT(*) FROM units").fetchone()[0],
+            "vectors": self.db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0],
+            "layers": by_layer,
+            "collections": [r[0] for r in self.db.execute(
+                "SELECT DISTINCT collection FROM docs ORDER BY collection")],
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+        }
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(self, query: str, *, layers: Iterable[str] | None = None, mode: str = "fts",
+               exact: bool = False, limit: int = 10, since: str | None = None,
+               until: str | None = None, source: str | None = None,
+               per: str = "artifact") -> SearchResults:
+        """Ranked hits for `query`.
+
+        `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
+        kept (lower ones via `drill_down`). `exact=True` finds the literal phrase in the leaves.
+        `per="passage"` returns one hit per matched unit (a message of a transcript) instead of
+        one per artifact. `since`/`until` compare ISO date prefixes, inclusive.
+        """
+        if mode not in MODES:
+            raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
+        if per not in ("artifact", "passage"):
+            raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
+        if limit <= 0:
+            return SearchResults([], mode=mode, requested_mode=mode)
+        layer_list = self._check_layers(layers)
+        filters = _Filters(layer_list, since, until, source)
+        if exact:
+            if not isinstance(query, str) or not query.replace("\x00", "").strip():
+                raise SearchError("exact search phrase is empty — give the text to find")
+            return SearchResults(self._exact(query, filters, limit), mode="exact",
+                                 requested_mode="exact")
+        parsed = parse_query(query)
+        return self._ranked(parsed, mode, filters, limit, per,
+                            dedup=layer_list is None, restrict=None)
+
+    def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
+                   limit: int = 10) -> SearchResults:
+        """Below one artifact: without a query its direct parents; with one, the hits among
+        everything in its ancestry (non-searchable leaves included), best first."""
+        row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
+                              [artifact_id]).fetchone()
+        if row is None:
+            raise SearchError(f"artifact {artifact_id} is not in search index {self.path}")
+        parents, ancestry = json.loads(row[0]), json.loads(row[1])
+        if query is None:
+            hits = [self._doc_hit(aid) for aid in parents]
+            return SearchResults([h for h in hits if h is not None], mode="fts",
+                                 requested_mode="fts")
+        parsed = parse_query(query)
+        restrict = set(ancestry) | set(parents)
+        return self._ranked(parsed, mode, _Filters(None, None, None, None), limit, "artifact",
+                            dedup=False, restrict=restrict)
+
+    def _check_layers(self, layers) -> list[str] | None:
+        if layers is None:
+            return None
+        layer_list = [layers] if isinstance(layers, str) else list(layers)
+        known = {r[0] for r in self.db.execute("SELECT DISTINCT layer FROM docs")}
+        unknown = [lay for lay in layer_list if lay not in known]
+        if unknown and known:
+            raise SearchError(f"unknown layer {unknown[0]!r} in search index {self.path}",
+                              hint=f"indexed layers: {', '.join(sorted(known))}")
+        return layer_list
+
+    def _ranked(self, parsed: ParsedQuery, mode: str, filters: "_Filters", limit: int,
+                per: str, *, dedup: bool, restrict: set | None) -> SearchResults:
+        used, notice = mode, None
+        if mode != "fts" and self._get_embedder() is None:
+            used = "fts"
+            notice = (f"{mode} search needs the embedding model, which is not installed; "
+                      "showing full-text results")
+        include_hidden = restrict is not None
+        rankings: list[list[tuple[int, float]]] = []
+        if used in ("fts", "hybrid"):
+            rankings.append(self._fts_units(parsed, filters, include_hidden, restrict))
+        if used in ("semantic", "hybrid"):
+            rankings.append(self._vector_units(parsed.text, filters, include_hidden, restrict))
+        if len(rankings) == 1:
+            scored = rankings[0]
+        else:
+            fused: dict[int, float] = {}
+            for ranking in rankings:
+                for rank, (uid, _) in enumerate(ranking):
+                    fused[uid] = fused.get(uid, 0.0) + 1.0 / (RRF_K + rank + 1)
+            scored = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
+        hits = self._group(scored, parsed, per, limit, dedup)
+        return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+
+    def _fts_units(self, parsed: ParsedQuery, filters: "_Filters", include_hidden: bool,
+                   restrict: set | None) -> list[tuple[int, float]]:
+        match = fts_match(parsed)
+        where, args = filters.sql(include_hidden)
+        if match is None:  # symbols only (emoji): a plain substring scan of unit text
+            rows = self.db.execute(
+                f"SELECT u.id, 1.0 FROM units u JOIN docs d ON d.id = u.doc_id "
+                f"WHERE instr(u.body, ?) > 0 {where} ORDER BY u.id LIMIT ?",
+                [parsed.literal, *args, CANDIDATE_UNITS]).fetchall()
+        else:
+            w = BM25_WEIGHTS
+            rows = self.db.execute(
+                f"SELECT u.id, -bm25(units_fts, {w[0]}, {w[1]}, {w[2]}) AS s "
+                f"FROM units_fts JOIN units u ON u.id = units_fts.rowid "
+                f"JOIN docs d ON d.id = u.doc_id "
+                f"WHERE units_fts MATCH ? {where} ORDER BY s DESC, u.id LIMIT ?",
+                [match, *args, CANDIDATE_UNITS if restrict is None else 100000]).fetchall()
+        if restrict is not None:
+            rows = self._restrict(rows, restrict)
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _restrict(self, rows, restrict: set) -> list:
+        if not rows:
+            return rows
+        ids = [r[0] for r in rows]
+        allowed = set()
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for uid, aid in self.db.execute(
+                    f"SELECT u.id, d.artifact_id FROM units u JOIN docs d ON d.id = u.doc_id "
+                    f"WHERE u.id IN ({marks})", part):
+                if aid in restrict:
+                    allowed.add(uid)
+        return [r for r in rows if r[0] in allowed][:CANDIDATE_UNITS]
+
+    def _load_matrix(self) -> None:
+        """All unit vectors as one contiguous float32 matrix, loaded once per generation."""
+        generation = self._generation()
+        if self._matrix is not None and self._matrix_generation == generation:
+            return
+        embedder = self._get_embedder()
+        rows = self.db.execute(
+            "SELECT u.id, v.vec FROM units u JOIN vectors v ON v.key = u.vec_key "
+            "WHERE v.model = ? ORDER BY u.id", [embedder.name]).fetchall()
+        dim = embedder.dim
+        matrix = np.empty((len(rows), dim), dtype=np.float32)
+        for i, (_, blob) in enumerate(rows):
+            matrix[i] = np.frombuffer(blob, dtype=np.float32)
+        self._matrix = matrix
+        self._matrix_units = np.array([r[0] for r in rows], dtype=np.int64)
+        self._matrix_generation = generation
+
+    def _vector_units(self, text: str, filters: "_Filters", include_hidden: bool,
+                      restrict: set | None) -> list[tuple[int, float]]:
+        self._load_matrix()
+        if self._matrix is None or not len(self._matrix):
+            return []
+        qvec = self._get_embedder().embed([text])[0]
+        sims = self._matrix @ qvec
+        # Take a generous top slice, then filter: filters are applied in SQL on that slice.
+        take = min(len(sims), CANDIDATE_UNITS * 4 if restrict is None else len(sims))
+        top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
+            len(sims))
+        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), int(self._matrix_units[i])))
+        candidates = [(int(self._matrix_units[i]), float(sims[i])) for i in order]
+        allowed = self._filter_units([c[0] for c in candidates], filters, include_hidden)
+        kept = [c for c in candidates if c[0] in allowed]
+        if restrict is not None:
+            kept = self._restrict(kept, restrict)
+        return kept[:CANDIDATE_UNITS]
+
+    def _filter_units(self, unit_ids: list[int], filters: "_Filters",
+                      include_hidden: bool) -> set[int]:
+        where, args = filters.sql(include_hidden)
+        allowed: set[int] = set()
+        for start in range(0, len(unit_ids), 500):
+            part = unit_ids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            allowed.update(r[0] for r in self.db.execute(
+                f"SELECT u.id FROM units u JOIN docs d ON d.id = u.doc_id "
+                f"WHERE u.id IN ({marks}) {where}", [*part, *args]))
+        return allowed
+
+    def _group(self, scored: list[tuple[int, float]], parsed: ParsedQuery, per: str,
+               limit: int, dedup: bool) -> list[Hit]:
+        """Unit scores → hits: best unit per artifact (or every unit), altitude dedup."""
+        if not scored:
+            return []
+        unit_rows = self._unit_rows([uid for uid, _ in scored])
+        picked: list[tuple[int, float]] = []
+        seen_docs: set[int] = set()
+        for uid, score in scored:
+            doc_id = unit_rows[uid]["doc_id"]
+            if per == "artifact":
+                if doc_id in seen_docs:
+                    continue
+                seen_docs.add(doc_id)
+            picked.append((uid, score))
+        docs = self._doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
+        if dedup:
+            # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
+            # is dropped (reachable from that hit by drill_down).
+            above: dict[str, int] = {}  # artifact id -> highest candidate level covering it
+            for uid, _ in picked:
+                doc = docs[unit_rows[uid]["doc_id"]]
+                for aid in doc["ancestry"]:
+                    above[aid] = max(above.get(aid, -1), doc["level"])
+            picked = [(uid, score) for uid, score in picked
+                      if above.get(docs[unit_rows[uid]["doc_id"]]["artifact_id"], -1)
+                      <= docs[unit_rows[uid]["doc_id"]]["level"]]
+        stems = {_stem(t) for t in parsed.terms}
+        return [self._make_hit(docs[unit_rows[uid]["doc_id"]], unit_rows[uid], score, stems)
+                for uid, score in picked[:limit]]
+
+    def _unit_rows(self, unit_ids: list[int]) -> dict[int, dict]:
+        rows: dict[int, dict] = {}
+        for start in range(0, len(unit_ids), 500):
+            part = unit_ids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.db.execute(
+                    f"SELECT id, doc_id, first_msg, last_msg, msg_ids, body FROM units "
+                    f"WHERE id IN ({marks})", part):
+                rows[r[0]] = {"doc_id": r[1], "first_msg": r[2], "last_msg": r[3],
+                              "msg_ids": tuple(json.loads(r[4])), "body": r[5]}
+        return rows
+
+    def _doc_rows(self, doc_ids: Iterable[int]) -> dict[int, dict]:
+        ids = list(doc_ids)
+        out: dict[int, dict] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.db.execute(
+                    f"SELECT id, artifact_id, layer, level, title, date, content, parent_ids, "
+                    f"leaf_ids, ancestry, sources FROM docs WHERE id IN ({marks})", part):
+                out[r[0]] = {"artifact_id": r[1], "layer": r[2], "level": r[3], "title": r[4],
+                             "date": r[5], "content": r[6], "parent_ids": json.loads(r[7]),
+                             "leaf_ids": json.loads(r[8]), "ancestry": set(json.loads(r[9])),
+                             "sources": json.loads(r[10])}
+        return out
+
+    def _make_hit(self, doc: dict, unit: dict | None, score: float, stems: set[str],
+                  snippet: str | None = None) -> Hit:
+        sources = [dict(s) for s in doc["sources"]]
+        message_range = None
+        if unit is not None and unit["first_msg"] is not None:
+            message_range = (unit["first_msg"], unit["last_msg"])
+            # A transcript hit: narrow its own source entry to the matched messages.
+            for s in sources:
+                s["message_range"] = [unit["first_msg"], unit["last_msg"]]
+        if snippet is None:
+            snippet = _highlight(unit["body"] if unit else doc["content"], stems)
+        return Hit(
+            artifact_id=doc["artifact_id"], layer=doc["layer"], level=doc["level"],
+            score=round(float(score), 6), snippet=snippet, title=doc["title"] or "",
+            date=doc["date"], provenance=tuple(doc["leaf_ids"]) or (doc["artifact_id"],),
+            sources=HitSources(sources, tuple(doc["parent_ids"])), content=doc["content"],
+            parent_ids=tuple(doc["parent_ids"]), message_range=message_range,
+            message_ids=unit["msg_ids"] if unit else ())
+
+    def _doc_hit(self, artifact_id: str) -> Hit | None:
+        row = self.db.execute("SELECT id FROM docs WHERE artifact_id = ?",
+                              [artifact_id]).fetchone()
+        if row is None:
+            return None
+        doc = self._doc_rows([row[0]])[row[0]]
+        return self._make_hit(doc, None, 0.0, set(), snippet=doc["content"][:240])
+
+    # -- exact ------------------------------------------------------------------------------
+
+    def _exact(self, phrase: str, filters: "_Filters", limit: int) -> list[Hit]:
+        """Leaves containing `phrase` (case-insensitive substring, verified on the content)."""
+        phrase = phrase.replace("\x00", "")
+        needle = _fold(phrase)
+        where, args = filters.sql(include_hidden=True, prefix="d")
+        leaf = "(d.level = 0 OR d.searchable = 0)"
+        if len(phrase) >= 3:
+            # trigram MATCH on a quoted string = substring candidates (case-insensitive).
+            rows = self.db.execute(
+                f"SELECT d.id FROM leaf_trigram JOIN docs d ON d.id = leaf_trigram.rowid "
+                f"WHERE leaf_trigram MATCH ? AND {leaf} {where} ORDER BY d.id",
+                ['"' + phrase.replace('"', '""') + '"', *args]).fetchall()
+        else:
+            rows = self.db.execute(f"SELECT d.id FROM docs d WHERE {leaf} {where} ORDER BY d.id",
+                                   args).fetchall()
+        docs = self._doc_rows([r[0] for r in rows])
+        found = []
+        for doc_id in sorted(docs):
+            doc = docs[doc_id]
+            count = _fold(doc["content"]).count(needle)
+            if count:
+                found.append((count, doc_id))
+        found.sort(key=lambda x: (-x[0], docs[x[1]]["artifact_id"]))
+        hits = []
+        for count, doc_id in found[:limit]:
+            unit = self._exact_unit(doc_id, needle)
+            hits.append(self._make_hit(docs[doc_id], unit, float(count), set(),
+                                       snippet=_exact_snippet(docs[doc_id]["content"], needle)))
+        return hits
+
+    def _exact_unit(self, doc_id: int, needle: str) -> dict | None:
+        for r in self.db.execute("SELECT id FROM units WHERE doc_id = ? ORDER BY ord", [doc_id]):
+            unit = self._unit_rows([r[0]])[r[0]]
+            if unit["first_msg"] is not None and needle in _fold(unit["body"]):
+                return unit
+        return None
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+def _exact_snippet(content: str, needle: str, width: int = 80) -> str:
+    folded = _fold(content)
+    at = folded.find(needle)
+    if at < 0 or len(folded) != len(content):
+        # casefold changed the length (e.g. ß → ss): show the start rather than a shifted cut.
+        return content[:2 * width]
+    start, end = max(0, at - width), min(len(content), at + len(needle) + width)
+    return ((("…" if start else "") + content[start:at] + "[" + content[at:at + len(needle)]
+             + "]" + content[at + len(needle):end] + ("…" if end < len(content) else "")))
+
+
+@dataclass(frozen=True)
+class _Filters:
+    layers: list[str] | None
+    since: str | None
+    until: str | None
+    source: str | None
+
+    def sql(self, include_hidden: bool, prefix: str = "d") -> tuple[str, list]:
+        parts, args = [], []
+        if not include_hidden:
+            parts.append(f"{prefix}.searchable = 1")
+        if self.layers is not None:
+            parts.append(f"{prefix}.layer IN ({','.join('?' * len(self.layers))})")
+            args.extend(self.layers)
+        if self.since:
+            parts.append(f"substr({prefix}.date, 1, ?) >= ?")
+            args.extend([len(self.since), self.since])
+        if self.until:
+            parts.append(f"substr({prefix}.date, 1, ?) <= ?")
+            args.extend([len(self.until), self.until])
+        if self.source:
+            parts.append(f"{prefix}.source = ?")
+            args.append(self.source)
+        return ("AND " + " AND ".join(parts)) if parts else "", args
