@@ -12,6 +12,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,8 +60,7 @@ class StoreConnection:
             # Forgetting must really forget: zero deleted content in pages.
             conn.execute("PRAGMA secure_delete = ON")
             self.db = Database(conn, execute_plugins=False)
-            if self.db.journal_mode != "wal":
-                self.db.enable_wal()
+            self._enable_wal()
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate(self.db, migrations)
         except sqlite3.Error as err:
@@ -68,6 +68,20 @@ class StoreConnection:
                 conn.close()
             raise self._translate(err, "opening it") from err
         self._conn = conn
+
+    def _enable_wal(self) -> None:
+        # Switching journal mode fails with "database is locked" at once, without consulting
+        # the busy handler, when another process is opening the same fresh file; retry it.
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:
+            try:
+                if self.db.journal_mode != "wal":
+                    self.db.enable_wal()
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err).lower() or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
 
     # --- lifecycle ----------------------------------------------------------------------
 

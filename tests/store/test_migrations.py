@@ -132,10 +132,10 @@ def _open_store(path):
 def test_processes_opening_a_fresh_file_together_migrate_it_once(tmp_path):
     path = str(tmp_path / "synix.db")
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_open_store, args=(path,)) for _ in range(3)]
+    procs = [ctx.Process(target=_open_store, args=(path,)) for _ in range(4)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]  # a child's traceback is in stderr
     assert [name for name, _ in applied_rows(path)] == MIGRATIONS.names
