@@ -73,4 +73,8 @@ class SearchError(SynixError):
 
 
 class BuildFailed(SynixError):
-    """A build finished with failed partitions; names them."""
+    """A build finished with failed partitions; names them. `report` holds what was built."""
+
+    def __init__(self, message: str, *, hint: str | None = None, report=None):
+        self.report = report
+        super().__init__(message, hint=hint)

@@ -24,7 +24,7 @@ mentioned wanted decided""".split())
 
 def _index(ctx, layer: str, arts) -> SearchIndex:
     ctx.paths.internal.mkdir(parents=True, exist_ok=True)
-    index = SearchIndex(ctx.paths.internal / f"topics-{layer}.db")
+    index = SearchIndex(ctx.paths.internal / f"topics-{layer}.db", embeddings=False)
     index.sync(f"topics-{layer}", [
         IndexDoc(artifact_id=a.artifact_id, layer=a.layer, level=a.level, content=a.content,
                  content_hash=a.content_hash, title=str(a.metadata.get("meta.chat.title") or ""),

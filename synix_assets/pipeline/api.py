@@ -110,10 +110,13 @@ class Pipeline:
         return self._add(Step(name, "fold", _single(name, "fold", from_), prompt, model,
                               temperature, max_tokens, system, description, config))
 
-    def search_index(self, name: str, *, from_: Sequence[str]) -> SearchIndexProjection:
+    def search_index(self, name: str, *, from_: Sequence[str],
+                     embeddings: bool = False) -> SearchIndexProjection:
+        """`embeddings=True` also computes vectors for semantic/hybrid search (needs the
+        `synix[embeddings]` extra; without it search falls back to full text with a notice)."""
         self._check_new_name(name)
         layers = (from_,) if isinstance(from_, str) else tuple(from_)
-        proj = SearchIndexProjection(name, layers)
+        proj = SearchIndexProjection(name, layers, embeddings)
         self.projections[name] = proj
         return proj
 

@@ -43,6 +43,7 @@ class Step:
 class SearchIndexProjection:
     name: str
     from_: tuple[str, ...]
+    embeddings: bool = False
     kind: str = "search_index"
 
 

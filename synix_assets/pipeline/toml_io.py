@@ -51,7 +51,8 @@ def pipeline_to_toml(p) -> str:
     projs = []
     for pr in p.projections.values():
         if pr.kind == "search_index":
-            projs.append({"name": pr.name, "kind": pr.kind, "from": list(pr.from_)})
+            projs.append({"name": pr.name, "kind": pr.kind, "from": list(pr.from_),
+                          "embeddings": pr.embeddings})
         else:
             projs.append({"name": pr.name, "kind": pr.kind, "from": pr.from_, "path": str(pr.path),
                           "budget_tokens": pr.budget_tokens})
@@ -120,7 +121,7 @@ def pipeline_from_toml(text: str, *, base_dir=None, namespace=None):
             raise PipelineDefinitionError(f"step '{name}': unknown kind {kind!r} in TOML")
     for pr in doc.get("projections", []):
         if pr["kind"] == "search_index":
-            p.search_index(pr["name"], from_=pr["from"])
+            p.search_index(pr["name"], from_=pr["from"], embeddings=pr.get("embeddings", False))
         else:
             p.context_doc(pr["name"], from_=pr["from"], path=pr.get("path", "context.md"),
                           budget_tokens=pr.get("budget_tokens", 4000))

@@ -1,0 +1,193 @@
+"""Projections: the search index (the agent's RAG) and the context document (its system prompt).
+
+Both are keyed by the exact set of artifacts they read, so a build that changed nothing they use
+touches neither the index nor the file.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from synix_resources.fingerprints import sha256_text
+from synix_resources.llm.mapreduce import estimate_tokens
+from synix_resources.search.documents import IndexDoc
+from synix_resources.search.index import SearchIndex
+
+_MESSAGE_HEAD = re.compile(r"^\[#(\d+)(?: ([^\]]*))?\] (.+?):$", re.M)
+
+
+@dataclass
+class ProjectionResult:
+    name: str
+    kind: str
+    changed: bool
+    detail: dict
+
+
+def _all_artifacts(ctx) -> dict:
+    arts = {}
+    for layer in ctx.pipeline.layer_order():
+        for a in ctx.store.list_layer(layer):
+            arts[a.artifact_id] = a
+    return arts
+
+
+def transcript_messages(content: str) -> tuple[dict, ...]:
+    """Split a rendered transcript back into its numbered messages."""
+    heads = list(_MESSAGE_HEAD.finditer(content))
+    out = []
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(content)
+        out.append({"index": int(m.group(1)), "id": m.group(1), "speaker": m.group(3),
+                    "text": content[m.end():end].strip()})
+    return tuple(out)
+
+
+def index_docs(ctx, layers: tuple[str, ...]) -> list[IndexDoc]:
+    """Docs for the named layers plus the leaves under them (leaves searchable only if named)."""
+    arts = _all_artifacts(ctx)
+    memo: dict[str, tuple[str, ...]] = {}
+
+    def ancestry(aid: str) -> tuple[str, ...]:
+        if aid not in memo:
+            seen: dict[str, None] = {}
+            stack = list(arts[aid].parent_ids) if aid in arts else []
+            while stack:
+                pid = stack.pop(0)
+                if pid in seen:
+                    continue
+                seen[pid] = None
+                if pid in arts:
+                    stack.extend(arts[pid].parent_ids)
+            memo[aid] = tuple(seen)
+        return memo[aid]
+
+    wanted = [a for a in arts.values() if a.layer in layers]
+    leaf_ids = {aid for a in wanted for aid in ancestry(a.artifact_id)
+                if aid in arts and not arts[aid].parent_ids}
+    leaves = [arts[aid] for aid in leaf_ids if arts[aid].layer not in layers]
+    docs = []
+    for a in sorted([*wanted, *leaves], key=lambda x: x.artifact_id):
+        anc = ancestry(a.artifact_id)
+        leafs = tuple(x for x in anc if x in arts and not arts[x].parent_ids) or ((a.artifact_id,) if not a.parent_ids else ())
+        sources = tuple(_source_of(arts[x]) for x in leafs if x in arts)
+        is_leaf = not a.parent_ids
+        docs.append(IndexDoc(
+            artifact_id=a.artifact_id, layer=a.layer, level=a.level, content=a.content,
+            content_hash=a.content_hash, title=_title(a), date=a.metadata.get("meta.time.created_at"),
+            source=_source_type(a), metadata={k: v for k, v in a.metadata.items()
+                                              if k in ("meta.time.period", "meta.custom.topic",
+                                                       "meta.custom.pii", "meta.chat.conversation_id")},
+            parent_ids=tuple(a.parent_ids), leaf_ids=leafs if not is_leaf else (a.artifact_id,),
+            ancestry=anc, sources=sources, searchable=a.layer in layers,
+            messages=transcript_messages(a.content) if is_leaf else ()))
+    return docs
+
+
+def _title(a) -> str:
+    m = a.metadata
+    if m.get("meta.chat.title"):
+        return str(m["meta.chat.title"])
+    if m.get("meta.time.period"):
+        return f"{a.layer} {m['meta.time.period']}"
+    if m.get("meta.custom.topic"):
+        return f"{a.layer}: {m['meta.custom.topic']}"
+    return a.layer
+
+
+def _source_type(a) -> str | None:
+    t = a.metadata.get("meta.source.type")
+    return str(t).removesuffix("-export") if t else None
+
+
+def _source_of(leaf) -> dict:
+    m = leaf.metadata
+    rng = m.get("meta.chat.message_range") or [1, m.get("meta.chat.message_count", 0)]
+    return {"conversation_id": m.get("meta.chat.conversation_id", leaf.group_key),
+            "title": m.get("meta.chat.title", ""), "date": (m.get("meta.time.created_at") or "")[:10] or None,
+            "message_range": list(rng), "artifact_id": leaf.artifact_id}
+
+
+def sync_search_index(ctx, name: str) -> ProjectionResult:
+    proj = ctx.pipeline.projections[name]
+    docs = index_docs(ctx, proj.from_)
+    key = sha256_text("\n".join(f"{d.artifact_id}:{d.content_hash}:{d.meta_hash()}" for d in docs))
+    if ctx.store.get_meta(f"projection:{name}:key") == key and ctx.paths.search.exists():
+        return ProjectionResult(name, "search_index", False, {"documents": len(docs)})
+    index = SearchIndex(ctx.paths.search, embeddings=proj.embeddings)
+    try:
+        stats = index.sync(name, docs)
+    finally:
+        index.close()
+    ctx.store.set_meta(f"projection:{name}:key", key)
+    return ProjectionResult(name, "search_index", True,
+                            {"documents": len(docs), "added": stats.added, "updated": stats.updated,
+                             "removed": stats.removed, "unchanged": stats.unchanged})
+
+
+def _fit(text: str, budget_tokens: int) -> str:
+    if estimate_tokens(text) <= budget_tokens:
+        return text
+    limit = budget_tokens * 4
+    cut = text[:limit]
+    stop = max(cut.rfind(". "), cut.rfind("\n"))
+    return (cut[:stop + 1] if stop > limit // 2 else cut).rstrip() + "\n\n[…truncated to fit the budget]"
+
+
+def render_context_doc(ctx, name: str) -> tuple[str, list]:
+    proj = ctx.pipeline.projections[name]
+    arts = ctx.store.list_layer(proj.from_)
+    body = "\n\n".join(a.content.strip() for a in arts)
+    drawn = sorted({gk for a in arts for gk in a.metadata.get("meta.custom.groups", [a.group_key])})
+    footer_lines = [f"Drawn from {proj.from_} ({len(arts)} artifact{'s' if len(arts) != 1 else ''}: "
+                    f"{', '.join(a.artifact_id for a in arts)})"]
+    if drawn:
+        footer_lines.append(f"Covers: {', '.join(drawn[:24])}{' …' if len(drawn) > 24 else ''}")
+    providers = sorted({str(a.metadata.get("meta.step.provider")) for a in arts if a.metadata.get("meta.step.provider")})
+    if "extractive" in providers:
+        footer_lines.append("Built offline by the extractive summariser (selected sentences, no LLM).")
+    build_id = sha256_text("".join(a.artifact_id for a in arts))[:12]
+    built = max((a.created_at for a in arts), default="")
+    footer_lines.append(f"Build {build_id}, {built[:19].replace('T', ' ')} UTC — Synix")
+    footer = "\n".join(f"<!-- {line} -->" for line in footer_lines)
+    budget = max(50, proj.budget_tokens - estimate_tokens(footer) - 20)
+    title = f"# Memory of {ctx.pipeline.agent or ctx.pipeline.name}"
+    text = f"{title}\n\n{_fit(body, budget)}\n\n---\n{footer}\n"
+    return text, arts
+
+
+def write_context_doc(ctx, name: str) -> ProjectionResult:
+    proj = ctx.pipeline.projections[name]
+    path = ctx.pipeline.resolve(proj.path)
+    text, arts = render_context_doc(ctx, name)
+    key = sha256_text(text)
+    if path.exists() and ctx.store.get_meta(f"projection:{name}:key") == key:
+        return ProjectionResult(name, "context_doc", False, {"path": str(path), "artifacts": len(arts)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    ctx.store.set_meta(f"projection:{name}:key", key)
+    return ProjectionResult(name, "context_doc", True,
+                            {"path": str(path), "artifacts": len(arts), "tokens": estimate_tokens(text)})
+
+
+def run_projection(ctx, name: str) -> ProjectionResult:
+    proj = ctx.pipeline.projections[name]
+    if proj.kind == "search_index":
+        return sync_search_index(ctx, name)
+    return write_context_doc(ctx, name)
+
+
+def projection_stale(ctx, name: str) -> bool:
+    """True when running the projection would change it."""
+    proj = ctx.pipeline.projections[name]
+    if proj.kind == "search_index":
+        docs = index_docs(ctx, proj.from_)
+        key = sha256_text("\n".join(f"{d.artifact_id}:{d.content_hash}:{d.meta_hash()}" for d in docs))
+        return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
+    text, _ = render_context_doc(ctx, name)
+    return ctx.store.get_meta(f"projection:{name}:key") != sha256_text(text) or \
+        not ctx.pipeline.resolve(proj.path).exists()
+

@@ -1,0 +1,75 @@
+"""Create a Synix project folder: pipeline.py, exports/, and the Dagster wiring."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from synix_resources.errors import ExportFormatError, SynixError
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+DEMO_EXPORTS = Path(__file__).resolve().parent / "demo"
+TEMPLATES = ("monthly", "topical")
+
+DEFINITIONS_PY = '''"""Dagster entry point of this Synix project (used by `dagster dev` and `synix ui`)."""
+from pathlib import Path
+
+from synix_assets.definitions import build_defs
+
+defs = build_defs(Path(__file__).resolve().parent)
+'''
+
+WORKSPACE_YAML = """# Dagster workspace of this Synix project. Start the UI with `synix ui`, or with
+#   DAGSTER_HOME=$PWD/.synix/dagster dagster dev -w workspace.yaml
+load_from:
+  - python_file:
+      relative_path: definitions.py
+      location_name: synix
+"""
+
+DAGSTER_YAML = """# Dagster instance settings for this Synix project (DAGSTER_HOME = .synix/dagster).
+telemetry:
+  enabled: false
+"""
+
+
+def template_text(template: str) -> str:
+    if template not in TEMPLATES:
+        raise SynixError(f"unknown template {template!r}", hint=f"use one of {', '.join(TEMPLATES)}")
+    return (EXAMPLES / f"{template}.py").read_text(encoding="utf-8")
+
+
+def demo_exports() -> list[Path]:
+    return sorted(p for p in DEMO_EXPORTS.iterdir() if p.suffix in (".json", ".jsonl", ".zip"))
+
+
+def init_project(root: str | Path, *, exports: list[str | Path] = (), template: str = "monthly",
+                 force: bool = False) -> Path:
+    """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`."""
+    root = Path(root).expanduser().resolve()
+    text = template_text(template)
+    for export in exports:
+        if not Path(export).is_file():
+            raise ExportFormatError(f"export {export} does not exist",
+                                    hint="give the path of a conversations.json, export .zip or .jsonl")
+    if (root / "pipeline.py").exists() and not force:
+        raise SynixError(f"{root / 'pipeline.py'} already exists",
+                         hint="choose a new folder, or pass --force to overwrite the pipeline file")
+    (root / "exports").mkdir(parents=True, exist_ok=True)
+    (root / ".synix" / "dagster").mkdir(parents=True, exist_ok=True)
+    for export in exports:
+        src = Path(export)
+        dest = root / "exports" / src.name
+        if dest.exists() and dest.resolve() != src.resolve():
+            dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
+        shutil.copy2(src, dest)
+    (root / "pipeline.py").write_text(text, encoding="utf-8")
+    (root / "definitions.py").write_text(DEFINITIONS_PY, encoding="utf-8")
+    (root / "workspace.yaml").write_text(WORKSPACE_YAML, encoding="utf-8")
+    (root / ".synix" / "dagster" / "dagster.yaml").write_text(DAGSTER_YAML, encoding="utf-8")
+    (root / ".gitignore").write_text(".synix/\n", encoding="utf-8")
+    return root
+
+
+def switch_template(root: str | Path, template: str) -> None:
+    """Replace the project's pipeline.py with a bundled template (used by the demo)."""
+    (Path(root) / "pipeline.py").write_text(template_text(template), encoding="utf-8")
