@@ -14,10 +14,13 @@ pipeline.merge("transcripts", from_=["exports"], dedupe="metadata_match",
                fields=["conversation_id"], conflict="prefer_latest")
 pipeline.transform("episodes", from_="transcripts", prompt=prompts.episode_summary)
 
-# Level 2: one rollup per topic. Use topics="auto" to discover topics from the episodes.
+# Level 2: one rollup per topic, from the episodes the search index finds for it (full-text
+# match on the topic's words, so name topics in the words your conversations use), or
+# topics="auto" to discover topics from the episodes.
 pipeline.aggregate("topics", from_="episodes", prompt=prompts.topical_rollup,
-                   topics=["career", "programming projects", "running and fitness",
-                           "cooking", "san francisco", "ai agents and memory"])
+                   topics=["career and job offer", "rust programming", "marathon running",
+                           "sourdough bread baking", "moving to san francisco",
+                           "ai agents and memory"])
 
 pipeline.fold("core", from_="topics", prompt=prompts.core_memory, checkpoint_every=6)
 

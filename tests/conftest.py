@@ -1,0 +1,84 @@
+"""Shared fixtures: real projects in tmp_path, real SQLite files, real Dagster instances."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
+DEMO = REPO / "synix_assets" / "demo"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path):
+    """No test may see a real key, the developer's DAGSTER_HOME or a project named by env."""
+    for var in ("ANTHROPIC_API_KEY", "SYNIX_LLM_API_KEY", "OPENAI_API_KEY", "SYNIX_PROJECT",
+                "SYNIX_STORE_PATH", "SYNIX_LLM_MODEL", "SYNIX_LLM_BASE_URL",
+                "SYNIX_FAKE_LATENCY_S", "SYNIX_FAKE_FAILURE_RATE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home_unused"))
+    (tmp_path / "dagster_home_unused").mkdir(exist_ok=True)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"test data folder {SHARED_DATA} is missing (../shared/data beside the repo)")
+    return SHARED_DATA
+
+
+def _make_claude_export(path: Path, conversations: list[dict]) -> Path:
+    """Write a minimal Claude export: [{uuid, name, created_at, messages: [(sender, text, ts)]}]."""
+    out = []
+    for conv in conversations:
+        msgs = []
+        for i, (sender, text, ts) in enumerate(conv["messages"]):
+            msgs.append({"uuid": f"{conv['uuid']}-m{i}", "text": text, "sender": sender,
+                         "created_at": ts, "updated_at": ts, "attachments": [], "files": [],
+                         "content": [{"type": "text", "text": text}]})
+        out.append({"uuid": conv["uuid"], "name": conv["name"], "created_at": conv["created_at"],
+                    "updated_at": conv["messages"][-1][2] if conv["messages"] else conv["created_at"],
+                    "chat_messages": msgs})
+    path.write_text(json.dumps(out), encoding="utf-8")
+    return path
+
+
+def _conversation(uuid: str, name: str, day: str, topic_words: str, n: int = 4) -> dict:
+    """A small distinctive conversation on `day` (YYYY-MM-DD)."""
+    msgs = []
+    for i in range(n):
+        sender = "human" if i % 2 == 0 else "assistant"
+        text = (f"Message {i} about {topic_words}. The {name} discussion covers {topic_words} in detail, "
+                f"with decision number {i} recorded for {uuid}.")
+        msgs.append((sender, text, f"{day}T10:{i:02d}:00Z"))
+    return {"uuid": uuid, "name": name, "created_at": f"{day}T10:00:00Z", "messages": msgs}
+
+
+@pytest.fixture
+def demo_project(tmp_path):
+    """A fresh project made by `synix init` with the bundled demo exports."""
+    from synix_assets.project import ProjectPaths
+    from synix_assets.scaffold import demo_exports, init_project
+
+    return ProjectPaths(init_project(tmp_path / "mem", exports=demo_exports()))
+
+
+@pytest.fixture
+def claude_export():
+    """make(path, [conversation(...), ...]) writes a minimal Claude export."""
+    return _make_claude_export
+
+
+@pytest.fixture
+def conversation():
+    return _conversation
+
+
+@pytest.fixture
+def counts():
+    """(built, cached) per layer of a BuildReport."""
+    return lambda report: {k: (v.get("built", 0), v.get("cached", 0)) for k, v in report.layers.items()}
