@@ -144,7 +144,9 @@ def run_locomo_eval(path: str | Path, *, modes: Iterable[str] = ("fts", "semanti
         for sample in samples:
             docs = session_docs(sample)
             turn_session = {m["id"]: d.artifact_id for d in docs for m in d.messages}
-            index = SearchIndex(index_dir / f"{sample.get('sample_id', 'conv')}.sqlite")
+            # An FTS-only run skips computing embeddings it would never use.
+            index = SearchIndex(index_dir / f"{sample.get('sample_id', 'conv')}.sqlite",
+                                embeddings="auto" if set(modes) - {"fts"} else False)
             index.sync("locomo", docs)
             for qa in sample.get("qa", []):
                 category = str(qa.get("category"))

@@ -79,7 +79,7 @@ def parse_query(text: str) -> ParsedQuery:
     terms = tuple(seen)
     if not terms:
         symbols = "".join(ch for ch in cleaned.strip()
-                          if unicodedata.category(ch) in ("So", "Sk", "Sm", "Cs"))
+                          if unicodedata.category(ch) == "So")  # emoji, pictographs
         if symbols:
             return ParsedQuery(text=text, terms=(), content_terms=(), literal=cleaned.strip())
         if not cleaned.strip():
