@@ -44,7 +44,7 @@ def source_key(name: str) -> dg.AssetKey:
 def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMResource) -> BuildContext:
     tags = context.run.tags if context.run else {}
     return BuildContext(pipeline, store.get_store(), llm.get_client(), paths,
-                        run_id=tags.get(RUN_ID_TAG) or context.run_id,
+                        run_id=tags.get(RUN_ID_TAG) or context.run.run_id,
                         batch=tags.get(BATCH_TAG) == "1")
 
 
@@ -65,25 +65,45 @@ def _metadata(ctx, layer: str, outcome) -> dict:
 
 
 def _events(ctx, context, layer: str, partitioned: bool, result, version: str):
-    emit_all = (context.run.tags.get(EMIT_TAG) if context.run else None) != "changed"
-    for o in result.outcomes:
-        if o.status == "built" or (emit_all and o.status == "cached"):
-            art = ctx.store.current(layer, o.group_key) if o.status == "cached" else None
-            if art is not None:
-                o.artifact_id, o.content_hash = art.artifact_id, art.content_hash
+    """Synix-launched runs (one layer each): one materialization per *built* partition, so a
+    no-op records nothing. Runs launched from the UI, `dagster asset materialize` or the sensor
+    may chain layers, which needs the output: one MaterializeResult for the requested partitions
+    (with the partition's own metadata when there is exactly one)."""
+    if context.run.tags.get(EMIT_TAG) == "changed":
+        for o in result.outcomes:
+            if o.status != "built":
+                continue
             tags = {"dagster/code_version": version}
             if o.content_hash:
                 tags["dagster/data_version"] = o.content_hash[:16]
             yield dg.AssetMaterialization(
                 asset_key=layer_key(layer), partition=o.group_key if partitioned else None,
                 metadata=_metadata(ctx, layer, o), tags=tags)
+        return
+    outcomes = [o for o in result.outcomes if o.status in ("built", "cached")]
+    if len(outcomes) == 1:
+        o = outcomes[0]
+        if o.status == "cached":
+            art = ctx.store.current(layer, o.group_key)
+            if art is not None:
+                o.artifact_id, o.content_hash = art.artifact_id, art.content_hash
+        yield dg.MaterializeResult(metadata=_metadata(ctx, layer, o),
+                                   data_version=dg.DataVersion(o.content_hash[:16]) if o.content_hash else None)
+        return
+    totals = result.totals()
+    yield dg.MaterializeResult(metadata={
+        "built": totals["built"], "cached": totals["cached"], "failed": totals["failed"],
+        "llm_calls": totals["llm_calls"], "tokens_in": totals["tokens_in"],
+        "tokens_out": totals["tokens_out"], "cost_usd": float(totals["cost_usd"]),
+        "partitions": dg.MetadataValue.json({o.group_key: {"status": o.status, "artifact_id": o.artifact_id}
+                                             for o in result.outcomes[:500]})})
 
 
 def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
     """Runs launched from the UI/CLI/sensor get a Synix run record too; True if this asset owns it."""
     if ctx.store.get_run(ctx.run_id) is not None:
         return False
-    ctx.store.start_run(pipeline.name, [layer], run_id=ctx.run_id, dagster_run_id=context.run_id)
+    ctx.store.start_run(pipeline.name, [layer], run_id=ctx.run_id, dagster_run_id=context.run.run_id)
     return True
 
 
@@ -150,10 +170,11 @@ def projection_asset(pipeline, paths, name: str) -> dg.AssetsDefinition:
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         ctx = _context(pipeline, paths, context, store, llm)
         result = run_projection(ctx, name)
-        emit_all = (context.run.tags.get(EMIT_TAG) if context.run else None) != "changed"
-        if result.changed or emit_all:
-            yield dg.AssetMaterialization(asset_key=layer_key(name),
-                                          metadata={**result.detail, "changed": result.changed})
+        metadata = {**result.detail, "changed": result.changed}
+        if context.run.tags.get(EMIT_TAG) != "changed":
+            yield dg.MaterializeResult(metadata=metadata)
+        elif result.changed:
+            yield dg.AssetMaterialization(asset_key=layer_key(name), metadata=metadata)
 
     return _projection
 

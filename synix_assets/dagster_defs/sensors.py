@@ -12,7 +12,7 @@ import time
 
 import dagster as dg
 
-from synix_assets.dagster_defs.assets import EMIT_TAG, layer_key
+from synix_assets.dagster_defs.assets import layer_key
 from synix_assets.dagster_defs.partitions import CONVERSATIONS, dynamic_name
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.ingest import SourceReader, file_sha256
@@ -93,7 +93,7 @@ def export_sensor(pipeline, paths) -> dg.SensorDefinition:
                 run_key=sha256_text(json.dumps(sorted(changed)))[:24],
                 asset_selection=[layer_key(l) for l in conv_layers],
                 tags={"dagster/asset_partition_range_start": start,
-                      "dagster/asset_partition_range_end": end, EMIT_TAG: "changed",
+                      "dagster/asset_partition_range_end": end,
                       "synix/trigger": "exports_sensor"}))
         context.log.info(f"{len(changed)} export file(s) changed; {len(stale)} conversation(s) to build")
         return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=requests,
