@@ -1,0 +1,157 @@
+"""Commands that create or build a project: init, run, plan, demo."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from synix_assets.cli.common import project_option, project_paths
+
+
+def _echo_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--from", "exports", multiple=True, type=click.Path(dir_okay=False),
+              help="An export to copy into the project (conversations.json, export .zip, .jsonl); repeatable.")
+@click.option("--template", type=click.Choice(["monthly", "topical"]), default="monthly", show_default=True,
+              help="Level-2 rollups by calendar month or by topic.")
+@click.option("--demo", is_flag=True, help="Copy the bundled demo exports (24 synthetic conversations).")
+@click.option("--force", is_flag=True, help="Overwrite an existing pipeline.py (state and exports are kept).")
+def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, force: bool) -> None:
+    """Create a project folder with a pipeline.py and your exports.
+
+    \b
+    Example:
+      synix init mem --from ~/Downloads/conversations.json
+      cd mem && synix run
+    """
+    from synix_assets import scaffold
+    from synix_assets.parsers.detect import detect_format
+    from synix_assets.cli.render import console
+
+    sources = [Path(e) for e in exports]
+    for src in sources:
+        if src.is_file():
+            detect_format(src)  # a bad export fails here, naming the file, not at the first build
+    if demo:
+        sources += scaffold.demo_exports()
+    root = scaffold.init_project(directory, exports=sources, template=template, force=force)
+    out = console()
+    out.print(f"Created [bold]{root}[/] ({template} pipeline, {len(sources)} export file(s)).")
+    if not sources:
+        out.print(f"Copy your exports into {root / 'exports'} (ChatGPT conversations.json, Claude export).")
+    out.print("Next:")
+    out.print(f"  cd {directory}")
+    out.print("  synix plan                  # what a build would do, and cost")
+    out.print("  synix run                   # build the memory")
+    out.print('  synix search "some topic"   # search it, with provenance')
+
+
+@click.command()
+@click.option("--select", "select", metavar="LAYER", help="Build only this layer and what it needs.")
+@click.option("--from", "from_layer", metavar="LAYER", help="Build this layer and everything downstream.")
+@click.option("--full", is_flag=True, help="Ignore cached results and rebuild the selected layers.")
+@click.option("--batch", is_flag=True, help="Use the provider's batch API (half price, slower).")
+@click.option("--replay", is_flag=True, help="Answer LLM calls from the response cache only (offline).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result at the end.")
+@project_option
+@click.pass_context
+def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
+    """Build the memory: only what changed since the last build.
+
+    \b
+    Examples:
+      synix run
+      synix run --select episodes
+      synix run --from monthly --full
+      synix run --json
+    """
+    from synix_assets.cli import render
+    from synix_assets.engine.runner import run_build
+    from synix_assets.pipeline.loader import load_pipeline
+    from synix_assets.reports.plan import require_exports
+    from synix_resources.errors import BuildFailed
+
+    paths = project_paths(ctx)
+    pipeline = load_pipeline(paths.pipeline_file)
+    require_exports(pipeline)
+    out = render.console()
+    err = render.console(stderr=True)
+    show_bars = not as_json and out.is_terminal and not out.no_color
+    progress = render.BarProgress(out) if show_bars else (None if as_json else render.PlainProgress(out))
+    try:
+        if show_bars:
+            with progress:
+                report = run_build(paths, select=select, from_layer=from_layer, full=full, batch=batch,
+                                   replay=replay, progress=progress)
+        else:
+            report = run_build(paths, select=select, from_layer=from_layer, full=full, batch=batch,
+                               replay=replay, progress=progress)
+        failed = None
+    except BuildFailed as exc:
+        if exc.report is None:
+            raise
+        report, failed = exc.report, exc
+    bad_files = [s for s in report.skipped_inputs if "error" in s]
+    if as_json:
+        _echo_json(report.to_json())
+    else:
+        render.run_summary(out, report, pipeline)
+    render.skipped_inputs(err, report.skipped_inputs)
+    if failed is not None:
+        render.failures(err, report.failures)
+        err.print(f"[bold red]error:[/] {failed.one_line()}")
+        ctx.exit(1)
+    if bad_files:
+        err.print(f"[bold red]error:[/] {len(bad_files)} export file(s) could not be read; "
+                  "everything else was built — fix or remove them and run again")
+        ctx.exit(1)
+
+
+@click.command()
+@click.option("--batch", is_flag=True, help="Price the calls at the batch API's rate.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@project_option
+@click.pass_context
+def plan(ctx, batch, as_json) -> None:
+    """Show what `synix run` would rebuild, why, and what it would cost.
+
+    \b
+    Example:
+      synix plan
+      synix plan --json | jq .cost_usd
+    """
+    from synix_assets.cli import render
+    from synix_assets.reports.plan import make_plan
+
+    report = make_plan(project_paths(ctx), batch=batch).to_json()
+    if as_json:
+        _echo_json(report)
+    else:
+        render.plan_table(render.console(), report)
+
+
+@click.command()
+@click.argument("directory", required=False, default="synix-demo", type=click.Path(file_okay=False))
+@click.option("--query", default="marathon", show_default=True, help="What the demo searches for.")
+def demo(directory: str, query: str) -> None:
+    """Run the whole story offline on bundled exports: build, search, rebuild, change the architecture.
+
+    Creates DIRECTORY (default ./synix-demo; a numbered sibling if it already holds a project).
+
+    \b
+    Example:
+      synix demo
+      synix demo /tmp/mem-demo --query "sourdough"
+    """
+    from synix_assets.cli.demo_view import DemoView
+    from synix_assets.reports.demo import fresh_dir, run_demo
+
+    view = DemoView()
+    root = fresh_dir(directory)
+    run_demo(root, query=query, notify=view.step, progress=view.progress)
+    view.finish(root)

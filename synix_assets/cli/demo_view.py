@@ -1,0 +1,72 @@
+"""How `synix demo` shows each step of `reports.demo.run_demo` as it happens."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from rich.rule import Rule
+
+from synix_assets.cli import render
+
+
+class DemoView:
+    def __init__(self):
+        self.out = render.console()
+        self.plain = render.PlainProgress(self.out)
+        self.pipeline = None
+
+    def progress(self, layer: str, event: str, data: dict) -> None:
+        self.plain(layer, event, data)
+
+    def step(self, name: str, data: dict) -> None:
+        getattr(self, f"_{name.replace('-', '_')}")(data)
+
+    def _init(self, data: dict) -> None:
+        self.out.print(Rule("[bold]synix demo[/]"))
+        self.out.print(f"$ synix init {escape(data['root'])} --demo")
+        self.out.print(f"  project with the monthly pipeline and {len(data['exports'])} bundled exports "
+                       f"({escape(', '.join(data['exports']))})")
+        if data["provider"] == "extractive":
+            self.out.print(f"  LLM provider: extractive ({render.EXTRACTIVE_NOTE})")
+        self._load_pipeline(data["root"])
+
+    def _load_pipeline(self, root: str) -> None:
+        from synix_assets.pipeline.loader import load_pipeline
+
+        self.pipeline = load_pipeline(Path(root) / "pipeline.py")
+
+    def _run_start(self, data: dict) -> None:
+        self.out.print(Rule(escape(data["title"]), align="left"))
+        self.out.print("$ synix run")
+
+    def _run(self, data: dict) -> None:
+        render.run_summary(self.out, data["report"], self.pipeline)
+
+    def _search(self, data: dict) -> None:
+        result = data["result"]
+        self.out.print(Rule(escape(data["title"]), align="left"))
+        self.out.print(f"$ synix search {escape(repr(result['query']))} --limit 5")
+        render.search_results(self.out, {**result, "hits": result["hits"][:3]})
+        if len(result["hits"]) > 3:
+            self.out.print(f"  … {len(result['hits']) - 3} more hit(s)")
+
+    def _context(self, data: dict) -> None:
+        lines = data["text"].strip().splitlines()
+        self.out.print(Rule("The context document (the agent's system prompt)", align="left"))
+        self.out.print(f"{escape(data['path'])}: {len(lines)} lines")
+        for line in lines[:8]:
+            self.out.print(f"  [dim]{escape(line[:110])}[/]")
+        if len(lines) > 8:
+            self.out.print("  [dim]…[/]")
+
+    def _switch(self, data: dict) -> None:
+        self.out.print(Rule("Change the memory architecture", align="left"))
+        self.out.print(f"pipeline.py now rolls episodes up by {data['template'].replace('topical', 'topic')} "
+                       "instead of by month; transcripts and episodes stay cached.")
+        self._load_pipeline(str(Path(data["pipeline"]).parent))
+
+    def finish(self, root) -> None:
+        self.out.print(Rule("Done"))
+        self.out.print(f"Your demo project is in {escape(str(root))}. Try:")
+        self.out.print(f"  cd {escape(str(root))}")
+        self.out.print('  synix search "sourdough"     synix status     synix lineage <id>     synix ui')

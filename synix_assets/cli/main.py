@@ -1,0 +1,120 @@
+"""The `synix` command: a thin click layer over `synix_assets.reports` and the engine.
+
+Importing this module stays cheap (no Dagster, no engine): commands import what they need when
+they run, so `synix --help` answers at once.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+import click
+
+from synix_resources.errors import SynixError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class SynixGroup(click.Group):
+    """Turns every failure into one line on stderr and a non-zero exit (tracebacks with --debug)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except SynixError as exc:
+            if _debug(ctx):
+                raise
+            _error(exc.one_line())
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            raise click.exceptions.Abort() from None
+        except Exception as exc:  # the one place an unexpected failure is reported, not hidden
+            if _debug(ctx):
+                raise
+            _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+            ctx.exit(70)
+
+
+def _debug(ctx: click.Context) -> bool:
+    return bool((ctx.obj or {}).get("debug")) or os.environ.get("SYNIX_DEBUG", "") not in ("", "0")
+
+
+def _error(text: str) -> None:
+    from rich.markup import escape
+
+    from synix_assets.cli.render import console
+
+    console(stderr=True).print(f"[bold red]error:[/] {escape(text)}", soft_wrap=True)
+
+
+def _once():
+    seen: set[str] = set()
+
+    def first_time(record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text in seen:
+            return False
+        seen.add(text)
+        return True
+    return first_time
+
+
+def _quiet_libraries() -> None:
+    # Dagster's beta/preview warnings and the engine's per-file log lines would drown the output;
+    # the CLI reports the same facts itself.
+    warnings.filterwarnings("ignore", module="dagster")
+    warnings.filterwarnings("ignore", message=".*is currently in (beta|preview)")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_once())  # each Dagster run rebuilds the LLM client and repeats its notice
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    synix_log = logging.getLogger("synix")
+    synix_log.handlers[:] = [handler]
+    synix_log.propagate = False
+    synix_log.setLevel(logging.WARNING)
+    logging.getLogger("synix.ingest").setLevel(logging.ERROR)  # bad files are reported by `run`
+
+
+@click.group(cls=SynixGroup, context_settings=CONTEXT)
+@click.option("-p", "--project", type=click.Path(file_okay=False), default=None,
+              help="Project folder (default: the current folder or a parent with a pipeline.py).")
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
+@click.version_option(package_name="synix", prog_name="synix")
+@click.pass_context
+def main(ctx: click.Context, project: str | None, debug: bool) -> None:
+    """Synix: a build system for agent memory, built on Dagster.
+
+    Turns ChatGPT/Claude exports into episode summaries, rollups, a core memory, a search index
+    and a context document — incrementally, with provenance.
+
+    \b
+    Hello world:
+      synix init mem --from conversations.json
+      cd mem && synix run
+      synix search "that rust conversation"
+
+    Or try everything offline on bundled data: synix demo
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    if project is not None:
+        ctx.obj["project"] = project
+    _quiet_libraries()
+
+
+def _register() -> None:
+    from synix_assets.cli import build_cmds, read_cmds, ui_cmd
+
+    for cmd in (build_cmds.init, build_cmds.run, build_cmds.plan, build_cmds.demo,
+                read_cmds.status, read_cmds.search, read_cmds.lineage, read_cmds.get,
+                read_cmds.runs, ui_cmd.ui):
+        main.add_command(cmd)
+
+
+_register()
+
+if __name__ == "__main__":
+    main()

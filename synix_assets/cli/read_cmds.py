@@ -1,0 +1,147 @@
+"""Commands that read a built project: status, search, lineage, get, runs."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from synix_assets.cli.common import project_option, project_paths
+
+
+def _echo_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@project_option
+@click.pass_context
+def status(ctx, as_json) -> None:
+    """Per layer: artifacts, stale partitions, last build, cache hits; projections' state.
+
+    \b
+    Example:
+      synix status
+      synix status --json
+    """
+    from synix_assets.cli import render
+    from synix_assets.reports.status import project_status
+
+    data = project_status(project_paths(ctx))
+    if as_json:
+        _echo_json(data)
+    else:
+        render.status_table(render.console(), data)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--layers", help="Comma-separated layers to search (default: all indexed, best altitude per lineage).")
+@click.option("--mode", type=click.Choice(["fts", "semantic", "hybrid"]), default="fts", show_default=True,
+              help="Full-text, embedding or combined ranking (semantic falls back to fts without the model).")
+@click.option("--exact", is_flag=True, help="Find the literal phrase in the source transcripts.")
+@click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Number of hits.")
+@click.option("--since", metavar="DATE", help="Only artifacts dated on or after DATE (YYYY-MM-DD).")
+@click.option("--until", metavar="DATE", help="Only artifacts dated on or before DATE (YYYY-MM-DD).")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@project_option
+@click.pass_context
+def search(ctx, query, layers, mode, exact, limit, since, until, as_json) -> None:
+    """Search the memory; every hit shows where it came from.
+
+    \b
+    Examples:
+      synix search "that rust conversation"
+      synix search marathon --layers episodes --limit 3
+      synix search "half marathon" --exact --json
+    """
+    from synix_assets.cli import render
+    from synix_assets.reports.query import search_view
+
+    layer_list = [l.strip() for l in layers.split(",") if l.strip()] if layers else None
+    data = search_view(project_paths(ctx), query, layers=layer_list, mode=mode, exact=exact, limit=limit,
+                       since=since, until=until, trees=not as_json)
+    if as_json:
+        keys = ("artifact_id", "layer", "level", "score", "snippet", "provenance", "sources",
+                "title", "date", "message_range")
+        out = {"query": data["query"], "mode": data["mode"],
+               "hits": [{k: h.get(k) for k in keys} for h in data["hits"]]}
+        if "notice" in data:
+            out["notice"] = data["notice"]
+        _echo_json(out)
+    else:
+        render.search_results(render.console(), data)
+
+
+@click.command()
+@click.argument("artifact_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the tree as nested JSON.")
+@project_option
+@click.pass_context
+def lineage(ctx, artifact_id, as_json) -> None:
+    """Show the provenance tree of an artifact down to the source messages.
+
+    ARTIFACT_ID may be a unique prefix (6+ characters).
+
+    \b
+    Example:
+      synix lineage core-3f2a9c
+    """
+    from synix_assets.cli import render
+    from synix_assets.reports.query import lineage_view
+
+    tree = lineage_view(project_paths(ctx), artifact_id)
+    if as_json:
+        _echo_json(tree)
+    else:
+        render.console().print(render.lineage_tree(tree))
+
+
+@click.command()
+@click.argument("artifact_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the artifact as JSON.")
+@project_option
+@click.pass_context
+def get(ctx, artifact_id, as_json) -> None:
+    """Show one artifact: content, metadata, audit (provider, model, tokens, cost), parents.
+
+    ARTIFACT_ID may be a unique prefix (6+ characters).
+
+    \b
+    Example:
+      synix get episodes-1a2b3c
+    """
+    from synix_assets.cli import render
+    from synix_assets.reports.query import artifact_view
+
+    art = artifact_view(project_paths(ctx), artifact_id)
+    if as_json:
+        _echo_json(art)
+    else:
+        render.artifact_details(render.console(), art)
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many runs to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@project_option
+@click.pass_context
+def runs(ctx, run_id, limit, as_json) -> None:
+    """List recent builds, or show one build's per-layer statistics.
+
+    \b
+    Examples:
+      synix runs
+      synix runs 9f3c2a
+    """
+    from synix_assets.cli import render
+    from synix_assets.reports.query import runs_view
+
+    data = runs_view(project_paths(ctx), run_id, limit=limit)
+    if as_json:
+        _echo_json(data)
+    elif run_id is None:
+        render.runs_table(render.console(), data["runs"])
+    else:
+        render.run_details(render.console(), data)

@@ -1,0 +1,143 @@
+"""`synix plan`: what a build would redo and why, with calls, tokens and dollars per layer.
+
+The numbers come from the engine's own planners (`plan_all`), so the plan's call count is the
+one the runner will make; tokens use measured per-layer averages when a layer has been built
+before and the sources' sizes otherwise, priced with the one model price table.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from synix_assets.project import ProjectPaths
+from synix_resources.errors import ExportFormatError
+
+DEFAULT_OUT_TOKENS = 300
+
+
+@dataclass
+class LayerEstimate:
+    layer: str
+    kind: str
+    level: int
+    stale: int = 0
+    cached: int = 0
+    blocked: int = 0
+    retire: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    model: str = ""
+
+
+@dataclass
+class PlanReport:
+    pipeline: str
+    provider: str
+    model: str
+    layers: dict[str, LayerEstimate] = field(default_factory=dict)
+    projections: dict[str, dict] = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)
+
+    def total(self, key: str) -> float:
+        return sum(getattr(l, key) for l in self.layers.values())
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not any(l.stale or l.retire for l in self.layers.values()) and \
+            not any(p["stale"] for p in self.projections.values())
+
+    def to_json(self) -> dict:
+        return {"pipeline": self.pipeline, "provider": self.provider, "model": self.model,
+                "layers": {k: asdict(v) for k, v in self.layers.items()},
+                "projections": self.projections, "sources": self.sources,
+                "llm_calls": int(self.total("llm_calls")), "tokens_in": int(self.total("tokens_in")),
+                "tokens_out": int(self.total("tokens_out")),
+                "cost_usd": round(self.total("cost_usd"), 6), "nothing_to_do": self.nothing_to_do}
+
+
+def require_exports(pipeline) -> None:
+    """A clean error before a build that could only produce an empty memory."""
+    from synix_assets.engine.ingest import SourceReader
+
+    if SourceReader(pipeline, None).files():
+        return
+    where = ", ".join(str(pipeline.resolve(s.path)) for s in pipeline.sources.values()) or "(no sources)"
+    raise ExportFormatError(f"no export files in {where}",
+                            hint="copy a ChatGPT conversations.json or Claude export (.json/.zip/.jsonl) "
+                                 "there, or run `synix init DIR --from EXPORT`")
+
+
+def plan_client(llm_config: dict | None = None):
+    """The client a build would use, built without needing its key: a plan sends nothing."""
+    from synix_resources.llm.resource import make_client
+
+    logging.getLogger("synix.llm").disabled = True  # the "using extractive" notice is for builds
+    try:
+        return make_client(**{**(llm_config or {}), "replay": True})
+    finally:
+        logging.getLogger("synix.llm").disabled = False
+
+
+def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | None = None) -> PlanReport:
+    from synix_assets.engine.context import BuildContext
+    from synix_assets.engine.layers import plan_all
+    from synix_assets.engine.projections import projection_stale
+    from synix_assets.engine.upstream import avg_out_tokens
+    from synix_assets.pipeline.loader import load_pipeline
+    from synix_resources.llm.pricing import estimate_cost
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    pipeline = load_pipeline(paths.pipeline_file)
+    require_exports(pipeline)
+    client = plan_client(llm_config)
+    store = ArtifactStore(paths.store)
+    try:
+        ctx = BuildContext(pipeline, store, client, paths)
+        scan = ctx.reader.scan()
+        plans = plan_all(ctx, scan)
+        report = PlanReport(pipeline.name, client.provider, client.model,
+                            sources={"files": len(scan.files),
+                                     "conversations": len(scan.summaries),
+                                     "failed_files": [{"file": f, "error": e} for f, e in scan.failed_files]})
+        for layer, plan in plans.items():
+            step = pipeline.steps[layer]
+            model = pipeline.llm_settings(step)["model"] or client.model
+            calls = plan.est_calls
+            tokens_in = sum(w.est_tokens_in for w in plan.stale if w.est_calls)
+            tokens_out = calls * (avg_out_tokens(ctx, layer, default=DEFAULT_OUT_TOKENS) or 0)
+            report.layers[layer] = LayerEstimate(
+                layer, plan.kind, pipeline.level(layer), stale=len(plan.stale), cached=len(plan.cached),
+                blocked=len(plan.blocked), retire=len(plan.retire),
+                reasons=dict(Counter(w.reason for w in plan.stale)), llm_calls=calls,
+                tokens_in=tokens_in, tokens_out=tokens_out, model=model if calls else "",
+                cost_usd=estimate_cost(model, tokens_in, tokens_out, batch=batch,
+                                       provider=client.provider) if calls else 0.0)
+        for name, proj in pipeline.projections.items():
+            # A projection changes if what it reads is about to change, or already differs.
+            inputs = set(proj.from_) if isinstance(proj.from_, (list, tuple)) else {proj.from_}
+            upstream = inputs | {u for l in pipeline.layer_order() if l in inputs
+                                 for u in _ancestors(pipeline, l)}
+            pending = any(plans[l].stale or plans[l].retire for l in upstream if l in plans)
+            info = {"kind": proj.kind, "stale": pending or projection_stale(ctx, name)}
+            if proj.kind == "context_doc":
+                info["path"] = str(pipeline.resolve(proj.path))
+            report.projections[name] = info
+        return report
+    finally:
+        store.close()
+        client.close()
+
+
+def _ancestors(pipeline, layer: str) -> set[str]:
+    out: set[str] = set()
+    stack = [layer]
+    while stack:
+        for up in pipeline.steps[stack.pop()].from_:
+            if up in pipeline.steps and up not in out:
+                out.add(up)
+                stack.append(up)
+    return out

@@ -1,0 +1,172 @@
+"""Read-side views as plain dicts: search hits with provenance, lineage trees, artifacts, runs.
+
+The CLI renders these (or prints them as JSON); nothing here prints.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+from synix_assets.project import ProjectPaths
+from synix_resources.errors import ArtifactNotFound, SearchError
+
+NOT_BUILT_HINT = "run `synix run` first to build the memory"
+
+
+@contextmanager
+def open_store(paths: ProjectPaths):
+    """The project's store; a clean error (not an empty new database) when nothing was built."""
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    if not paths.store.exists():
+        raise ArtifactNotFound(f"nothing has been built in {paths.root} yet", hint=NOT_BUILT_HINT)
+    store = ArtifactStore(paths.store)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def title_of(art) -> str:
+    m = art.metadata
+    if m.get("meta.chat.title"):
+        return str(m["meta.chat.title"])
+    if m.get("meta.time.period"):
+        return f"{art.layer} {m['meta.time.period']}"
+    if m.get("meta.custom.topic"):
+        return f"{art.layer}: {m['meta.custom.topic']}"
+    return f"{art.layer} {art.group_key}"
+
+
+def source_of(leaf) -> dict:
+    """Where a leaf (a transcript) came from: conversation, title, date, message range."""
+    m = leaf.metadata
+    count = m.get("meta.chat.message_count", 0)
+    rng = m.get("meta.chat.message_range") or ([1, count] if count else None)
+    return {"conversation_id": m.get("meta.chat.conversation_id", leaf.group_key),
+            "title": m.get("meta.chat.title", ""),
+            "date": (m.get("meta.time.created_at") or "")[:10] or None,
+            "message_range": list(rng) if rng else None,
+            "source": m.get("meta.source.type")}
+
+
+def tree_of(node) -> dict:
+    """A LineageNode as nested dicts; leaves carry their `source`."""
+    art = node.artifact
+    out = {"artifact_id": art.artifact_id, "layer": art.layer, "level": art.level,
+           "title": title_of(art), "current": art.is_current,
+           "parents": [tree_of(p) for p in node.parents]}
+    if not art.parent_ids:
+        out["source"] = source_of(art)
+    return out
+
+
+def focus_tree(node: dict, query: str, per_node: int = 2) -> dict:
+    """A copy of a provenance tree keeping, under each node, the `per_node` branches whose titles
+    mention the query most (a core memory's full tree is every conversation); `hidden` counts
+    the branches left out."""
+    words = {w for w in re.findall(r"\w+", query.lower()) if len(w) > 2}
+
+    def score(n: dict) -> int:
+        own = sum(w in n["title"].lower() for w in words)
+        return own + sum(score(p) for p in n["parents"])
+
+    def prune(n: dict) -> dict:
+        ranked = sorted(n["parents"], key=score, reverse=True)  # stable: ties keep input order
+        kept = ranked[:per_node]
+        return {**n, "parents": [prune(p) for p in kept], "hidden": len(ranked) - len(kept)}
+
+    return prune(node)
+
+
+def lineage_view(paths: ProjectPaths, ref: str) -> dict:
+    with open_store(paths) as store:
+        return tree_of(store.lineage(store.get(ref).artifact_id))
+
+
+def artifact_view(paths: ProjectPaths, ref: str) -> dict:
+    with open_store(paths) as store:
+        art = store.get(ref)
+        parents = store.parents(art.artifact_id)
+        leaves = store.leaves(art.artifact_id)
+    return {"artifact_id": art.artifact_id, "layer": art.layer, "level": art.level,
+            "group_key": art.group_key, "title": title_of(art), "created_at": art.created_at,
+            "current": art.is_current, "superseded_at": art.superseded_at, "run_id": art.run_id,
+            "content": art.content, "content_hash": art.content_hash,
+            "materialization_key": art.materialization_key, "metadata": art.metadata,
+            "audit": art.audit,
+            "parents": [{"artifact_id": p.artifact_id, "layer": p.layer, "title": title_of(p)}
+                        for p in parents],
+            "sources": [source_of(l) for l in leaves if not l.parent_ids]}
+
+
+def runs_view(paths: ProjectPaths, run_id: str | None = None, limit: int = 20) -> dict:
+    with open_store(paths) as store:
+        if run_id is None:
+            return {"runs": [_run_dict(r) for r in store.list_runs(limit=limit)]}
+        run = store.get_run(run_id)
+        if run is None:
+            matches = [r for r in store.list_runs(limit=1000) if r.run_id.startswith(run_id)]
+            if len(matches) != 1:
+                raise ArtifactNotFound(f"no run {run_id!r} in {paths.store}"
+                                       + (" (prefix is ambiguous)" if matches else ""),
+                                       hint="list runs with `synix runs`")
+            run = matches[0]
+        failures = store.failures(run_id=run.run_id)
+    out = _run_dict(run)
+    out["layers"] = (run.stats or {}).get("layers", {})
+    out["projections"] = (run.stats or {}).get("projections", {})
+    out["failures"] = [{"layer": f.layer, "group_key": f.group_key, "error": f.error} for f in failures]
+    return out
+
+
+def _run_dict(run) -> dict:
+    stats = run.stats or {}
+    layers = stats.get("layers", {})
+    return {"run_id": run.run_id, "pipeline": run.pipeline, "status": run.status,
+            "started_at": run.started_at, "finished_at": run.finished_at,
+            "seconds": stats.get("seconds"),
+            "built": sum(v.get("built", 0) for v in layers.values()),
+            "cached": sum(v.get("cached", 0) for v in layers.values()),
+            "failed": sum(v.get("failed", 0) for v in layers.values()),
+            "llm_calls": stats.get("llm_calls", sum(v.get("llm_calls", 0) for v in layers.values())),
+            "cost_usd": round(sum(v.get("cost_usd", 0) for v in layers.values()), 6)}
+
+
+def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = None,
+                mode: str = "fts", exact: bool = False, limit: int = 10, since: str | None = None,
+                until: str | None = None, source: str | None = None, trees: bool = True) -> dict:
+    """{"hits": [...], "mode": used mode, "notice"?: why semantic fell back to FTS}.
+
+    Each hit: artifact_id, layer, level, score, snippet, provenance (leaf ids), sources
+    (conversation_id, title, date, message_range), title, date, and with `trees` its
+    provenance `tree` from the store (nested dicts, down to the source transcripts)."""
+    from synix_resources.search.index import SearchIndex
+
+    if not query or not query.strip():
+        raise SearchError("the search query is empty", hint='give some words, e.g. synix search "marathon"')
+    if not paths.search.exists():
+        raise SearchError(f"no search index in {paths.root} yet", hint=NOT_BUILT_HINT)
+    index = SearchIndex(paths.search, embeddings="auto" if mode != "fts" else False)
+    try:
+        results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
+                               since=since, until=until, source=source)
+    finally:
+        index.close()
+    hits = []
+    for hit in results:
+        item = hit.to_dict()
+        item.update(title=hit.title, date=hit.date,
+                    message_range=list(hit.message_range) if hit.message_range else None)
+        hits.append(item)
+    if trees and hits and paths.store.exists():
+        with open_store(paths) as store:
+            for item in hits:
+                found = store.find(item["artifact_id"])
+                item["tree"] = focus_tree(tree_of(store.lineage(found.artifact_id)), query) if found else None
+                if item["tree"] and not item["tree"]["parents"] and item["sources"]:
+                    item["tree"]["source"] = dict(item["sources"][0])  # narrowed to the matched messages
+    out = {"query": query, "mode": results.mode, "hits": hits}
+    if results.notice:
+        out["notice"] = results.notice
+    return out

@@ -1,0 +1,36 @@
+"""`synix status`: per layer what is stored, what is stale and how the last build went."""
+from __future__ import annotations
+
+from synix_assets.project import ProjectPaths
+
+
+def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
+    """{"pipeline", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
+    from synix_assets.reports.plan import make_plan
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    plan = make_plan(paths, llm_config=llm_config)
+    store = ArtifactStore(paths.store)
+    try:
+        stored = store.layers()
+        runs = store.list_runs(limit=1)
+        failures = store.failures()
+    finally:
+        store.close()
+    last = runs[0] if runs else None
+    last_layers = ((last.stats or {}).get("layers") or {}) if last else {}
+    out = {"pipeline": plan.pipeline, "provider": f"{plan.provider}:{plan.model}", "layers": {},
+           "projections": plan.projections, "sources": plan.sources,
+           "last_run": {"run_id": last.run_id, "status": last.status, "started_at": last.started_at,
+                        "finished_at": last.finished_at} if last else None}
+    for layer, est in plan.layers.items():
+        info = stored.get(layer, {})
+        ran = last_layers.get(layer) or {}
+        built, cached = ran.get("built", 0), ran.get("cached", 0)
+        out["layers"][layer] = {
+            "level": est.level, "kind": est.kind, "artifacts": info.get("artifacts", 0),
+            "stale": est.stale, "retire": est.retire, "blocked": est.blocked,
+            "failed": sum(1 for f in failures if f.layer == layer),
+            "last_built": info.get("last_built"),
+            "cache_hit_ratio": round(cached / (built + cached), 3) if built + cached else None}
+    return out
