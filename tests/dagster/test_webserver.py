@@ -1,0 +1,82 @@
+"""The Dagster UI, checked for real: dagster-webserver on loopback for an initialised, built
+project; its GraphQL endpoint shows the layer assets, their partitions and the latest
+materializations with Synix's metadata."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from synix_assets.engine.runner import run_build
+
+QUERY = """{ assetNodes { assetKey { path } groupName description partitionKeys
+  assetMaterializations(limit: 1) { partition metadataEntries { label
+    ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } } } } }"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _post(url: str, query: str) -> dict:
+    req = urllib.request.Request(url, data=json.dumps({"query": query}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.fixture
+def webserver(demo_project):
+    run_build(demo_project)
+    port = _free_port()
+    env = dict(os.environ, DAGSTER_HOME=str(demo_project.dagster_home))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1",
+         "-p", str(port)], cwd=demo_project.root, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/server_info", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"dagster-webserver did not start: {proc.stderr.read().decode()[-2000:]}")
+                time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_webserver_shows_layers_partitions_and_synix_metadata(webserver):
+    data = _post(f"{webserver}/graphql", QUERY)
+    nodes = {"/".join(n["assetKey"]["path"]): n for n in data["data"]["assetNodes"]}
+    assert {"transcripts", "episodes", "monthly", "core", "memory_index", "synix_context",
+            "sources/exports"} <= set(nodes)
+    assert nodes["episodes"]["groupName"] == "memory"
+    assert len(nodes["episodes"]["partitionKeys"]) == 24
+    assert nodes["monthly"]["partitionKeys"] == ["2025-01", "2025-02", "2025-03", "2025-04",
+                                                 "2025-05", "2025-06"]
+    latest = nodes["episodes"]["assetMaterializations"][0]
+    entries = {e["label"]: e for e in latest["metadataEntries"]}
+    assert latest["partition"] in nodes["episodes"]["partitionKeys"]
+    assert entries["artifact_id"]["text"].startswith("episodes-")
+    assert entries["cache"]["text"] == "built"
+    assert entries["llm_calls"]["intValue"] == 1
+    assert {"tokens_in", "cost_usd", "model", "preview"} <= set(entries)
+    core = nodes["core"]["assetMaterializations"][0]
+    assert {e["label"] for e in core["metadataEntries"]} >= {"artifact_id", "input_count"}
