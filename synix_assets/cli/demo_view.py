@@ -46,16 +46,23 @@ class DemoView:
         result = data["result"]
         self.out.print(Rule(escape(data["title"]), align="left"))
         self.out.print(f"$ synix search {escape(repr(result['query']))} --limit 5")
-        render.search_results(self.out, {**result, "hits": result["hits"][:3]})
-        if len(result["hits"]) > 3:
-            self.out.print(f"  … {len(result['hits']) - 3} more hit(s)")
+        render.search_results(self.out, {**result, "hits": result["hits"][:2]})
+        scoped = data.get("rollup")
+        if scoped is not None:
+            self.out.print(f"$ synix search {escape(repr(result['query']))} --layers {data['rollup_layer']}")
+            for hit in scoped["hits"]:
+                style = render.level_style(hit["level"])
+                titles = sorted({s.get("title") or "?" for s in hit["sources"]})
+                self.out.print(f"  [{style}]{escape(hit['title'])}[/] {escape(hit['artifact_id'])} ← "
+                               f"{len(titles)} conversation(s): {escape('; '.join(titles[:3]))}"
+                               f"{' …' if len(titles) > 3 else ''}")
 
     def _context(self, data: dict) -> None:
         lines = data["text"].strip().splitlines()
         self.out.print(Rule("The context document (the agent's system prompt)", align="left"))
         self.out.print(f"{escape(data['path'])}: {len(lines)} lines")
         for line in lines[:8]:
-            self.out.print(f"  [dim]{escape(line[:110])}[/]")
+            self.out.print(f"  [dim]{escape(line[:76])}[/]")
         if len(lines) > 8:
             self.out.print("  [dim]…[/]")
 

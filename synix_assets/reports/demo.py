@@ -39,6 +39,11 @@ def offline_provider():
             os.environ.pop("SYNIX_LLM_PROVIDER", None)
 
 
+def rollup_layer(pipeline) -> str | None:
+    """The level-2 layer (monthly or topics in the bundled templates)."""
+    return next((l for l in pipeline.layer_order() if pipeline.level(l) == 2), None)
+
+
 def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
              notify: Callable[[str, dict], None] | None = None,
              progress: Callable[[str, str, dict], None] | None = None) -> dict:
@@ -57,9 +62,13 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
         tell("run", {"title": title, "report": report})
 
     def search(title: str) -> None:
+        # Unscoped search keeps the highest-altitude hit of each lineage (often the core memory);
+        # scoped to the rollup layer it shows how the architecture change regrouped the memory.
         result = search_view(paths, query, limit=5)
-        record["searches"].append({"title": title, **result})
-        tell("search", {"title": title, "result": result})
+        rollup = rollup_layer(load_pipeline(paths.pipeline_file))
+        scoped = search_view(paths, query, layers=[rollup], limit=3) if rollup else None
+        record["searches"].append({"title": title, **result, "rollup": scoped})
+        tell("search", {"title": title, "result": result, "rollup_layer": rollup, "rollup": scoped})
 
     with offline_provider() as provider:
         root = scaffold.init_project(root, exports=scaffold.demo_exports())
