@@ -299,6 +299,21 @@ def test_bad_export_at_run(tmp_path):
     assert "broken.json" in result.stderr and "could not be read" in result.stderr
 
 
+def test_failed_partitions_are_listed_with_exit_code_1(tmp_path, monkeypatch):
+    export = Path(__file__).resolve().parents[2] / "synix_assets" / "demo" / "claude_demo.json"
+    assert invoke("init", str(tmp_path / "p"), "--from", str(export)).exit_code == 0
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
+    pipeline = tmp_path / "p" / "pipeline.py"  # the fake provider answers this marker with a 400
+    pipeline.write_text(pipeline.read_text().replace(
+        "prompt=prompts.episode_summary", 'prompt=lambda r: "SYNIX_FAIL_400 " + r.content'))
+    result = invoke("run", "--json", cwd=tmp_path / "p")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    report = json.loads(result.stdout)
+    assert report["layers"]["episodes"]["failed"] == 10 and report["layers"]["transcripts"]["built"] == 10
+    assert result.stderr.count("failed episodes/") == 10
+    assert "partition(s) failed" in result.stderr
+
+
 def test_internal_error_is_one_line_and_debug_shows_it(built, monkeypatch):
     root, _ = built
 
