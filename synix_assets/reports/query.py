@@ -148,11 +148,18 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
     if not paths.search.exists():
         raise SearchError(f"no search index in {paths.root} yet", hint=NOT_BUILT_HINT)
     index = SearchIndex(paths.search, embeddings="auto" if mode != "fts" else False)
+    notice = None
     try:
+        if mode != "fts" and not exact and not index.stats()["vectors"]:
+            # An index synced without embeddings answers semantic queries with nothing at all.
+            notice = (f"{mode} search needs embeddings, which this index has none of (set "
+                      "embeddings=True on pipeline.search_index and run again); showing full-text results")
+            mode = "fts"
         results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
                                since=since, until=until, source=source)
     finally:
         index.close()
+    notice = notice or results.notice
     hits = []
     for hit in results:
         item = hit.to_dict()
@@ -167,6 +174,6 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
                 if item["tree"] and not item["tree"]["parents"] and item["sources"]:
                     item["tree"]["source"] = dict(item["sources"][0])  # narrowed to the matched messages
     out = {"query": query, "mode": results.mode, "hits": hits}
-    if results.notice:
-        out["notice"] = results.notice
+    if notice:
+        out["notice"] = notice
     return out

@@ -165,6 +165,13 @@ def test_search_scoped_text_shows_panels_with_provenance(built):
     assert {h["layer"] for h in data["hits"]} <= {"episodes", "monthly"}
 
 
+def test_semantic_search_without_embeddings_falls_back_with_a_notice(built):
+    root, _ = built
+    data = as_json(invoke("search", "marathon", "--mode", "semantic", "--json", cwd=root))
+    assert data["hits"] and data["mode"] == "fts" and "full-text" in data["notice"]
+    assert "note:" in invoke("search", "marathon", "--mode", "hybrid", cwd=root).stdout
+
+
 def test_search_unknown_layer_and_empty_query(built):
     root, _ = built
     clean_error(invoke("search", "marathon", "--layers", "nope", cwd=root), "unknown layer 'nope'")

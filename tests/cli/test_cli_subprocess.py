@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 SYNIX = shutil.which("synix", path=str(Path(sys.executable).parent)) or "synix"
 
 
