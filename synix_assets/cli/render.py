@@ -4,10 +4,11 @@ Rich's Console drops colour for NO_COLOR and for pipes; progress bars are only d
 """
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 LEVEL_STYLE = {0: "dim", 1: "blue", 2: "green", 3: "gold1"}
@@ -233,14 +234,13 @@ def search_results(out: Console, result: dict) -> None:
     for i, hit in enumerate(result["hits"], 1):
         style = level_style(hit["level"])
         tree = Tree(f"[bold]provenance[/]")
-        if hit.get("tree"):
+        if hit.get("tree") and hit["tree"]["parents"]:
             add_tree(tree, hit["tree"])
-        else:
+        else:  # a transcript is its own source: show the conversation and the matched messages
             for s in hit["sources"]:
-                tree.add(f"{escape(s.get('title') or '')} {escape(s.get('date') or '')}")
-        from rich.console import Group
-        from rich.text import Text
-
+                rng = s.get("message_range")
+                tree.add(f"[dim]source[/] {escape(s.get('title') or '')}  [dim]{escape(s.get('date') or '?')}"
+                         f"{f'  messages {rng[0]}–{rng[1]}' if rng else ''}  {escape(str(s.get('conversation_id')))}[/]")
         body = Group(Text(hit["snippet"].replace("**", "")), tree)
         title = f"[{style}]{i}. {escape(hit['layer'])} (level {hit['level']})[/] {escape(hit['title'] or '')}"
         out.print(Panel(body, title=title, title_align="left", border_style=style,
