@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 
 from synix_assets.dagster_defs.assets import layer_asset, projection_asset, source_specs
+from synix_assets.dagster_defs import storage
 from synix_assets.dagster_defs.checks import staleness_check
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
@@ -31,6 +32,8 @@ def resources_for(paths: ProjectPaths) -> dict:
 
 def build_defs(project_dir: str | Path, *, resources: dict | None = None) -> dg.Definitions:
     paths = ProjectPaths(Path(project_dir).resolve())
+    if os.environ.get("DAGSTER_HOME"):  # run workers and the UI write events here too
+        storage.tune(Path(os.environ["DAGSTER_HOME"]))
     pipeline = load_pipeline(paths.pipeline_file)
     identity = llm_identity()
     assets = [*source_specs(pipeline),

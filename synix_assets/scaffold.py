@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from synix_assets.dagster_defs.storage import write_instance_yaml
 from synix_resources.errors import ExportFormatError, SynixError
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -26,10 +27,6 @@ load_from:
       location_name: synix
 """
 
-DAGSTER_YAML = """# Dagster instance settings for this Synix project (DAGSTER_HOME = .synix/dagster).
-telemetry:
-  enabled: false
-"""
 
 
 def template_text(template: str) -> str:
@@ -65,7 +62,7 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     (root / "pipeline.py").write_text(text, encoding="utf-8")
     (root / "definitions.py").write_text(DEFINITIONS_PY, encoding="utf-8")
     (root / "workspace.yaml").write_text(WORKSPACE_YAML, encoding="utf-8")
-    (root / ".synix" / "dagster" / "dagster.yaml").write_text(DAGSTER_YAML, encoding="utf-8")
+    write_instance_yaml(root / ".synix" / "dagster")
     (root / ".gitignore").write_text(".synix/\n", encoding="utf-8")
     return root
 

@@ -58,12 +58,14 @@ class BuildReport:
 def dagster_instance(paths: ProjectPaths):
     import dagster as dg
 
-    paths.dagster_home.mkdir(parents=True, exist_ok=True)
-    cfg = paths.dagster_home / "dagster.yaml"
-    if not cfg.exists():
-        cfg.write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    from synix_assets.dagster_defs import storage
+
+    storage.write_instance_yaml(paths.dagster_home)
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
-    return dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.get()
+    instance.get_dynamic_partitions("conversations")  # creates the databases before we hold them
+    storage.tune(paths.dagster_home)
+    return instance
 
 
 def _fingerprint(ctx, scan, layers: list[str]) -> str:
