@@ -448,6 +448,10 @@ class SearchIndex:
             used = "fts"
             notice = (f"{mode} search needs the embedding model, which is not installed; "
                       "showing full-text results")
+        elif mode != "fts" and not self._has_vectors():
+            used = "fts"
+            notice = (f"{mode} search needs vectors, and this index has none "
+                      "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
         include_hidden = restrict is not None
         rankings: list[list[tuple[int, float]]] = []
         if used in ("fts", "hybrid"):
@@ -464,6 +468,9 @@ class SearchIndex:
             scored = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
         hits = self._group(scored, parsed, per, limit, dedup)
         return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+
+    def _has_vectors(self) -> bool:
+        return self.db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
 
     def _fts_units(self, parsed: ParsedQuery, filters: "_Filters", include_hidden: bool,
                    restrict: set | None) -> list[tuple[int, float]]:
