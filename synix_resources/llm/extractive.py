@@ -30,6 +30,8 @@ _SPLIT = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n+")
 # item or a heading.
 _LINE_START = re.compile(r"^\s*(?:[\w .'-]{1,24}:\s|[-*•]\s|\d+[.)]\s|#)")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*")
+# Structure of a rendered transcript (speaker headers, its header block): not content.
+_MARKUP = re.compile(r"^\[#\d+[^\]]*\]\s*[\w ()./-]{1,40}:$|^(?:Conversation|Date|Source):\s")
 _STOP = frozenset("""a an and are as at be been but by can could did do does for from had has
 have he her his i if in into is it its just me my no not of on or our she so than that the
 their them then there these they this to too up us was we were what when where which who will
@@ -78,7 +80,7 @@ def _sentences(request: LLMRequest) -> list[_Sentence]:
         for position, raw in enumerate(_SPLIT.split(unwrap(text))):
             sentence = " ".join(raw.split())
             if not sentence or sentence.startswith("#") or _RANGE.search(sentence) \
-                    or _LIMIT.search(sentence):
+                    or _LIMIT.search(sentence) or _MARKUP.match(sentence):
                 continue  # headings and length instructions are not content
             found.append(_Sentence(index, position, source_id, sentence, len(sentence.split())))
     substantial = [s for s in found if s.words >= MIN_WORDS]
