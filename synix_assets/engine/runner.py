@@ -95,7 +95,7 @@ def _selected_layers(pipeline, select: str | None, from_layer: str | None) -> li
 
 def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str | None = None,
               full: bool = False, batch: bool = False, replay: bool = False,
-              llm_config: dict | None = None, lock_timeout_s: float = 600.0,
+              llm_config: dict | None = None, lock_timeout_s: float | None = None,
               progress: Callable[[str, str, dict], None] | None = None) -> BuildReport:
     """Build the project; raises BuildFailed (after storing everything that succeeded) if any
     partition failed."""
@@ -104,6 +104,8 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     pipeline = load_pipeline(paths.pipeline_file)
     layers = _selected_layers(pipeline, select, from_layer)
     paths.state_dir.mkdir(parents=True, exist_ok=True)
+    if lock_timeout_s is None:
+        lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
     with project_lock(paths.lock, timeout_s=lock_timeout_s):
         store = ArtifactStore(paths.store)
         llm_resource = LLMResource(cache_path=str(paths.llm_cache), replay=replay, **(llm_config or {}))

@@ -281,10 +281,8 @@ def test_missing_anthropic_key(tmp_path, monkeypatch):
 
 
 def test_locked_store(tmp_path, monkeypatch):
-    from synix_assets.engine import locking
-
     assert invoke("init", str(tmp_path / "p"), "--demo").exit_code == 0
-    monkeypatch.setitem(locking.project_lock.__wrapped__.__kwdefaults__, "timeout_s", 0.3)
+    monkeypatch.setenv("SYNIX_LOCK_TIMEOUT_S", "0.3")
     lock = tmp_path / "p" / ".synix" / "build.lock"
     with open(lock, "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as another build would
