@@ -152,11 +152,15 @@ def _run(paths, pipeline, layers, store, llm_resource, *, full, batch, whole, no
                 notify(layer, "done", report.layers[layer])
                 continue
             notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
+            launched = time.monotonic()
             dagster_run = _materialize_layer(defs, instance, pipeline, layer, plan, run_id, batch)
+            wall = round(time.monotonic() - launched, 3)
             report.dagster_runs.append(dagster_run)
             stats = (store.get_run(run_id).stats or {}).get("layers", {}).get(layer) \
                 or (store.get_run(run_id).stats or {}).get(layer, {})
             report.layers[layer] = stats or {"built": 0, "cached": len(plan.cached), "failed": 0}
+            # wall = the whole Dagster run; seconds (from the asset) = Synix's own build work
+            report.layers[layer]["wall_seconds"] = wall
             notify(layer, "done", report.layers[layer])
         _run_projections(ctx, defs, instance, pipeline, run_id, report, notify)
     finally:
