@@ -96,8 +96,8 @@ def test_kill_leaves_every_sqlite_file_intact_and_nothing_half_written(killed, i
     paths, answered, stored = killed
     assert 4 <= answered < N_KILL
     checks = integrity(paths.state_dir)
-    assert {"synix.db", "llm_cache.db", "dagster/history/runs.db",
-            "dagster/history/runs/index.db"} <= set(checks)
+    assert {"synix.db", "llm_cache.db"} <= set(checks)
+    assert any(name.startswith("dagster/") for name in checks)  # run and event storage
     assert set(checks.values()) == {"ok"}
     assert consistency_problems(paths.store) == []
 
