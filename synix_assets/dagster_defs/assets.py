@@ -7,11 +7,14 @@ started from the Dagster UI or CLI (no `synix/emit` tag) also records the cached
 was asked for, so the person who asked sees them.
 """
 
+import os
+
 import dagster as dg
 
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge
+from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.resource import ArtifactStoreResource
@@ -118,6 +121,10 @@ def _failure(layer: str, result) -> dg.Failure:
                   "errors": dg.MetadataValue.json({o.group_key: o.error for o in failed})})
 
 
+def _lock_timeout() -> float:
+    return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+
+
 def layer_asset(pipeline, paths, layer: str, llm_identity: str) -> dg.AssetsDefinition:
     step = pipeline.steps[layer]
     part = partitions_for(pipeline, layer)
@@ -140,6 +147,11 @@ def layer_asset(pipeline, paths, layer: str, llm_identity: str) -> dg.AssetsDefi
                                                     "synix/kind": step.kind},
               tags={"synix/level": str(pipeline.level(layer))})
     def _layer(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
+        # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
+        with project_lock(paths.lock, timeout_s=_lock_timeout()):
+            yield from _build_layer(context, store, llm)
+
+    def _build_layer(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
         owned = _ensure_run(ctx, pipeline, layer, context)
         full = (context.run.tags.get(FULL_LAYER_TAG) == "1") if context.run else False
@@ -168,6 +180,10 @@ def projection_asset(pipeline, paths, name: str) -> dg.AssetsDefinition:
               description=f"Projection: {what} from {', '.join(layers)}",
               kinds={"synix", proj.kind}, code_version=proj.kind)
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
+        with project_lock(paths.lock, timeout_s=_lock_timeout()):
+            yield from _run(context, store, llm)
+
+    def _run(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
         result = run_projection(ctx, name)
         metadata = {**result.detail, "changed": result.changed}

@@ -215,11 +215,11 @@ def _forget_in_store(pipeline, store, doomed: list[Artifact], file_plan) -> None
         st = path.stat()
         for spelled in {str(path), *(str(f) for _, f, _ in SourceReader(pipeline, store).files()
                                      if Path(f).resolve() == path)}:
-            store.set_meta(f"ingest:stat:{spelled}:{st.st_size}:{st.st_mtime_ns}", None)
+            store.delete_meta(f"ingest:stat:{spelled}:{st.st_size}:{st.st_mtime_ns}")
         digest = file_sha256(path)
         for source in pipeline.sources:
-            store.set_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}", None)
-    store.set_meta("build:fingerprint", None)
+            store.delete_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}")
+    store.delete_meta("build:fingerprint")
 
 
 def _trim_checkpoints(pipeline, store, layer: str, doomed_ids: set[str]) -> None:

@@ -104,7 +104,9 @@ class SourceReader:
         """Summaries of every conversation of every source file; a bad file is reported, not fatal
         unless `strict` (then its ExportFormatError propagates)."""
         result = IngestResult()
-        parts = []
+        # Forgotten conversations stay forgotten even if an old export holding them comes back.
+        tombstones = set(self.store.get_meta("forget:tombstones") or [])
+        parts = [f"tombstones:{','.join(sorted(tombstones))}"] if tombstones else []
         for source, path, fmt in self.files():
             result.files.append(str(path))
             try:
@@ -117,7 +119,7 @@ class SourceReader:
                 parts.append(f"{path}:failed")
                 continue
             parts.append(f"{path}:{digest}")
-            result.summaries.extend(summaries)
+            result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)
             result.skipped.extend((str(path), cid, why) for cid, why in skipped)
         result.fingerprint = sha256_text("\n".join(parts) + PARSER_VERSION)
         return result

@@ -72,11 +72,13 @@ def call_and_store(ctx, layer: str, level: int, calls: list[PendingCall]) -> lis
     """Run the calls concurrently, store every success atomically, record every failure."""
     if not calls:
         return []
-    results = ctx.llm.complete_many([c.request for c in calls], batch=ctx.batch)
-    outcomes = []
-    for call, result in zip(calls, results):
-        outcomes.append(store_result(ctx, layer, level, call, result))
-    return outcomes
+    outcomes: list[PartitionOutcome | None] = [None] * len(calls)
+
+    def stored(i: int, result) -> None:  # each answer is kept the moment it arrives
+        outcomes[i] = store_result(ctx, layer, level, calls[i], result)
+
+    ctx.llm.complete_many([c.request for c in calls], batch=ctx.batch, on_result=stored)
+    return outcomes  # type: ignore[return-value]
 
 
 def store_result(ctx, layer: str, level: int, call: PendingCall,

@@ -1,7 +1,8 @@
 """One build at a time per project, across processes (CLI, sensor runs, the UI).
 
-An advisory `flock` on `.synix/build.lock`, re-entrant within a process so a CLI build that
-launches in-process Dagster runs does not wait on itself.
+An advisory `flock` on `.synix/build.lock`, re-entrant within a process: a CLI build launches
+in-process Dagster runs whose asset steps take the same lock, and must not wait on itself
+(whichever thread the executor runs them on).
 """
 from __future__ import annotations
 
@@ -15,42 +16,62 @@ from pathlib import Path
 from synix_resources.errors import StoreLockedError
 
 _held: dict[str, int] = {}
-_guard = threading.RLock()
+_fds: dict[str, int] = {}
+_guard = threading.Lock()
+
+
+def _try_enter(key: str) -> bool:
+    with _guard:
+        if _held.get(key):
+            _held[key] += 1
+            return True
+    return False
 
 
 @contextmanager
 def project_lock(lock_path: Path, *, timeout_s: float = 600.0, poll_s: float = 0.2):
     key = str(lock_path)
-    with _guard:
-        if _held.get(key):
-            _held[key] += 1
-            try:
-                yield
-            finally:
-                _held[key] -= 1
-            return
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout_s
+    if _try_enter(key):
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-                        raise StoreLockedError(
-                            f"another Synix build holds {lock_path} (pid {holder}) for over {timeout_s:.0f}s",
-                            hint="wait for it to finish, or stop it and run again") from None
-                    time.sleep(poll_s)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-            _held[key] = 1
-            try:
-                yield
-            finally:
-                _held[key] = 0
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            yield
         finally:
+            with _guard:
+                _held[key] -= 1
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            if _try_enter(key):  # another thread of this process took it meanwhile
+                os.close(fd)
+                fd = -1
+                try:
+                    yield
+                finally:
+                    with _guard:
+                        _held[key] -= 1
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+                    raise StoreLockedError(
+                        f"another Synix build holds {lock_path} (pid {holder}) for over {timeout_s:.0f}s",
+                        hint="wait for it to finish, or stop it and run again") from None
+                time.sleep(poll_s)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with _guard:
+            _held[key] = 1
+        try:
+            yield
+        finally:
+            with _guard:
+                _held[key] = 0
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        if fd >= 0:
             os.close(fd)

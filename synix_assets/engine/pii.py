@@ -15,8 +15,11 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")),
     ("CARD", re.compile(r"\b(?:\d[ -]?){13,19}\b")),
     ("US_SSN", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
-    ("PHONE", re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]\d{2,5}){1,4}(?![\w])")),
+    ("PHONE", re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]\d{2,8}){1,4}(?![\w])")),
 ]
+
+
+_DATEISH = re.compile(r"(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -38,7 +41,8 @@ def _valid(kind: str, text: str) -> bool:
         return _luhn_ok(text)
     if kind == "PHONE":
         digits = sum(c.isdigit() for c in text)
-        return 8 <= digits <= 15 and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text.strip())
+        # dates and clock times (e.g. a transcript's own "2024-01-05 10:02") are not phones
+        return 8 <= digits <= 15 and not _DATEISH.search(text)
     return True
 
 

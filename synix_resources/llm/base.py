@@ -11,9 +11,9 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from synix_resources.errors import LLMError, LLMRefusal
 
@@ -123,17 +123,33 @@ class LLMClient(ABC):
                 raise
             raise clean from None  # the chained original would still carry the secret
 
-    def complete_many(self, requests: Sequence[LLMRequest], *,
-                      batch: bool = False) -> list[LLMResponse | LLMError]:
-        """Results in request order; a failed request leaves its LLMError in its slot."""
+    def complete_many(self, requests: Sequence[LLMRequest], *, batch: bool = False,
+                      on_result: Callable[[int, "LLMResponse | LLMError"], None] | None = None,
+                      ) -> list[LLMResponse | LLMError]:
+        """Results in request order; a failed request leaves its LLMError in its slot.
+
+        `on_result(index, result)` is called in the calling thread as each request finishes, so
+        a caller can store finished work at once: a crash mid-layer then loses only the calls
+        still in flight."""
         requests = list(requests)
         if not requests:
             return []
         if batch and not self.replay:
-            return self.submit_and_collect([self.prepare(r) for r in requests])
+            results = self.submit_and_collect([self.prepare(r) for r in requests])
+            if on_result is not None:
+                for i, result in enumerate(results):
+                    on_result(i, result)
+            return results
         workers = min(self.concurrency, len(requests))
+        results: list[LLMResponse | LLMError | None] = [None] * len(requests)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synix-llm") as pool:
-            return list(pool.map(self._complete_or_error, requests))
+            futures = {pool.submit(self._complete_or_error, r): i for i, r in enumerate(requests)}
+            for future in as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                if on_result is not None:
+                    on_result(i, results[i])
+        return results  # type: ignore[return-value]
 
     # shared machinery --------------------------------------------------------------------------
     def _complete_or_error(self, request: LLMRequest) -> LLMResponse | LLMError:

@@ -154,9 +154,9 @@ class LLMResource(dg.ConfigurableResource):
     def complete(self, request: LLMRequest) -> LLMResponse:
         return self.get_client().complete(request)
 
-    def complete_many(self, requests: Sequence[LLMRequest], *,
-                      batch: bool = False) -> list[LLMResponse | LLMError]:
-        return self.get_client().complete_many(requests, batch=batch)
+    def complete_many(self, requests: Sequence[LLMRequest], *, batch: bool = False,
+                      on_result=None) -> list[LLMResponse | LLMError]:
+        return self.get_client().complete_many(requests, batch=batch, on_result=on_result)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         with self._lock:

@@ -16,7 +16,9 @@ import logging
 import re
 import sqlite3
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable
 
@@ -41,8 +43,18 @@ CONTEXT_MESSAGES = 2          # neighbours on each side that feed a message's co
 EMBED_CONTEXT = 0             # neighbours embedded with a message: 1 helped session recall
                               # (S@5 .76→.82) but blurred turn ranking (T@10 .55→.48) on LoCoMo
 CHUNK_WORDS = 120             # size of a non-transcript chunk
-RRF_K = 60                    # reciprocal-rank-fusion constant (Cormack et al. 2009)
 CANDIDATE_UNITS = 400         # units fetched per ranker before grouping by artifact
+# Hybrid = weighted score fusion: (1 - w) * BM25 / best BM25 + w * min-max scaled cosine.
+# Scores, unlike RRF ranks, keep how far ahead the best match is. w was picked on LoCoMo
+# conv-26/30/41 and checked on conv-42/43 (eval/locomo.py); 0.3-0.5 all beat RRF on both halves.
+SEMANTIC_WEIGHT = 0.4
+# An artifact's score = its best unit + SPREAD_WEIGHT x the next SPREAD_UNITS - 1 units: a
+# session that answers with several messages outranks one lucky line (session R@1 +2 points).
+SPREAD_WEIGHT = 0.2
+SPREAD_UNITS = 5
+QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
+# Bumped when what `units.title` holds changes, so `sync` rewrites old indexes' unit titles.
+UNIT_TITLE_FORMAT = "title+date-1"
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,22 @@ def _chunks(text: str, size: int = CHUNK_WORDS) -> list[str]:
     return chunks or [text]
 
 
+def unit_title(title: str | None, date: str | None) -> str:
+    """The text of a unit's `title` column: the document title plus its date spelled out
+    ("8 May 2023"), so a query naming a day or month matches the conversation held then."""
+    return " ".join(part for part in (title or "", _date_words(date)) if part)
+
+
+def _date_words(date: str | None) -> str:
+    if not date:
+        return ""
+    try:
+        when = datetime.fromisoformat(str(date).replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return f"{when.day} {when.strftime('%B')} {when.year}"
+
+
 def build_units(doc: IndexDoc) -> list[_Unit]:
     if doc.messages:
         lines = [_message_line(m) for m in doc.messages]
@@ -97,6 +125,46 @@ def build_units(doc: IndexDoc) -> list[_Unit]:
         return units
     return [_Unit(i, None, None, (), chunk, "", chunk)
             for i, chunk in enumerate(_chunks(doc.content))]
+
+
+def fuse_scores(lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+                unit_ids: np.ndarray, sims: np.ndarray,
+                weight: float) -> list[tuple[int, float]]:
+    """Weighted score fusion of a BM25 ranking and a cosine ranking, best first.
+
+    BM25 is divided by the query's best BM25 (0 for a unit the words miss); cosine is min-max
+    scaled over every unit of the index (`unit_ids` ascending, `sims` aligned), so a unit found
+    by only one ranker still gets its real score from the other. Ties break on unit id.
+    """
+    lex = dict(lexical)
+    best = max(lex.values(), default=0.0)
+    lo, hi = (float(sims.min()), float(sims.max())) if len(sims) else (0.0, 0.0)
+    span = hi - lo if hi > lo else 1.0
+    cosine = dict(semantic)
+    fused: dict[int, float] = {}
+    for uid in dict.fromkeys([u for u, _ in lexical] + [u for u, _ in semantic]):
+        if uid not in cosine:
+            at = int(np.searchsorted(unit_ids, uid))
+            found = at < len(unit_ids) and unit_ids[at] == uid
+            cosine[uid] = float(sims[at]) if found else lo  # no vector: no semantic credit
+        lexical_part = lex.get(uid, 0.0) / best if best > 0 else 0.0
+        fused[uid] = (1.0 - weight) * lexical_part + weight * (cosine[uid] - lo) / span
+    return sorted(fused.items(), key=lambda x: (-x[1], x[0]))
+
+
+def aggregate_by_doc(scored: list[tuple[int, float]],
+                     doc_of: dict[int, int]) -> list[tuple[int, float]]:
+    """One (best unit, artifact score) per artifact, best first: the artifact score is its best
+    unit's plus SPREAD_WEIGHT x its next SPREAD_UNITS - 1 units' (positive) scores."""
+    per_doc: dict[int, list[tuple[int, float]]] = {}
+    for uid, score in scored:  # `scored` is best first, so each list is too
+        per_doc.setdefault(doc_of[uid], []).append((uid, score))
+    picked = []
+    for units in per_doc.values():
+        best_uid, best = units[0]
+        rest = sum(max(0.0, score) for _, score in units[1:SPREAD_UNITS])
+        picked.append((best_uid, best + SPREAD_WEIGHT * rest))
+    return sorted(picked, key=lambda x: (-x[1], x[0]))
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -151,6 +219,7 @@ class SearchIndex:
         self._matrix: np.ndarray | None = None
         self._matrix_units: np.ndarray | None = None
         self._matrix_generation: str | None = None
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -182,7 +251,8 @@ class SearchIndex:
             db["vectors"].create({"key": str, "model": str, "vec": bytes}, pk="key")
             db["meta"].create({"key": str, "value": str}, pk="key")
             db["meta"].insert_all([{"key": "schema", "value": SCHEMA_VERSION},
-                                   {"key": "generation", "value": "0"}])
+                                   {"key": "generation", "value": "0"},
+                                   {"key": "unit_titles", "value": UNIT_TITLE_FORMAT}])
 
     def _generation(self) -> str:
         return self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
@@ -229,6 +299,7 @@ class SearchIndex:
     def sync(self, name: str, docs: Iterable[IndexDoc]) -> SyncStats:
         """Make collection `name` hold exactly `docs`: only changed docs are re-indexed, docs no
         longer present are removed, and a sync with nothing to change writes nothing."""
+        self._upgrade_unit_titles()
         existing = {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(
             "SELECT artifact_id, id, content_hash, meta_hash FROM docs WHERE collection = ?",
             [name])}
@@ -280,6 +351,21 @@ class SearchIndex:
             self._bump_generation()
         return SyncStats(added=added, updated=updated, removed=len(gone), unchanged=unchanged)
 
+    def _upgrade_unit_titles(self) -> None:
+        """An index written before unit titles carried dates gets them now (FTS triggers
+        re-index the rows); content and vectors are untouched, so nothing is re-embedded."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'unit_titles'").fetchone()
+        if row is not None and row[0] == UNIT_TITLE_FORMAT:
+            return
+        with self.db.conn:
+            for doc_id, title, date in self.db.execute(
+                    "SELECT id, title, date FROM docs").fetchall():
+                self.db.execute("UPDATE units SET title = ? WHERE doc_id = ?",
+                                [unit_title(title, date), doc_id])
+            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('unit_titles', ?)",
+                            [UNIT_TITLE_FORMAT])
+            self._bump_generation()
+
     def _insert_doc(self, name: str, doc: IndexDoc, units: list[_Unit], keys: list) -> None:
         clash = self.db.execute("SELECT collection FROM docs WHERE artifact_id = ?",
                                 [doc.artifact_id]).fetchone()
@@ -301,7 +387,8 @@ class SearchIndex:
             "vec_key, level, layer, searchable, date, source) VALUES "
             "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(doc_id, u.ord, u.first_msg, u.last_msg, json.dumps(list(u.msg_ids)), u.body,
-              u.context, doc.title, keys[i], int(doc.level), doc.layer, int(doc.searchable),
+              u.context, unit_title(doc.title, doc.date), keys[i], int(doc.level), doc.layer,
+              int(doc.searchable),
               doc.date, doc.source) for i, u in enumerate(units)])
         if self._is_leaf(doc.level, doc.searchable):
             self.db.execute("INSERT INTO leaf_trigram(rowid, content) VALUES (?, ?)",
@@ -453,19 +540,15 @@ class SearchIndex:
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
         include_hidden = restrict is not None
-        rankings: list[list[tuple[int, float]]] = []
-        if used in ("fts", "hybrid"):
-            rankings.append(self._fts_units(parsed, filters, include_hidden, restrict))
-        if used in ("semantic", "hybrid"):
-            rankings.append(self._vector_units(parsed.text, filters, include_hidden, restrict))
-        if len(rankings) == 1:
-            scored = rankings[0]
+        if used == "fts":
+            scored = self._fts_units(parsed, filters, include_hidden, restrict)
+        elif used == "semantic":
+            scored = self._vector_units(parsed.text, filters, include_hidden, restrict)
         else:
-            fused: dict[int, float] = {}
-            for ranking in rankings:
-                for rank, (uid, _) in enumerate(ranking):
-                    fused[uid] = fused.get(uid, 0.0) + 1.0 / (RRF_K + rank + 1)
-            scored = sorted(fused.items(), key=lambda x: (-x[1], x[0]))
+            lexical = self._fts_units(parsed, filters, include_hidden, restrict)
+            semantic = self._vector_units(parsed.text, filters, include_hidden, restrict)
+            unit_ids, sims = self._similarities(parsed.text)
+            scored = fuse_scores(lexical, semantic, unit_ids, sims, SEMANTIC_WEIGHT)
         hits = self._group(scored, parsed, per, limit, dedup)
         return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
 
@@ -525,19 +608,35 @@ class SearchIndex:
         self._matrix_units = np.array([r[0] for r in rows], dtype=np.int64)
         self._matrix_generation = generation
 
-    def _vector_units(self, text: str, filters: "_Filters", include_hidden: bool,
-                      restrict: set | None) -> list[tuple[int, float]]:
+    def _query_vector(self, text: str) -> np.ndarray:
+        vec = self._query_vectors.get(text)
+        if vec is None:
+            vec = self._get_embedder().embed([text])[0]
+            self._query_vectors[text] = vec
+            if len(self._query_vectors) > QUERY_VECTOR_CACHE:
+                self._query_vectors.popitem(last=False)
+        else:
+            self._query_vectors.move_to_end(text)
+        return vec
+
+    def _similarities(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(unit ids sorted ascending, cosine of each with the query) over every vector."""
         self._load_matrix()
         if self._matrix is None or not len(self._matrix):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return self._matrix_units, self._matrix @ self._query_vector(text)
+
+    def _vector_units(self, text: str, filters: "_Filters", include_hidden: bool,
+                      restrict: set | None) -> list[tuple[int, float]]:
+        unit_ids, sims = self._similarities(text)
+        if not len(sims):
             return []
-        qvec = self._get_embedder().embed([text])[0]
-        sims = self._matrix @ qvec
         # Take a generous top slice, then filter: filters are applied in SQL on that slice.
         take = min(len(sims), CANDIDATE_UNITS * 4 if restrict is None else len(sims))
         top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
             len(sims))
-        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), int(self._matrix_units[i])))
-        candidates = [(int(self._matrix_units[i]), float(sims[i])) for i in order]
+        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), int(unit_ids[i])))
+        candidates = [(int(unit_ids[i]), float(sims[i])) for i in order]
         allowed = self._filter_units([c[0] for c in candidates], filters, include_hidden)
         kept = [c for c in candidates if c[0] in allowed]
         if restrict is not None:
@@ -562,15 +661,10 @@ class SearchIndex:
         if not scored:
             return []
         unit_rows = self._unit_rows([uid for uid, _ in scored])
-        picked: list[tuple[int, float]] = []
-        seen_docs: set[int] = set()
-        for uid, score in scored:
-            doc_id = unit_rows[uid]["doc_id"]
-            if per == "artifact":
-                if doc_id in seen_docs:
-                    continue
-                seen_docs.add(doc_id)
-            picked.append((uid, score))
+        if per == "artifact":
+            picked = aggregate_by_doc(scored, {uid: r["doc_id"] for uid, r in unit_rows.items()})
+        else:
+            picked = list(scored)
         docs = self._doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
         if dedup:
             # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate

@@ -129,6 +129,11 @@ class RunsMixin:
                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
                          "updated_at = excluded.updated_at", (key, json.dumps(value), utc_now()))
 
+    def delete_meta(self, key: str) -> bool:
+        """Remove `key` (and its value) from the meta table; True if it was there."""
+        with self._write(f"deleting meta {key}") as conn:
+            return conn.execute("DELETE FROM meta WHERE key = ?", (key,)).rowcount > 0
+
     # --- failed partitions --------------------------------------------------------------
 
     def record_failure(self, run_id: str | None, layer: str, group_key: str,

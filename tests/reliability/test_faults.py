@@ -117,9 +117,6 @@ def test_rerun_after_kill_finishes_the_layer(killed, rerun, integrity):
     assert set(integrity(paths.state_dir).values()) == {"ok"}
 
 
-@pytest.mark.xfail(strict=True, reason="needs llm_step.call_and_store to store each result as it "
-                   "completes (or LLMClient.complete_single to answer from the response cache): "
-                   "today a kill mid-layer stores no episode and the rerun pays for all of them")
 def test_rerun_after_kill_pays_only_for_unanswered_calls(killed, rerun):
     paths, answered, stored = killed
     # "answered" = responses received (and cached) before the kill: those must not be paid again

@@ -88,8 +88,6 @@ def test_unknown_target_is_a_clean_error(built):
         forget(built, "no-such-conversation")
 
 
-@pytest.mark.xfail(strict=True, reason="needs ingest to honour the `forget:tombstones` store meta "
-                                       "(SourceReader.scan drops tombstoned conversation ids)")
 def test_forgotten_conversation_is_not_reingested_from_a_recopied_export(built, tmp_path):
     original = tmp_path / "private-copy.json"
     shutil.copy2(built.root / "exports" / "private.json", original)

@@ -109,8 +109,6 @@ def test_redact_keeps_the_owner_email_out_of_artifacts_index_and_prompts(redacte
         store.close()
 
 
-@pytest.mark.xfail(strict=True, reason="needs engine/pii.py PHONE to accept an 8-digit group "
-                   "(Dutch mobiles 06-12345678 / +31 6-12345678 are not detected today)")
 def test_redact_keeps_the_owner_phone_out_of_artifacts_index_and_prompts(redacted_build):
     paths, prompts, _, phones = redacted_build
     assert _leaks(paths, prompts, phones) == []
