@@ -73,7 +73,10 @@ def keep_open(dagster_home: Path) -> None:
         for path in Path(dagster_home).resolve().rglob("*.db"):
             key = str(path)
             if key not in _keepers:
-                _keepers[key] = sqlite3.connect(key, check_same_thread=False)
+                conn = sqlite3.connect(key, check_same_thread=False)
+                # A connection that has run nothing holds no WAL lock and would not count.
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                _keepers[key] = conn
 
 
 def write_instance_yaml(dagster_home: Path) -> None:
