@@ -12,6 +12,7 @@ from collections import Counter
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 
+RELATIVE_CUTOFF = 0.4  # of the best hit's BM25 score
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _STOP = set("""about above after again against also among another because been before being below
 between both came come could does doing done down during each even every from further have having
@@ -76,7 +77,10 @@ def memberships(ctx, layer: str, arts) -> dict[str, list[str]]:
     try:
         for topic in topic_names(ctx, layer, arts):
             hits = index.search(topic, layers=[step.upstream], mode="fts", limit=step.config["topic_limit"])
-            keys = sorted({by_id[h.artifact_id] for h in hits if h.artifact_id in by_id})
+            # Keep the episodes that are about the topic, not every one that mentions a word of it.
+            floor = RELATIVE_CUTOFF * max((h.score for h in hits), default=0.0)
+            keys = sorted({by_id[h.artifact_id] for h in hits
+                           if h.artifact_id in by_id and h.score >= floor})
             if keys:
                 out[topic] = keys
     finally:

@@ -1,0 +1,43 @@
+"""Topical rollups: membership through the episode index, and topic discovery."""
+from __future__ import annotations
+
+from synix_assets.engine.topics import discover
+
+
+TEXTS = [
+    "Sam planned the marathon long run and the taper week before the race.",
+    "The marathon race pacing plan and carb loading for the long run.",
+    "Sourdough starter hydration and the bulk ferment for the rye loaf.",
+    "Shaping the sourdough boule and the cold retard overnight.",
+    "Negotiating the offer letter and equity vesting with the hiring manager.",
+    "The hiring manager sent the offer letter after the system design round.",
+]
+
+
+def test_auto_topics_are_deterministic_and_cover_the_corpus():
+    topics = discover(TEXTS)
+    assert topics == discover(list(TEXTS))
+    assert 2 <= len(topics) <= 8
+    terms = {w for t in topics for w in t.split()}
+    for text in TEXTS:  # every document is about at least one discovered topic
+        assert terms & set(text.lower().replace(".", "").split()), text
+
+
+def test_auto_topics_of_an_empty_corpus_is_empty():
+    assert discover([]) == []
+
+
+def test_topic_membership_keeps_episodes_about_the_topic(demo_project, monkeypatch):
+    from synix_assets.engine.runner import run_build
+    from synix_assets.scaffold import switch_template
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")  # episodes made of real sentences
+    switch_template(demo_project.root, "topical")
+    run_build(demo_project)
+    store = ArtifactStore(demo_project.store)
+    baking = store.current("topics", "sourdough bread baking")
+    titles = {p.metadata["meta.chat.title"] for p in store.parents(baking.artifact_id)}
+    assert {"Rye sourdough with Gus", "Sourdough starter feeding schedule",
+            "Sourdough schedule around the move"} <= titles
+    assert "Negotiation email to Lumen Labs" not in titles
