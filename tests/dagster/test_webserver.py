@@ -80,3 +80,34 @@ def test_webserver_shows_layers_partitions_and_synix_metadata(webserver):
     assert {"tokens_in", "cost_usd", "model", "preview"} <= set(entries)
     core = nodes["core"]["assetMaterializations"][0]
     assert {e["label"] for e in core["metadataEntries"]} >= {"artifact_id", "input_count"}
+
+
+def test_synix_ui_starts_the_dagster_ui_for_the_project_on_loopback(demo_project):
+    import shutil
+    import signal
+
+    port = _free_port()
+    synix = shutil.which("synix") or str(__import__("pathlib").Path(sys.executable).with_name("synix"))
+    proc = subprocess.Popen([synix, "-p", str(demo_project.root), "ui", "--port", str(port), "--no-open"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 150
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/server_info", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"synix ui did not serve {base}: {proc.stdout.read().decode()[-2000:]}")
+                time.sleep(0.5)
+        nodes = _post(f"{base}/graphql", "{ assetNodes { assetKey { path } } }")["data"]["assetNodes"]
+        assert {"episodes", "core"} <= {"/".join(n["assetKey"]["path"]) for n in nodes}
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert f"http://127.0.0.1:{port}" in proc.stdout.read().decode()
