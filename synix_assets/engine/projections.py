@@ -75,7 +75,7 @@ def index_docs(ctx, layers: tuple[str, ...]) -> list[IndexDoc]:
         is_leaf = not a.parent_ids
         docs.append(IndexDoc(
             artifact_id=a.artifact_id, layer=a.layer, level=a.level, content=a.content,
-            content_hash=a.content_hash, title=_title(a), date=a.metadata.get("meta.time.created_at"),
+            content_hash=a.content_hash, title=artifact_title(a), date=a.metadata.get("meta.time.created_at"),
             source=_source_type(a), metadata={k: v for k, v in a.metadata.items()
                                               if k in ("meta.time.period", "meta.custom.topic",
                                                        "meta.custom.pii", "meta.chat.conversation_id")},
@@ -85,7 +85,8 @@ def index_docs(ctx, layers: tuple[str, ...]) -> list[IndexDoc]:
     return docs
 
 
-def _title(a) -> str:
+def artifact_title(a) -> str:
+    """A human title: the conversation's, else the rollup's period or topic."""
     m = a.metadata
     if m.get("meta.chat.title"):
         return str(m["meta.chat.title"])
@@ -93,7 +94,7 @@ def _title(a) -> str:
         return f"{a.layer} {m['meta.time.period']}"
     if m.get("meta.custom.topic"):
         return f"{a.layer}: {m['meta.custom.topic']}"
-    return a.layer
+    return f"{a.layer} {a.group_key}"
 
 
 def _source_type(a) -> str | None:

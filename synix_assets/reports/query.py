@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 
+from synix_assets.engine.projections import artifact_title
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import ArtifactNotFound, SearchError
 
@@ -27,17 +28,6 @@ def open_store(paths: ProjectPaths):
         store.close()
 
 
-def title_of(art) -> str:
-    m = art.metadata
-    if m.get("meta.chat.title"):
-        return str(m["meta.chat.title"])
-    if m.get("meta.time.period"):
-        return f"{art.layer} {m['meta.time.period']}"
-    if m.get("meta.custom.topic"):
-        return f"{art.layer}: {m['meta.custom.topic']}"
-    return f"{art.layer} {art.group_key}"
-
-
 def source_of(leaf) -> dict:
     """Where a leaf (a transcript) came from: conversation, title, date, message range."""
     m = leaf.metadata
@@ -54,7 +44,7 @@ def tree_of(node) -> dict:
     """A LineageNode as nested dicts; leaves carry their `source`."""
     art = node.artifact
     out = {"artifact_id": art.artifact_id, "layer": art.layer, "level": art.level,
-           "title": title_of(art), "current": art.is_current,
+           "title": artifact_title(art), "current": art.is_current,
            "parents": [tree_of(p) for p in node.parents]}
     if not art.parent_ids:
         out["source"] = source_of(art)
@@ -90,12 +80,12 @@ def artifact_view(paths: ProjectPaths, ref: str) -> dict:
         parents = store.parents(art.artifact_id)
         leaves = store.leaves(art.artifact_id)
     return {"artifact_id": art.artifact_id, "layer": art.layer, "level": art.level,
-            "group_key": art.group_key, "title": title_of(art), "created_at": art.created_at,
+            "group_key": art.group_key, "title": artifact_title(art), "created_at": art.created_at,
             "current": art.is_current, "superseded_at": art.superseded_at, "run_id": art.run_id,
             "content": art.content, "content_hash": art.content_hash,
             "materialization_key": art.materialization_key, "metadata": art.metadata,
             "audit": art.audit,
-            "parents": [{"artifact_id": p.artifact_id, "layer": p.layer, "title": title_of(p)}
+            "parents": [{"artifact_id": p.artifact_id, "layer": p.layer, "title": artifact_title(p)}
                         for p in parents],
             "sources": [source_of(l) for l in leaves if not l.parent_ids]}
 
