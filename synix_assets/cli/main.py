@@ -115,6 +115,8 @@ def _register() -> None:
 
 
 _register()
+from synix_assets.cli.eval_cmd import eval_group  # noqa: E402
+main.add_command(eval_group)
 
 if __name__ == "__main__":
     main()

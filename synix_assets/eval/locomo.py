@@ -88,13 +88,17 @@ def normalise_evidence(raw: Iterable, valid: set[str]) -> tuple[list[str], int]:
 
 
 def _load(path: str | Path) -> list[dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise ExportFormatError(f"{path}: no such file" if not path.exists()
+                                else f"{path}: is not a file")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportFormatError(f"{path}: not a readable LoCoMo JSON file ({exc})") from exc
     if isinstance(data, dict):
         data = [data]
-    if not isinstance(data, list) or not all(isinstance(s, dict) and "conversation" in s
+    if not isinstance(data, list) or not all(isinstance(s, dict) and isinstance(s.get("conversation"), dict)
                                              for s in data):
         raise ExportFormatError(f"{path}: not LoCoMo data — expected a list of samples "
                                 "with 'conversation' and 'qa'")
@@ -162,6 +166,8 @@ def run_locomo_eval(path: str | Path, *, modes: Iterable[str] = ("fts", "semanti
                 gold_turns = set(evidence)
                 gold_sessions = {turn_session[e] for e in evidence}
                 for mode in modes:
+                    # Each mode pays for its own query embedding (hybrid would reuse semantic's).
+                    index.clear_query_cache()
                     start = time.perf_counter()
                     sessions = index.search(question, mode=mode, limit=depth)
                     latencies[mode].append((time.perf_counter() - start) * 1000)

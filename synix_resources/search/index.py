@@ -608,6 +608,10 @@ class SearchIndex:
         self._matrix_units = np.array([r[0] for r in rows], dtype=np.int64)
         self._matrix_generation = generation
 
+    def clear_query_cache(self) -> None:
+        """Forget cached query vectors (benchmarks time each mode from a cold cache)."""
+        self._query_vectors.clear()
+
     def _query_vector(self, text: str) -> np.ndarray:
         vec = self._query_vectors.get(text)
         if vec is None:
