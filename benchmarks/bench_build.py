@@ -154,6 +154,15 @@ def time_split(session) -> dict:
 
 # -- processes -------------------------------------------------------------------------------
 
+def git_rev() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(HERE), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True).stdout.strip()
+    except OSError:
+        rev = ""
+    return rev or "unknown"
+
+
 def load() -> str:
     return "load %.2f %.2f %.2f" % os.getloadavg()
 
@@ -224,7 +233,7 @@ class Bench:
         data = base / "data"
         export = generate(n, MONTHS, SEED, "chatgpt", data / "conversations.json")
         generate(10, MONTHS, SEED + 1000 + n, "chatgpt", data / "more-conversations.json")
-        print(f"N={n}: export {export['bytes'] / 1e6:.1f} MB  {load()}", file=sys.stderr)
+        print(f"N={n}: export {export['bytes'] / 1e6:.1f} MB  {load()} code {git_rev()}", file=sys.stderr)
         proj = base / "proj"
         run_child([SYNIX, "init", str(proj), "--from", str(data / "conversations.json")], self.env)
         snaps = base / "snapshots"
@@ -249,7 +258,7 @@ class Bench:
         self.row(label, n, [r["seconds"]], llm_calls=r["llm_calls"], runs=r["dagster_runs"], rss=r["rss_mb"])
         self.storage.append({"size": n, "when": "after cold build", **storage_bytes(proj)})
         snap("built")
-        if args.profile:
+        if args.profile and n <= args.profile_cold_max:
             restore("fresh")
             self.profile(proj, f"n{n}-cold")
             restore("built")
@@ -399,7 +408,7 @@ def render(bench: Bench, parse_table: str | None) -> str:
     if bench.notes:
         lines += ["### Notes", ""] + [f"- {n}" for n in bench.notes] + [""]
     lines += [f"### Builds and searches (latency {bench.args.latency} s, patch: {bench.args.patch or 'none'}, "
-              f"python {sys.version.split()[0]})", "",
+              f"python {sys.version.split()[0]}, code {git_rev()})", "",
               "| scenario | N | seconds | LLM calls | Dagster runs | peak RSS MB | target | met | reference | load |",
               "|---|---:|---|---:|---:|---:|---:|---|---:|---|"]
     for r in bench.rows:
@@ -419,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="working folder (default: a temp dir, removed)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per scenario (median); cold runs once")
     parser.add_argument("--no-profile", dest="profile", action="store_false", help="skip the pyinstrument runs")
+    parser.add_argument("--profile-cold-max", type=int, default=2000,
+                        help="profile the cold build only up to this size (it doubles its cost)")
     parser.add_argument("--patch", default="", help="prototype fixes from prototype_fixes.py, e.g. keeper")
     parser.add_argument("--cold-patch", default=None,
                         help="patch for the cold build only (e.g. keeper, to build a big store in time)")
@@ -431,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.mkdtemp(prefix="synix-bench-")
         args.out = tmp
     bench = Bench(args)
-    print(f"bench_build: out={bench.out} {load()} cpus={os.cpu_count()}", file=sys.stderr)
+    print(f"bench_build: out={bench.out} {load()} cpus={os.cpu_count()} code {git_rev()}", file=sys.stderr)
     try:
         for n in [int(s) for s in args.sizes.split(",") if s.strip()]:
             bench.size(n)

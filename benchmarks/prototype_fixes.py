@@ -10,6 +10,17 @@ keeper: `synix_assets.dagster_defs.storage.keep_open` opens one idle connection 
     WAL index (`-shm`) and does not count as a connection to the WAL: every Dagster event still
     pays a WAL re-open on commit (~4 ms) and a checkpoint + fsync on close (~5 ms). Reading once
     (`PRAGMA user_version`, fully fetched so no read transaction stays open) fixes it.
+
+subset: DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS=true (a public Dagster switch): a range
+    run logs ONE ASSET_MATERIALIZATION_PLANNED event per asset carrying the partition subset,
+    instead of one event per partition. Cost: if such a run fails, Dagster does not mark those
+    partitions failed (Synix's store records the failures and `synix_up_to_date` reports them).
+
+engine: Dagster's SQLite storages (consolidated event log, run storage) call
+    `create_engine(..., poolclass=NullPool)` on every `_connect()`, i.e. a new Engine, a new
+    connection and an empty SQLAlchemy compiled-statement cache per statement group — two per
+    asset event. One Engine per storage with a small pool keeps connections (and with them the
+    WAL index) open and lets SQLAlchemy reuse compiled INSERTs.
 """
 from __future__ import annotations
 
@@ -33,7 +44,46 @@ def _keeper() -> None:
     storage.keep_open = keep_open
 
 
-FIXES = {"keeper": _keeper}
+def _subset() -> None:
+    os.environ["DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"] = "true"
+
+
+def _engine() -> None:
+    from contextlib import contextmanager
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import QueuePool
+
+    from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import (
+        ConsolidatedSqliteEventLogStorage)
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+
+    engines: dict[str, object] = {}
+
+    def engine_for(conn_string: str, **connect_args):
+        if conn_string not in engines:
+            engines[conn_string] = create_engine(
+                conn_string, poolclass=QueuePool, pool_size=2, max_overflow=8,
+                connect_args={"check_same_thread": False, **connect_args})
+        return engines[conn_string]
+
+    @contextmanager
+    def event_connect(self):
+        with engine_for(self._conn_string, timeout=30).connect() as conn:
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def run_connect(self):
+        with engine_for(self._conn_string).connect() as conn:
+            with conn.begin():
+                yield conn
+
+    ConsolidatedSqliteEventLogStorage._connect = event_connect
+    SqliteRunStorage.connect = run_connect
+
+
+FIXES = {"keeper": _keeper, "subset": _subset, "engine": _engine}
 
 
 def apply(names: str | None = None) -> list[str]:
@@ -42,3 +92,12 @@ def apply(names: str | None = None) -> list[str]:
     for name in chosen:
         FIXES[name]()
     return chosen
+
+
+def _nokeeper() -> None:  # control: no keeper connections at all
+    from synix_assets.dagster_defs import storage
+
+    storage.keep_open = lambda dagster_home: None
+
+
+FIXES["nokeeper"] = _nokeeper
