@@ -41,3 +41,26 @@ def test_topic_membership_keeps_episodes_about_the_topic(demo_project, monkeypat
     assert {"Rye sourdough with Gus", "Sourdough starter feeding schedule",
             "Sourdough schedule around the move"} <= titles
     assert "Negotiation email to Lumen Labs" not in titles
+
+
+def test_auto_topics_build_one_rollup_per_discovered_topic_through_dagster(demo_project, monkeypatch):
+    from synix_assets.dagster_defs.assets import layer_key
+    from synix_assets.engine.runner import dagster_instance, run_build
+    from synix_assets.scaffold import switch_template
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
+    switch_template(demo_project.root, "topical")
+    text = (demo_project.root / "pipeline.py").read_text()
+    start = text.index("topics=[")
+    end = text.index("])", start) + 1
+    (demo_project.root / "pipeline.py").write_text(text[:start] + 'topics="auto"' + text[end:])
+    report = run_build(demo_project)
+    store = ArtifactStore(demo_project.store)
+    topics = store.list_layer("topics")
+    assert report.layers["topics"]["built"] == len(topics) >= 3
+    instance = dagster_instance(demo_project)
+    assert set(instance.get_dynamic_partitions("topics_topics")) >= {t.group_key for t in topics}
+    assert len(instance.get_materialized_partitions(layer_key("topics"))) == len(topics)
+    again = run_build(demo_project)
+    assert again.to_json()["llm_calls"] == 0
