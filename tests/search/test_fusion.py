@@ -112,3 +112,18 @@ def test_hybrid_ranks_a_meaning_match_and_a_word_match(tmp_path):
     again = index.search("a small cat", mode="hybrid")
     assert [h.to_dict() for h in hits] == [h.to_dict() for h in again]
     index.close()
+
+
+@pytest.mark.skipif(not embeddings_available(), reason="embedding model not installed")
+def test_a_query_embeds_single_threaded_to_the_same_vector_and_threads_are_restored():
+    from synix_resources.search import embeddings as emb
+
+    embedder = emb.load_embedder()
+    blas = emb._BlasThreads()
+    before = blas._get() if blas._set is not None else None
+    texts = ["where did my sister move?"] + [f"filler text number {i}" for i in range(8)]
+    alone = embedder.embed(texts[:1])[0]  # single-threaded path
+    batched = embedder.embed(texts)[0]    # threaded path
+    assert np.allclose(alone, batched, atol=1e-5)
+    if before is not None:
+        assert blas._get() == before
