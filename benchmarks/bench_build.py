@@ -263,6 +263,9 @@ class Bench:
             self.profile(proj, f"n{n}-cold")
             restore("built")
 
+        only = set(args.scenarios.split(","))
+        if only == {"cold"}:
+            return
         # no-op rebuild
         rs = [build("noop") for _ in range(reps)]
         self.row("no-op rebuild", n, [x["seconds"] for x in rs], llm_calls=rs[-1]["llm_calls"],
@@ -433,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patch", default="", help="prototype fixes from prototype_fixes.py, e.g. keeper")
     parser.add_argument("--cold-patch", default=None,
                         help="patch for the cold build only (e.g. keeper, to build a big store in time)")
+    parser.add_argument("--scenarios", default="all", help="'cold' = only the cold build per size")
     parser.add_argument("--skip-llm-bound", action="store_true")
     parser.add_argument("--skip-parse", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the per-scenario snapshots")
