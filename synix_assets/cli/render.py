@@ -241,7 +241,11 @@ def search_results(out: Console, result: dict) -> None:
                 rng = s.get("message_range")
                 tree.add(f"[dim]source[/] {escape(s.get('title') or '')}  [dim]{escape(s.get('date') or '?')}"
                          f"{f'  messages {rng[0]}–{rng[1]}' if rng else ''}  {escape(str(s.get('conversation_id')))}[/]")
-        body = Group(Text(hit["snippet"].replace("**", "")), tree)
+        parts = [Text(hit["snippet"].replace("**", "")), tree]
+        if hit.get("pii"):
+            found = ", ".join(f"{kind}×{n}" for kind, n in sorted(hit["pii"].items()))
+            parts.insert(1, Text(f"⚠ contains PII: {found}", style="bold yellow"))
+        body = Group(*parts)
         title = f"[{style}]{i}. {escape(hit['layer'])} (level {hit['level']})[/] {escape(hit['title'] or '')}"
         out.print(Panel(body, title=title, title_align="left", border_style=style,
                         subtitle=f"{escape(hit['artifact_id'])}  score {hit['score']:.3f}",

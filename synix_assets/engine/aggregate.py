@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from synix_assets.engine import topics as topic_finder
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, make_request,
-                                          record_of)
+                                          merged_pii, record_of)
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.periods import period_of
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, date_of, version_changed
@@ -97,8 +97,12 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
                 "meta.time.period" if step.config["period"] else "meta.custom.topic": w.group_key,
                 "meta.chat.conversation_count": len(members),
                 "meta.step.version_hash": ctx.version(layer)}
-        if found:
-            meta["meta.custom.pii"] = found
+        redacted = step.config.get("pii") == "redact"
+        pii_counts = merged_pii([a.metadata for a in members], None if redacted else found)
+        if pii_counts:
+            meta["meta.custom.pii"] = pii_counts
+        if redacted and found:
+            meta["meta.custom.pii_redacted"] = found
         calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(records, w.group_key),
                                                            records, f"{layer}/{w.group_key}", render),
                                  [a.artifact_id for a in members], meta, w.key, len(members)))

@@ -7,7 +7,7 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 """
 from __future__ import annotations
 
-from synix_assets.engine.llm_step import apply_pii, make_request, record_of
+from synix_assets.engine.llm_step import apply_pii, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
 from synix_assets.pipeline import builtin_prompts
@@ -131,6 +131,9 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             "meta.step.sequence": len(arts), "meta.step.resumed_from": start,
             "meta.step.version_hash": version, "meta.custom.groups": [a.group_key for a in arts],
             "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model}
+    pii_counts = merged_pii([a.metadata for a in arts])
+    if pii_counts:
+        meta["meta.custom.pii"] = pii_counts
     art = ctx.store.put(layer=layer, group_key=GROUP, content=text, materialization_key=work.key,
                         level=ctx.pipeline.level(layer), metadata=meta, audit=audit,
                         parents=[a.artifact_id for a in arts], run_id=ctx.run_id)

@@ -21,7 +21,19 @@ def record_of(artifact) -> Record:
 
 
 def inherited(metadata: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in metadata.items() if k.startswith(INHERITED_PREFIXES)}
+    out = {k: v for k, v in metadata.items() if k.startswith(INHERITED_PREFIXES)}
+    if metadata.get("meta.custom.pii"):  # derived text may repeat what its input contained
+        out["meta.custom.pii"] = dict(metadata["meta.custom.pii"])
+    return out
+
+
+def merged_pii(metadatas, found: dict[str, int] | None = None) -> dict[str, int]:
+    """PII counts of several inputs (plus what this step found), for an aggregate's metadata."""
+    total: dict[str, int] = dict(found or {})
+    for m in metadatas:
+        for kind, n in (m.get("meta.custom.pii") or {}).items():
+            total[kind] = total.get(kind, 0) + n
+    return total
 
 
 def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], dict[str, int]]:

@@ -68,9 +68,10 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
         mode = step.config.get("pii")
         if mode == "redact":
             text, found = pii.redact(text)
+            if found:
+                meta["meta.custom.pii_redacted"] = found
+        elif mode == "flag" and (found := pii.summarise(text)):
             meta["meta.custom.pii"] = found
-        elif mode == "flag":
-            meta["meta.custom.pii"] = pii.summarise(text)
         items.append({"layer": layer, "group_key": w.group_key, "content": text,
                       "materialization_key": w.key, "level": 0, "metadata": meta,
                       "run_id": ctx.run_id})

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, inherited,
-                                          make_request, record_of)
+                                          make_request, merged_pii, record_of)
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.upstream import (avg_out_tokens, blocked_groups, version_changed)
 from synix_assets.pipeline.records import Record
@@ -62,8 +62,12 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
 
         meta = inherited(art.metadata)
         meta["meta.step.version_hash"] = ctx.version(layer)
-        if found:
-            meta["meta.custom.pii"] = found
+        redacted = step.config.get("pii") == "redact"
+        pii_counts = merged_pii([art.metadata], None if redacted else found)
+        if pii_counts:
+            meta["meta.custom.pii"] = pii_counts
+        if redacted and found:
+            meta["meta.custom.pii_redacted"] = found
         calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(rec), [rec],
                                                            f"{layer}/{w.group_key}", render),
                                  [art.artifact_id], meta, w.key, 1))

@@ -95,6 +95,7 @@ class Hit:
     parent_ids: tuple = ()
     message_range: tuple | None = None
     message_ids: tuple = ()
+    pii: dict | None = None  # kinds and counts of PII found in the artifact (pii="flag"/"redact")
 
     def leaves(self, max_count: int = 100) -> list[str]:
         """Deduplicated leaf records under this hit (original transcripts)."""
@@ -104,7 +105,7 @@ class Hit:
         return {
             "artifact_id": self.artifact_id, "layer": self.layer, "level": self.level,
             "score": self.score, "snippet": self.snippet, "provenance": list(self.provenance),
-            "sources": [dict(s) for s in self.sources],
+            "sources": [dict(s) for s in self.sources], "pii": self.pii,
         }
 
 

@@ -705,11 +705,12 @@ class SearchIndex:
             marks = ",".join("?" * len(part))
             for r in self.db.execute(
                     f"SELECT id, artifact_id, layer, level, title, date, content, parent_ids, "
-                    f"leaf_ids, ancestry, sources FROM docs WHERE id IN ({marks})", part):
+                    f"leaf_ids, ancestry, sources, metadata FROM docs WHERE id IN ({marks})", part):
                 out[r[0]] = {"artifact_id": r[1], "layer": r[2], "level": r[3], "title": r[4],
                              "date": r[5], "content": r[6], "parent_ids": json.loads(r[7]),
                              "leaf_ids": json.loads(r[8]), "ancestry": set(json.loads(r[9])),
-                             "sources": json.loads(r[10])}
+                             "sources": json.loads(r[10]),
+                             "pii": (json.loads(r[11] or "{}") or {}).get("meta.custom.pii") or None}
         return out
 
     def _make_hit(self, doc: dict, unit: dict | None, score: float, stems: set[str],
@@ -729,7 +730,7 @@ class SearchIndex:
             date=doc["date"], provenance=tuple(doc["leaf_ids"]) or (doc["artifact_id"],),
             sources=HitSources(sources, tuple(doc["parent_ids"])), content=doc["content"],
             parent_ids=tuple(doc["parent_ids"]), message_range=message_range,
-            message_ids=unit["msg_ids"] if unit else ())
+            message_ids=unit["msg_ids"] if unit else (), pii=doc.get("pii"))
 
     def _doc_hit(self, artifact_id: str) -> Hit | None:
         row = self.db.execute("SELECT id FROM docs WHERE artifact_id = ?",

@@ -103,7 +103,7 @@ def test_redact_keeps_the_owner_email_out_of_artifacts_index_and_prompts(redacte
     assert _leaks(paths, prompts, emails) == []
     store = ArtifactStore(paths.store)
     try:
-        flagged = [a for a in store.list_layer("transcripts") if a.metadata.get("meta.custom.pii")]
+        flagged = [a for a in store.list_layer("transcripts") if a.metadata.get("meta.custom.pii_redacted")]
         assert flagged and "[EMAIL]" in "".join(a.content for a in flagged)
     finally:
         store.close()
@@ -174,3 +174,29 @@ def test_sqlcipher_encrypts_an_exported_store(tmp_path):
     wrong.close()
     with pytest.raises(sqlite3.DatabaseError):  # plain SQLite cannot read it at all
         sqlite3.connect(str(encrypted)).execute("SELECT * FROM artifacts").fetchall()
+
+
+def test_search_hits_carry_the_pii_flag_of_their_artifact(tmp_path, claude_export, conversation):
+    from click.testing import CliRunner
+
+    from synix_assets.cli.main import main
+    from synix_assets.engine.runner import run_build
+    from synix_assets.project import ProjectPaths
+    from synix_assets.scaffold import init_project
+    from synix_resources.search.index import SearchIndex
+
+    conv = conversation("pii-1", "Contact details", "2025-02-03", "kayak club membership")
+    conv["messages"][0] = ("human", "Write to me at kayak.fan@example.org about the kayak club.",
+                           "2025-02-03T10:00:00Z")
+    export = claude_export(tmp_path / "c.json", [conv])
+    paths = ProjectPaths(init_project(tmp_path / "p", exports=[export]))
+    text = paths.pipeline_file.read_text().replace(
+        'conflict="prefer_latest")', 'conflict="prefer_latest", pii="flag")', 1)
+    paths.pipeline_file.write_text(text)
+    run_build(paths)
+    index = SearchIndex(paths.search, embeddings=False)
+    hits = index.search("kayak club", layers=["episodes"])
+    assert hits and hits[0].pii == {"EMAIL": 1}
+    assert hits[0].to_dict()["pii"] == {"EMAIL": 1}
+    out = CliRunner().invoke(main, ["-p", str(paths.root), "search", "kayak club", "--layers", "episodes"])
+    assert "contains PII: EMAIL×1" in out.output
