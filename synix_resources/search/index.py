@@ -196,6 +196,9 @@ def _stem(word: str) -> str:
     return word
 
 
+COVER_RATIO = 0.8  # a higher hit hides a lower one it summarises if it scores ≥ 80 % as well
+
+
 class SearchIndex:
     """A search index in its own SQLite file. `embeddings="auto"` computes MiniLM vectors at sync
     when the optional model is installed; False keeps the index FTS-only."""
@@ -672,15 +675,21 @@ class SearchIndex:
         docs = self._doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
         if dedup:
             # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
-            # is dropped (reachable from that hit by drill_down).
-            above: dict[str, int] = {}  # artifact id -> highest candidate level covering it
-            for uid, _ in picked:
+            # is dropped (reachable from that hit by drill_down) — when that higher hit answers the
+            # query comparably well. A core memory that summarises everything must not hide the one
+            # episode a query is really about just because it mentions a query word in passing.
+            covers: dict[str, list[tuple[int, float]]] = {}  # artifact id -> (level, score) above it
+            for uid, score in picked:
                 doc = docs[unit_rows[uid]["doc_id"]]
                 for aid in doc["ancestry"]:
-                    above[aid] = max(above.get(aid, -1), doc["level"])
-            picked = [(uid, score) for uid, score in picked
-                      if above.get(docs[unit_rows[uid]["doc_id"]]["artifact_id"], -1)
-                      <= docs[unit_rows[uid]["doc_id"]]["level"]]
+                    covers.setdefault(aid, []).append((doc["level"], score))
+
+            def hidden(uid: int, score: float) -> bool:
+                doc = docs[unit_rows[uid]["doc_id"]]
+                return any(level > doc["level"] and above >= COVER_RATIO * score
+                           for level, above in covers.get(doc["artifact_id"], ()))
+
+            picked = [(uid, score) for uid, score in picked if not hidden(uid, score)]
         stems = {_stem(t) for t in parsed.terms}
         return [self._make_hit(docs[unit_rows[uid]["doc_id"]], unit_rows[uid], score, stems)
                 for uid, score in picked[:limit]]

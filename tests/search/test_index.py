@@ -148,7 +148,7 @@ def test_passage_search_returns_one_hit_per_message(idx):
 
 def test_to_dict_has_the_documented_keys(idx):
     assert set(idx.search("rust")[0].to_dict()) == {
-        "artifact_id", "layer", "level", "score", "snippet", "provenance", "sources"}
+        "artifact_id", "layer", "level", "score", "snippet", "provenance", "sources", "pii"}
 
 
 def test_exact_finds_literal_phrase_in_hidden_leaves_only(tmp_path):
@@ -272,3 +272,21 @@ def test_embeddings_are_reused_across_rebuilds(tmp_path):
     finally:
         real.embed = original
     assert calls == [] and index.stats()["vectors"] == vectors
+
+
+def test_a_summary_that_barely_matches_does_not_hide_the_episode_the_query_is_about(tmp_path):
+    from synix_resources.search.documents import IndexDoc
+    from synix_resources.search.index import SearchIndex
+
+    ep = IndexDoc("ep-rust", "episodes", 1, "Sam wrote driftwood, a Rust CLI; Rust borrow checker "
+                  "fixes and a Rust release build.", "h1")
+    other = IndexDoc("ep-run", "episodes", 1, "Marathon long run plan.", "h2")
+    core = IndexDoc("core", "core", 3, "Sam runs marathons, bakes sourdough, moved to San Francisco "
+                    "and once mentioned Rust.", "h3", parent_ids=("ep-rust", "ep-run"),
+                    ancestry=("ep-rust", "ep-run"))
+    index = SearchIndex(tmp_path / "s.db", embeddings=False)
+    index.sync("m", [ep, other, core])
+    ids = [h.artifact_id for h in index.search("rust borrow checker")]
+    assert ids[0] == "ep-rust"  # the core mentions Rust once: it does not hide the episode
+    marathon = [h.artifact_id for h in index.search("marathon")]
+    assert "core" in marathon
