@@ -115,3 +115,29 @@ def _projstale() -> None:
 
 
 FIXES["projstale"] = _projstale
+
+
+def _onetxn() -> None:
+    """onetxn: SqlEventLogStorage.store_event writes an asset event in two transactions (the
+    event row, then the asset index/tags in `index_transaction`), each a commit. On the
+    consolidated SQLite log both go to the same file, so one transaction does both."""
+    from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
+    from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import (
+        ConsolidatedSqliteEventLogStorage)
+
+    def store_event(self, event) -> None:
+        statement = self.prepare_insert_event(event)
+        asset = (event.is_dagster_event and event.dagster_event_type in ASSET_EVENTS
+                 and event.dagster_event.asset_key)
+        with self._connect() as conn:
+            event_id = conn.execute(statement).inserted_primary_key[0]
+            if asset:
+                self._store_asset_event_tags(conn, [event], [event_id])
+                self._store_asset_event(conn, event, event_id)
+        if event.is_dagster_event and event.dagster_event_type in ASSET_CHECK_EVENTS:
+            self.store_asset_check_event(event, event_id)
+
+    ConsolidatedSqliteEventLogStorage.store_event = store_event
+
+
+FIXES["onetxn"] = _onetxn
