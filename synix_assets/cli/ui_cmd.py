@@ -17,7 +17,10 @@ HOST = "127.0.0.1"
 
 def ui_command(paths, port: int) -> tuple[list[str], dict]:
     """The `dagster dev` command line and environment for a project."""
-    env = {**os.environ, "DAGSTER_HOME": str(paths.dagster_home), "SYNIX_PROJECT": str(paths.root)}
+    from synix_assets.dagster_defs.storage import PLANNED_SUBSET_ENV
+
+    env = {**PLANNED_SUBSET_ENV, **os.environ, "DAGSTER_HOME": str(paths.dagster_home),
+           "SYNIX_PROJECT": str(paths.root)}
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(paths.root / "workspace.yaml"),
            "-h", HOST, "-p", str(port)]
     return cmd, env

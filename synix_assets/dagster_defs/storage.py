@@ -10,10 +10,16 @@ with a full fsync and closes the last connection to the file, which checkpoints 
   only a power cut can drop the last events — Synix's own store, the authority on what was
   built, keeps full durability), applied through a SQLAlchemy connect listener;
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
-  the last close that forces a WAL checkpoint.
+  the last close that forces a WAL checkpoint;
+- one ASSET_MATERIALIZATION_PLANNED event per asset per run carrying the partition subset,
+  instead of one per partition (`DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS`, a Dagster
+  switch read from the environment). Its trade-off: a failed run does not mark the planned
+  partitions failed in Dagster; Synix's store records each failed partition and the
+  `synix_up_to_date` check reports them.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -32,6 +38,9 @@ event_log_storage:
     base_dir:
       env: DAGSTER_HOME
 """
+
+PLANNED_SUBSET_ENV = {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "true"}
+os.environ.update({k: v for k, v in PLANNED_SUBSET_ENV.items() if k not in os.environ})
 
 _homes: set[str] = set()
 _keepers: dict[str, sqlite3.Connection] = {}

@@ -225,7 +225,12 @@ def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify) -> N
 
     from synix_assets.dagster_defs.assets import EMIT_TAG, RUN_ID_TAG, layer_key
 
-    stale = [n for n in pipeline.projections if projection_stale(ctx, n)]
+    # A layer that changed makes its projections' run worth launching (the asset itself skips a
+    # projection whose inputs did not change); only when nothing was built is each key checked,
+    # e.g. to restore a deleted context.md. Computing every key costs a pass over all artifacts.
+    changed = any(v.get("built") or v.get("retired") for v in report.layers.values())
+    stale = list(pipeline.projections) if changed else \
+        [n for n in pipeline.projections if projection_stale(ctx, n)]
     for name in pipeline.projections:
         report.projections[name] = {"changed": name in stale}
     if not stale:
@@ -235,6 +240,9 @@ def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify) -> N
                             instance=instance, resources=defs.resources, raise_on_error=False,
                             tags={RUN_ID_TAG: run_id, EMIT_TAG: "changed"}, run_config=QUIET_LOGS)
     report.dagster_runs.append(result.run_id)
+    written = {ev.asset_key for ev in result.get_asset_materialization_events()}
+    for name in stale:
+        report.projections[name] = {"changed": layer_key(name) in written}
     if not result.success:
         for ev in result.all_events:
             if ev.is_step_failure:
