@@ -2,8 +2,8 @@
 DAGSTER_HOME, Synix's store and search index, and the `fake` LLM provider.
 
     python benchmarks/bench_build.py --sizes 500,2000 [--latency 0] [--out DIR] [--repeat 3]
-    python benchmarks/bench_build.py --sizes 10000 --repeat 1 --cold-patch keeper --skip-parse --skip-llm-bound
-    python benchmarks/bench_build.py --sizes 500 --patch keeper        # measure a prototype fix
+    python benchmarks/bench_build.py --sizes 10000 --repeat 1 --skip-parse --skip-llm-bound
+    python benchmarks/bench_build.py --sizes 2000 --patch engine       # measure a prototype fix
 
 Per size N (default monthly pipeline from `synix init`, exports spread over 24 months):
 cold build; no-op rebuild; +10 conversations (a new export file in existing months); monthly
@@ -356,7 +356,7 @@ class Bench:
                           f"{months}-month fold sequential the floor is {ideal_seq_fold:.1f} s")
 
     def parse(self) -> str:
-        res = run_child([PY, str(HERE / "bench_parse.py")], self.env) if True else None
+        res = run_child([PY, str(HERE / "bench_parse.py")], self.env)
         return res["stdout"]
 
 
