@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from synix_resources.errors import LLMConfigError
-from synix_resources.llm.resource import make_client
+from synix_resources.llm.factory import make_client
 
 
 def llm_identity(**config) -> str:

@@ -22,7 +22,7 @@ from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, PipelineDefinitionError
 from synix_resources.fingerprints import sha256_text
-from synix_resources.llm.resource import LLMResource
+from synix_resources.llm.factory import make_client
 from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.run")
@@ -108,16 +108,17 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
         lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
     with project_lock(paths.lock, timeout_s=lock_timeout_s):
         store = ArtifactStore(paths.store)
-        llm_resource = LLMResource(cache_path=str(paths.llm_cache), replay=replay, **(llm_config or {}))
+        llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
         try:
-            return _run(paths, pipeline, layers, store, llm_resource, full=full, batch=batch,
+            return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
                         whole=select is None and from_layer is None, notify=notify, started=started)
         finally:
             store.close()
 
 
-def _run(paths, pipeline, layers, store, llm_resource, *, full, batch, whole, notify, started) -> BuildReport:
-    client = llm_resource.get_client()
+def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify, started) -> BuildReport:
+    # The plain client decides the no-op case; Dagster is imported only when something is built.
+    client = make_client(**llm_settings)
     run_id = uuid.uuid4().hex
     ctx = BuildContext(pipeline, store, client, paths, run_id=run_id, batch=batch)
     report = BuildReport(run_id, provider=ctx.llm_identity)
@@ -133,12 +134,17 @@ def _run(paths, pipeline, layers, store, llm_resource, *, full, batch, whole, no
             notify(layer, "done", report.layers[layer])
         report.noop = True
         report.seconds = time.monotonic() - started
+        client.close()
         return report
 
+    client.close()
     store.start_run(pipeline.name, layers, run_id=run_id)
     instance = dagster_instance(paths)
     from synix_assets.definitions import build_defs, resources_for
+    from synix_resources.llm.resource import LLMResource
 
+    llm_resource = LLMResource(**llm_settings)
+    ctx.llm = llm_resource.get_client()
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
     try:
         for layer in layers:

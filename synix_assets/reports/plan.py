@@ -73,7 +73,7 @@ def require_exports(pipeline) -> None:
 
 def plan_client(llm_config: dict | None = None):
     """The client a build would use, built without needing its key: a plan sends nothing."""
-    from synix_resources.llm.resource import make_client
+    from synix_resources.llm.factory import make_client
 
     logging.getLogger("synix.llm").disabled = True  # the "using extractive" notice is for builds
     try:

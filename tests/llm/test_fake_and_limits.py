@@ -19,7 +19,7 @@ from synix_resources.llm.fake import FakeClient
 from synix_resources.llm.limits import RateLimiter
 from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.llm.openai_compat import OpenAICompatClient
-from synix_resources.llm.resource import make_client
+from synix_resources.llm.factory import make_client
 from synix_resources.llm.retry import RetryPolicy
 from synix_resources.llm.types import LLMRequest
 

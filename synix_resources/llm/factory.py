@@ -1,0 +1,102 @@
+"""Choosing and building the configured LLM client, without Dagster (the CLI's no-op path and
+`synix plan` must not pay for importing it).
+
+Configuration comes from arguments and is overridden by the environment: SYNIX_LLM_PROVIDER,
+SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_FAKE_LATENCY_S,
+SYNIX_FAKE_FAILURE_RATE. With no provider anywhere, `anthropic` is used when ANTHROPIC_API_KEY is
+set, else the offline `extractive` summariser (with a warning).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Mapping
+
+from synix_resources.errors import LLMConfigError
+
+from .base import LLMClient
+from .cache import ResponseCache
+from .limits import RateLimiter
+from .retry import RetryPolicy
+
+log = logging.getLogger("synix.llm")
+PROVIDERS = ("anthropic", "openai-compatible", "extractive", "fake")
+
+
+def _env_float(env: Mapping[str, str], name: str, fallback: float) -> float:
+    value = env.get(name, "").strip()
+    if not value:
+        return fallback
+    try:
+        return float(value)
+    except ValueError:
+        raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2")
+
+
+def choose_provider(provider: str, api_key: str, env: Mapping[str, str]) -> str:
+    chosen = (env.get("SYNIX_LLM_PROVIDER") or provider or "").strip().lower()
+    if not chosen:
+        if env.get("ANTHROPIC_API_KEY") or env.get("SYNIX_LLM_API_KEY") or api_key:
+            return "anthropic"
+        log.warning("No LLM configured (ANTHROPIC_API_KEY unset): using the offline extractive "
+                    "summariser; set ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER to use a model")
+        return "extractive"
+    if chosen not in PROVIDERS:
+        raise LLMConfigError(f"unknown LLM provider {chosen!r}",
+                             hint=f"set SYNIX_LLM_PROVIDER to one of {', '.join(PROVIDERS)}")
+    return chosen
+
+
+def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_key: str = "",
+                temperature: float | None = None, max_tokens: int | None = None,
+                concurrency: int = 16, requests_per_minute: float = 0,
+                tokens_per_minute: float = 0, max_attempts: int = 6,
+                fake_latency_s: float = 0.0, fake_failure_rate: float = 0.0,
+                replay: bool = False, cache_path: str = "", context_tokens: int = 0,
+                retry: RetryPolicy | None = None, env: Mapping[str, str] | None = None,
+                **provider_options) -> LLMClient:
+    """Build the configured LLMClient (outside Dagster too, e.g. the CLI).
+
+    `provider_options` go to the provider class: `http_client=` (anthropic), `transport=`
+    (openai-compatible), `seed=`/`sleep=` (fake), `poll_interval_s=` (anthropic batches).
+    """
+    env = os.environ if env is None else env
+    chosen = choose_provider(provider, api_key, env)
+    model = env.get("SYNIX_LLM_MODEL") or model
+    base_url = env.get("SYNIX_LLM_BASE_URL") or base_url
+    key = env.get("SYNIX_LLM_API_KEY") or api_key
+    common = dict(
+        concurrency=concurrency, temperature=temperature, max_tokens=max_tokens, replay=replay,
+        retry=retry or RetryPolicy(max_attempts=max_attempts),
+        limiter=(RateLimiter(requests_per_minute, tokens_per_minute)
+                 if requests_per_minute or tokens_per_minute else None),
+        cache=ResponseCache(cache_path) if cache_path else None,
+        context_tokens=context_tokens or None)
+    if chosen == "anthropic":
+        from .anthropic_client import AnthropicClient, missing_key_error
+
+        key = key or env.get("ANTHROPIC_API_KEY", "")
+        if not key and not replay:
+            raise missing_key_error()
+        if replay and not key:
+            # Replay answers from the cache; an offline rebuild needs no key. Nothing is sent.
+            key = "replay-without-key"
+        return AnthropicClient(model=model or "claude-sonnet-4-6", api_key=key,
+                               base_url=base_url or None, **provider_options, **common)
+    if chosen == "openai-compatible":
+        from .openai_compat import DEFAULT_BASE_URL, OpenAICompatClient
+
+        return OpenAICompatClient(model=model, base_url=base_url or DEFAULT_BASE_URL,
+                                  api_key=key or env.get("OPENAI_API_KEY") or None,
+                                  **provider_options, **common)
+    if chosen == "fake":
+        from .fake import FakeClient
+
+        return FakeClient(model=model or "fake-v1",
+                          latency_s=_env_float(env, "SYNIX_FAKE_LATENCY_S", fake_latency_s),
+                          failure_rate=_env_float(env, "SYNIX_FAKE_FAILURE_RATE",
+                                                  fake_failure_rate),
+                          **provider_options, **common)
+    from .extractive import ExtractiveClient
+
+    return ExtractiveClient(**provider_options, **common)
