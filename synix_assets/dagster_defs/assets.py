@@ -68,11 +68,11 @@ def _metadata(ctx, layer: str, outcome) -> dict:
 
 
 def _events(ctx, context, layer: str, partitioned: bool, result, version: str):
-    """Synix-launched runs (one layer each): one materialization per *built* partition, so a
-    no-op records nothing. Runs launched from the UI, `dagster asset materialize` or the sensor
-    may chain layers, which needs the output: one MaterializeResult for the requested partitions
-    (with the partition's own metadata when there is exactly one)."""
-    if context.run.tags.get(EMIT_TAG) == "changed":
+    """Synix-launched runs of a partitioned layer: one materialization per *built* partition, so
+    a no-op records nothing. Unpartitioned layers and runs launched from the UI, `dagster asset
+    materialize` or the sensor may chain assets, which needs the output: one MaterializeResult
+    for the requested partitions (with the partition's own metadata when there is exactly one)."""
+    if context.run.tags.get(EMIT_TAG) == "changed" and partitioned:
         for o in result.outcomes:
             if o.status != "built":
                 continue
@@ -84,6 +84,8 @@ def _events(ctx, context, layer: str, partitioned: bool, result, version: str):
                 metadata=_metadata(ctx, layer, o), tags=tags)
         return
     outcomes = [o for o in result.outcomes if o.status in ("built", "cached")]
+    if not outcomes and not partitioned:
+        return  # blocked or failed: nothing new to record, and what follows must not run on it
     if len(outcomes) == 1:
         o = outcomes[0]
         if o.status == "cached":

@@ -146,6 +146,9 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     llm_resource = LLMResource(**llm_settings)
     ctx.llm = llm_resource.get_client()
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
+    from synix_assets.dagster_defs.partitions import partitions_for
+
+    deferred = None
     try:
         for layer in layers:
             notify(layer, "start", {})
@@ -158,17 +161,16 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
                 notify(layer, "done", report.layers[layer])
                 continue
             notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
+            if (whole and layer == layers[-1] and pipeline.projections
+                    and partitions_for(pipeline, layer) is None):
+                deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
+                continue
             launched = time.monotonic()
             dagster_run = _materialize_layer(defs, instance, pipeline, layer, plan, run_id, batch)
-            wall = round(time.monotonic() - launched, 3)
             report.dagster_runs.append(dagster_run)
-            stats = (store.get_run(run_id).stats or {}).get("layers", {}).get(layer) \
-                or (store.get_run(run_id).stats or {}).get(layer, {})
-            report.layers[layer] = stats or {"built": 0, "cached": len(plan.cached), "failed": 0}
-            # wall = the whole Dagster run; seconds (from the asset) = Synix's own build work
-            report.layers[layer]["wall_seconds"] = wall
+            _collect(report, store, run_id, layer, plan, time.monotonic() - launched)
             notify(layer, "done", report.layers[layer])
-        _run_projections(ctx, defs, instance, pipeline, run_id, report, notify)
+        _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch)
     finally:
         report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
                            for f in store.failures(run_id=run_id)] + report.failures
@@ -186,6 +188,13 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     if whole and not scan.failed_files:
         store.set_meta("build:fingerprint", fingerprint)
     return report
+
+
+def _collect(report, store, run_id: str, layer: str, plan, wall: float) -> None:
+    stats = (store.get_run(run_id).stats or {}).get("layers", {}).get(layer)
+    report.layers[layer] = stats or {"built": 0, "cached": len(plan.cached), "failed": 0}
+    # wall = the whole Dagster run; seconds (from the asset) = Synix's own build work
+    report.layers[layer]["wall_seconds"] = round(wall, 3)
 
 
 def _forget_current(store, layer: str) -> None:
@@ -226,15 +235,18 @@ def _materialize_layer(defs, instance, pipeline, layer: str, plan, run_id: str, 
     return result.run_id
 
 
-def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify) -> None:
+def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch) -> None:
+    """One run for the projections, led by the last layer when it is unpartitioned and stale."""
     import dagster as dg
 
-    from synix_assets.dagster_defs.assets import EMIT_TAG, RUN_ID_TAG, layer_key
+    from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
+                                                  layer_key)
 
     # A layer that changed makes its projections' run worth launching (the asset itself skips a
     # projection whose inputs did not change); only when nothing was built is each key checked,
     # e.g. to restore a deleted context.md. Computing every key costs a pass over all artifacts.
-    changed = any(v.get("built") or v.get("retired") for v in report.layers.values())
+    changed = deferred is not None or any(v.get("built") or v.get("retired")
+                                          for v in report.layers.values())
     stale = list(pipeline.projections) if changed else \
         [n for n in pipeline.projections if projection_stale(ctx, n)]
     for name in pipeline.projections:
@@ -242,10 +254,20 @@ def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify) -> N
     if not stale:
         return
     notify("projections", "start", {})
-    result = dg.materialize(list(defs.assets), selection=[layer_key(n) for n in stale],
-                            instance=instance, resources=defs.resources, raise_on_error=False,
-                            tags={RUN_ID_TAG: run_id, EMIT_TAG: "changed"}, run_config=QUIET_LOGS)
+    selection = [layer_key(n) for n in stale]
+    tags = {RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
+    if batch:
+        tags[BATCH_TAG] = "1"
+    if deferred is not None:
+        selection.insert(0, layer_key(deferred[0]))
+    launched = time.monotonic()
+    result = dg.materialize(list(defs.assets), selection=selection, instance=instance,
+                            resources=defs.resources, raise_on_error=False, tags=tags,
+                            run_config=QUIET_LOGS)
     report.dagster_runs.append(result.run_id)
+    if deferred is not None:
+        _collect(report, ctx.store, run_id, deferred[0], deferred[1], time.monotonic() - launched)
+        notify(deferred[0], "done", report.layers[deferred[0]])
     written = {ev.asset_key for ev in result.get_asset_materialization_events()}
     for name in stale:
         report.projections[name] = {"changed": layer_key(name) in written}
