@@ -66,7 +66,7 @@ class PlainProgress:
 
 
 class BarProgress:
-    """A rich progress bar per layer (the runner reports layers, not single partitions)."""
+    """A rich progress bar per layer, moved partition by partition as the build reports them."""
 
     def __init__(self, out: Console):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -75,6 +75,7 @@ class BarProgress:
                                  TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
                                  console=out, transient=False)
         self.tasks: dict[str, int] = {}
+        self.cached: dict[str, int] = {}
 
     def __enter__(self):
         self.progress.start()
@@ -91,9 +92,12 @@ class BarProgress:
     def __call__(self, layer: str, event: str, data: dict) -> None:
         task = self._task(layer)
         if event == "planned":
+            self.cached[layer] = data.get("cached", 0)
             self.progress.update(task, total=data.get("stale", 0) + data.get("cached", 0),
                                  completed=data.get("cached", 0),
                                  detail=f"building {data.get('stale', 0)}, cached {data.get('cached', 0)}")
+        elif event == "progress":
+            self.progress.update(task, completed=self.cached.get(layer, 0) + data.get("done", 0))
         elif event == "done" and layer == "projections":
             changed = [n for n, v in data.items() if v.get("changed")]
             self.progress.update(task, total=1, completed=1, detail=f"updated: {', '.join(changed) or 'none'}")
@@ -233,7 +237,7 @@ def search_results(out: Console, result: dict) -> None:
         return
     for i, hit in enumerate(result["hits"], 1):
         style = level_style(hit["level"])
-        tree = Tree(f"[bold]provenance[/]")
+        tree = Tree("[bold]provenance[/]")
         if hit.get("tree") and hit["tree"]["parents"]:
             add_tree(tree, hit["tree"])
         else:  # a transcript is its own source: show the conversation and the matched messages

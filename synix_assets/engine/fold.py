@@ -7,6 +7,7 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 """
 from __future__ import annotations
 
+from synix_assets.engine import progress
 from synix_assets.engine.llm_step import apply_pii, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
@@ -109,6 +110,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
                 _add(totals, comp)
                 totals["compressions"] += 1
                 state = comp.text
+            progress.finished(layer, pos + 1 - start)
             if (pos + 1) % every == 0:
                 ctx.store.put_checkpoint(layer, version, pos + 1, sequence_fingerprint(hashes[:pos + 1]), state)
     except LLMError as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from synix_assets.engine import pii
+from synix_assets.engine import pii, progress
 from synix_assets.engine.outcomes import PartitionOutcome
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_assets.pipeline.records import Record
@@ -85,9 +85,13 @@ def call_and_store(ctx, layer: str, level: int, calls: list[PendingCall]) -> lis
     if not calls:
         return []
     outcomes: list[PartitionOutcome | None] = [None] * len(calls)
+    done = 0
 
     def stored(i: int, result) -> None:  # each answer is kept the moment it arrives
+        nonlocal done
         outcomes[i] = store_result(ctx, layer, level, calls[i], result)
+        done += 1
+        progress.finished(layer, done)
 
     ctx.llm.complete_many([c.request for c in calls], batch=ctx.batch, on_result=stored)
     return outcomes  # type: ignore[return-value]

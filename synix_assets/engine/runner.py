@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from synix_assets.engine import progress
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import plan_layer
 from synix_assets.engine.locking import project_lock
@@ -146,39 +147,18 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     llm_resource = LLMResource(**llm_settings)
     ctx.llm = llm_resource.get_client()
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
-    from synix_assets.dagster_defs.partitions import partitions_for
-
-    deferred = None
-    try:
-        for layer in layers:
-            notify(layer, "start", {})
-            if full:
-                _forget_current(store, layer)
-            plan = plan_layer(ctx, layer, scan, None)
-            if not plan.stale and not plan.retire:
-                report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
-                                        "blocked": len(plan.blocked), "llm_calls": 0}
-                notify(layer, "done", report.layers[layer])
-                continue
-            notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
-            if (whole and layer == layers[-1] and pipeline.projections
-                    and partitions_for(pipeline, layer) is None):
-                deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
-                continue
-            launched = time.monotonic()
-            dagster_run = _materialize_layer(defs, instance, pipeline, layer, plan, run_id, batch)
-            report.dagster_runs.append(dagster_run)
-            _collect(report, store, run_id, layer, plan, time.monotonic() - launched)
-            notify(layer, "done", report.layers[layer])
-        _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch)
-    finally:
-        report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
-                           for f in store.failures(run_id=run_id)] + report.failures
-        status = "failed" if report.failures else "completed"
-        report.seconds = time.monotonic() - started
-        store.finish_run(run_id, status, {"layers": report.layers, "projections": report.projections,
-                                          "seconds": round(report.seconds, 3),
-                                          "llm_calls": int(report.total("llm_calls"))})
+    with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
+        try:
+            _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, full, whole,
+                          report, notify, store)
+        finally:
+            report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
+                               for f in store.failures(run_id=run_id)] + report.failures
+            status = "failed" if report.failures else "completed"
+            report.seconds = time.monotonic() - started
+            store.finish_run(run_id, status, {"layers": report.layers, "projections": report.projections,
+                                              "seconds": round(report.seconds, 3),
+                                              "llm_calls": int(report.total("llm_calls"))})
     if report.failures:
         first = report.failures[0]
         raise BuildFailed(
@@ -188,6 +168,36 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     if whole and not scan.failed_files:
         store.set_meta("build:fingerprint", fingerprint)
     return report
+
+
+def _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, full, whole,
+                  report, notify, store) -> None:
+    """Each layer that has work in its own Dagster run; the projections (and a stale last
+    unpartitioned layer) in one more."""
+    from synix_assets.dagster_defs.partitions import partitions_for
+
+    deferred = None
+    for layer in layers:
+        notify(layer, "start", {})
+        if full:
+            _forget_current(store, layer)
+        plan = plan_layer(ctx, layer, scan, None)
+        if not plan.stale and not plan.retire:
+            report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
+                                    "blocked": len(plan.blocked), "llm_calls": 0}
+            notify(layer, "done", report.layers[layer])
+            continue
+        notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
+        if (whole and layer == layers[-1] and pipeline.projections
+                and partitions_for(pipeline, layer) is None):
+            deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
+            continue
+        launched = time.monotonic()
+        dagster_run = _materialize_layer(defs, instance, pipeline, layer, plan, run_id, batch)
+        report.dagster_runs.append(dagster_run)
+        _collect(report, store, run_id, layer, plan, time.monotonic() - launched)
+        notify(layer, "done", report.layers[layer])
+    _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch)
 
 
 def _collect(report, store, run_id: str, layer: str, plan, wall: float) -> None:
