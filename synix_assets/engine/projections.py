@@ -14,6 +14,7 @@ from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 
+_SOURCE_MARK = re.compile(r"[ \t]*\[(?:state|[a-z0-9_-]+-[0-9a-f]{16})\]")
 _MESSAGE_HEAD = re.compile(r"^\[#(\d+)(?: ([^\]]*))?\] (.+?):$", re.M)
 
 
@@ -139,7 +140,9 @@ def _fit(text: str, budget_tokens: int) -> str:
 def render_context_doc(ctx, name: str) -> tuple[str, list]:
     proj = ctx.pipeline.projections[name]
     arts = ctx.store.list_layer(proj.from_)
-    body = "\n\n".join(a.content.strip() for a in arts)
+    # Source markers an extractive summary carries ("[episodes-…]", "[state]") are provenance, which
+    # the footer and `synix lineage` give; in a system prompt they are noise.
+    body = "\n\n".join(_SOURCE_MARK.sub("", a.content).strip() for a in arts)
     drawn = sorted({gk for a in arts for gk in a.metadata.get("meta.custom.groups", [a.group_key])})
     footer_lines = [f"Drawn from {proj.from_} ({len(arts)} artifact{'s' if len(arts) != 1 else ''}: "
                     f"{', '.join(a.artifact_id for a in arts)})"]

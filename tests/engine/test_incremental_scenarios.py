@@ -123,3 +123,15 @@ def test_two_conversations_with_identical_text_stay_two_transcripts_and_episodes
     assert store.current("episodes", "twin-a") is not None
     assert store.current("episodes", "twin-b") is not None
     assert store.current("episodes", "twin-a").artifact_id != store.current("episodes", "twin-b").artifact_id
+
+
+def test_context_doc_is_clean_markdown_without_source_markers(demo_project, monkeypatch):
+    import re
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
+    run_build(demo_project)
+    text = (demo_project.root / "context.md").read_text()
+    body = text.split("\n---\n")[0]
+    assert not re.search(r"\[(state|episodes-[0-9a-f]{16}|monthly-[0-9a-f]{16})\]", body)
+    assert "marathon" in body.lower()
+    assert "Built offline by the extractive summariser" in text
