@@ -14,7 +14,7 @@ TEMPLATES = ("monthly", "topical")
 DEFINITIONS_PY = '''"""Dagster entry point of this Synix project (used by `dagster dev` and `synix ui`)."""
 from pathlib import Path
 
-from synix_assets.definitions import build_defs
+from synix_assets.dagster_defs.build import build_defs
 
 defs = build_defs(Path(__file__).resolve().parent)
 '''

@@ -141,7 +141,7 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     client.close()
     store.start_run(pipeline.name, layers, run_id=run_id)
     instance = dagster_instance(paths)
-    from synix_assets.definitions import build_defs, resources_for
+    from synix_assets.dagster_defs.build import build_defs, resources_for
     from synix_resources.llm.resource import LLMResource
 
     llm_resource = LLMResource(**llm_settings)

@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from synix_assets.dagster_defs.assets import layer_key
-from synix_assets.definitions import build_defs
+from synix_assets.dagster_defs.build import build_defs
 from synix_assets.engine.ingest import partition_key
 from synix_assets.engine.runner import dagster_instance, run_build
 from synix_resources.store.artifact_store import ArtifactStore
@@ -134,3 +134,13 @@ def test_sensor_waits_for_a_file_that_is_still_being_copied(demo_project, claude
     assert len(third.run_requests) == 1
     added = [r for r in third.dynamic_partitions_requests if r.partitions_def_name == "conversations"]
     assert added[0].partition_keys == ["arrived"]
+
+
+def test_a_project_definitions_file_loads_only_that_project(demo_project):
+    code = ("import runpy, sys; ns = runpy.run_path('definitions.py'); "
+            "print(sorted(k.to_user_string() for k in ns['defs'].resolve_asset_graph().get_all_asset_keys())); "
+            "print('repo demo loaded:', 'synix_assets.definitions' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=demo_project.root, capture_output=True,
+                         text=True, timeout=180, env=dict(os.environ, DAGSTER_HOME=str(demo_project.dagster_home)))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "'episodes'" in out.stdout and "repo demo loaded: False" in out.stdout
