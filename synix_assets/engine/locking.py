@@ -29,14 +29,21 @@ def _try_enter(key: str) -> bool:
 
 
 @contextmanager
+def _entered(key: str):
+    """The body of a re-entry: the process already holds the flock."""
+    try:
+        yield
+    finally:
+        with _guard:
+            _held[key] -= 1
+
+
+@contextmanager
 def project_lock(lock_path: Path, *, timeout_s: float = 600.0, poll_s: float = 0.2):
     key = str(lock_path)
     if _try_enter(key):
-        try:
+        with _entered(key):
             yield
-        finally:
-            with _guard:
-                _held[key] -= 1
         return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
@@ -46,11 +53,8 @@ def project_lock(lock_path: Path, *, timeout_s: float = 600.0, poll_s: float = 0
             if _try_enter(key):  # another thread of this process took it meanwhile
                 os.close(fd)
                 fd = -1
-                try:
+                with _entered(key):
                     yield
-                finally:
-                    with _guard:
-                        _held[key] -= 1
                 return
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

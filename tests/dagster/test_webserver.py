@@ -33,6 +33,18 @@ def _post(url: str, query: str) -> dict:
         return json.loads(resp.read())
 
 
+def _wait_until_serving(base: str, proc, timeout_s: float, output) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/server_info", timeout=2):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"nothing served {base}: {output()[-2000:]}")
+            time.sleep(0.5)
+
+
 @pytest.fixture
 def webserver(demo_project):
     run_build(demo_project)
@@ -43,16 +55,8 @@ def webserver(demo_project):
          "-p", str(port)], cwd=demo_project.root, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/server_info", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"dagster-webserver did not start: {proc.stderr.read().decode()[-2000:]}")
-                time.sleep(0.5)
+        _wait_until_serving(base, proc, 120, lambda: proc.stderr.read().decode())
         yield base
     finally:
         proc.terminate()
@@ -92,15 +96,7 @@ def test_synix_ui_starts_the_dagster_ui_for_the_project_on_loopback(demo_project
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 150
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/server_info", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"synix ui did not serve {base}: {proc.stdout.read().decode()[-2000:]}")
-                time.sleep(0.5)
+        _wait_until_serving(base, proc, 150, lambda: proc.stdout.read().decode())
         nodes = _post(f"{base}/graphql", "{ assetNodes { assetKey { path } } }")["data"]["assetNodes"]
         assert {"episodes", "core"} <= {"/".join(n["assetKey"]["path"]) for n in nodes}
     finally:
