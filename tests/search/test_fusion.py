@@ -7,7 +7,7 @@ from synix_resources.search import index as index_module
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.embeddings import embeddings_available
 from synix_resources.search.index import (SPREAD_WEIGHT, SearchIndex, aggregate_by_doc,
-                                          fuse_scores, unit_title)
+                                          fuse_scores, unit_title, with_document_prior)
 
 
 def test_fusion_mixes_normalised_scores_with_the_given_weight():
@@ -54,6 +54,40 @@ def test_aggregation_counts_at_most_spread_units_and_no_negative_scores(monkeypa
     picked = aggregate_by_doc([(1, 0.5), (2, 0.4), (3, 0.4), (4, -0.3)],
                               {1: 7, 2: 7, 3: 7, 4: 8})
     assert dict(picked) == {1: pytest.approx(0.5 + SPREAD_WEIGHT * 0.4), 4: -0.3}
+
+
+def test_passage_in_the_best_matching_document_outranks_an_equal_lone_passage():
+    # Doc 1 answers with three units; doc 2 has one unit scoring the same as doc 1's best.
+    scored = [(20, 1.0), (10, 1.0), (11, 0.6), (12, 0.5)]
+    doc_of = {10: 1, 11: 1, 12: 1, 20: 2}
+    ranked = with_document_prior(scored, doc_of, weight=0.5)
+    assert [uid for uid, _ in ranked][:2] == [10, 20]
+    best_doc = 1.0 + SPREAD_WEIGHT * (0.6 + 0.5)
+    assert dict(ranked)[10] == pytest.approx(1.0 + 0.5)
+    assert dict(ranked)[20] == pytest.approx(1.0 + 0.5 * 1.0 / best_doc)
+    assert dict(ranked)[12] == pytest.approx(0.5 + 0.5)
+
+
+def test_document_prior_of_zero_keeps_the_passage_order():
+    scored = [(3, 0.9), (1, 0.5), (2, 0.5)]
+    assert with_document_prior(scored, {1: 1, 2: 1, 3: 2}, weight=0.0) == scored
+
+
+def test_passage_search_puts_the_answering_conversations_turn_first(tmp_path, monkeypatch):
+    index = SearchIndex(tmp_path / "p.sqlite", embeddings=False)
+    index.sync("t", [
+        _session("garden", None, ["My tomatoes finally ripened after a long wet summer.",
+                                  "The tomatoes in the back bed are turning red now.",
+                                  "I planted those tomatoes in May with the kids."]),
+        _session("chat", None, ["Tomatoes!", "Then we talked about cars all evening."]),
+    ])
+    # On words alone the one-word line wins; the conversation about tomatoes lifts its turns.
+    monkeypatch.setattr(index_module, "DOCUMENT_PRIOR", 0.0)
+    assert index.search("tomatoes", per="passage", limit=4)[0].artifact_id == "chat"
+    monkeypatch.setattr(index_module, "DOCUMENT_PRIOR", 0.5)
+    hits = index.search("tomatoes", per="passage", limit=4)
+    assert [h.artifact_id for h in hits] == ["garden", "garden", "garden", "chat"]
+    index.close()
 
 
 def test_unit_title_spells_out_the_date():
