@@ -30,7 +30,7 @@ from synix_resources.fingerprints import sha256_text
 from synix_resources.search.documents import (Hit, HitSources, IndexDoc, SearchResults,
                                               SyncStats)
 from synix_resources.search.embeddings import load_embedder
-from synix_resources.search.query import ParsedQuery, fts_match, parse_query, tokenize
+from synix_resources.search.query import ParsedQuery, fts_match, parse_query
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +187,7 @@ def with_document_prior(scored: list[tuple[int, float]], doc_of: dict[int, int],
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[^\W_]+")  # close enough to unicode61 for choosing a snippet sentence
 
 
 def _highlight(text: str, stems: set[str], width: int = 240) -> str:
@@ -194,7 +195,7 @@ def _highlight(text: str, stems: set[str], width: int = 240) -> str:
     sentences = [s for s in _SENTENCE.split(text) if s.strip()] or [text]
 
     def overlap(sentence: str) -> int:
-        return len({_stem(t) for t in tokenize(sentence)} & stems)
+        return len({_stem(t) for t in _WORD.findall(sentence.casefold())} & stems)
 
     best = max(sentences, key=overlap)  # max() keeps the first on ties: deterministic
     if len(best) > width:
@@ -220,9 +221,10 @@ COVER_RATIO = 0.8  # a higher hit hides a lower one it summarises if it scores â
 
 class SearchIndex:
     """A search index in its own SQLite file. `embeddings="auto"` computes MiniLM vectors at sync
-    when the optional model is installed; False keeps the index FTS-only."""
+    when the optional model is installed; False keeps the index FTS-only. `embedder` replaces
+    the MiniLM model with any object that has `name`, `dim` and `embed(texts) -> array`."""
 
-    def __init__(self, path: str | Path, *, embeddings: bool | str = "auto"):
+    def __init__(self, path: str | Path, *, embeddings: bool | str = "auto", embedder=None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -236,8 +238,8 @@ class SearchIndex:
             raise SearchError(f"search index {self.path} cannot be opened: {exc}",
                               hint="delete the file and rebuild the index") from exc
         self._want_embeddings = embeddings
-        self._embedder = None
-        self._embedder_loaded = False
+        self._embedder = embedder
+        self._embedder_loaded = embedder is not None
         self._matrix: np.ndarray | None = None
         self._matrix_units: np.ndarray | None = None
         self._matrix_generation: str | None = None
@@ -565,11 +567,12 @@ class SearchIndex:
         if used == "fts":
             scored = self._fts_units(parsed, filters, include_hidden, restrict)
         elif used == "semantic":
-            scored = self._vector_units(parsed.text, filters, include_hidden, restrict)
+            scored = self._vector_units(*self._similarities(parsed.text), filters,
+                                        include_hidden, restrict)
         else:
             lexical = self._fts_units(parsed, filters, include_hidden, restrict)
-            semantic = self._vector_units(parsed.text, filters, include_hidden, restrict)
             unit_ids, sims = self._similarities(parsed.text)
+            semantic = self._vector_units(unit_ids, sims, filters, include_hidden, restrict)
             scored = fuse_scores(lexical, semantic, unit_ids, sims, SEMANTIC_WEIGHT)
         hits = self._group(scored, parsed, per, limit, dedup)
         return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
@@ -580,10 +583,12 @@ class SearchIndex:
     def _fts_units(self, parsed: ParsedQuery, filters: "_Filters", include_hidden: bool,
                    restrict: set | None) -> list[tuple[int, float]]:
         match = fts_match(parsed)
-        where, args = filters.sql(include_hidden)
+        # Units carry their document's layer/searchable/date/source, so filtering needs no
+        # join with docs (a third of the cost when a query matches most of 100k units).
+        where, args = filters.sql(include_hidden, prefix="u")
         if match is None:  # symbols only (emoji): a plain substring scan of unit text
             rows = self.db.execute(
-                f"SELECT u.id, 1.0 FROM units u JOIN docs d ON d.id = u.doc_id "
+                f"SELECT u.id, 1.0 FROM units u "
                 f"WHERE instr(u.body, ?) > 0 {where} ORDER BY u.id LIMIT ?",
                 [parsed.literal, *args, CANDIDATE_UNITS]).fetchall()
         else:
@@ -591,7 +596,6 @@ class SearchIndex:
             rows = self.db.execute(
                 f"SELECT u.id, -bm25(units_fts, {w[0]}, {w[1]}, {w[2]}) AS s "
                 f"FROM units_fts JOIN units u ON u.id = units_fts.rowid "
-                f"JOIN docs d ON d.id = u.doc_id "
                 f"WHERE units_fts MATCH ? {where} ORDER BY s DESC, u.id LIMIT ?",
                 [match, *args, CANDIDATE_UNITS if restrict is None else 100000]).fetchall()
         if restrict is not None:
@@ -652,9 +656,8 @@ class SearchIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return self._matrix_units, self._matrix @ self._query_vector(text)
 
-    def _vector_units(self, text: str, filters: "_Filters", include_hidden: bool,
-                      restrict: set | None) -> list[tuple[int, float]]:
-        unit_ids, sims = self._similarities(text)
+    def _vector_units(self, unit_ids: np.ndarray, sims: np.ndarray, filters: "_Filters",
+                      include_hidden: bool, restrict: set | None) -> list[tuple[int, float]]:
         if not len(sims):
             return []
         # Take a generous top slice, then filter: filters are applied in SQL on that slice.
@@ -671,13 +674,13 @@ class SearchIndex:
 
     def _filter_units(self, unit_ids: list[int], filters: "_Filters",
                       include_hidden: bool) -> set[int]:
-        where, args = filters.sql(include_hidden)
+        where, args = filters.sql(include_hidden, prefix="u")
         allowed: set[int] = set()
         for start in range(0, len(unit_ids), 500):
             part = unit_ids[start:start + 500]
             marks = ",".join("?" * len(part))
             allowed.update(r[0] for r in self.db.execute(
-                f"SELECT u.id FROM units u JOIN docs d ON d.id = u.doc_id "
+                f"SELECT u.id FROM units u "
                 f"WHERE u.id IN ({marks}) {where}", [*part, *args]))
         return allowed
 
@@ -692,27 +695,42 @@ class SearchIndex:
             picked = aggregate_by_doc(scored, doc_of)
         else:
             picked = with_document_prior(scored, doc_of, DOCUMENT_PRIOR)
-        docs = self._doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
         if dedup:
             # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
             # is dropped (reachable from that hit by drill_down) â€” when that higher hit answers the
             # query comparably well. A core memory that summarises everything must not hide the one
             # episode a query is really about just because it mentions a query word in passing.
+            heads = self._doc_heads({unit_rows[uid]["doc_id"] for uid, _ in picked})
             covers: dict[str, list[tuple[int, float]]] = {}  # artifact id -> (level, score) above it
             for uid, score in picked:
-                doc = docs[unit_rows[uid]["doc_id"]]
+                doc = heads[unit_rows[uid]["doc_id"]]
                 for aid in doc["ancestry"]:
                     covers.setdefault(aid, []).append((doc["level"], score))
 
             def hidden(uid: int, score: float) -> bool:
-                doc = docs[unit_rows[uid]["doc_id"]]
+                doc = heads[unit_rows[uid]["doc_id"]]
                 return any(level > doc["level"] and above >= COVER_RATIO * score
                            for level, above in covers.get(doc["artifact_id"], ()))
 
             picked = [(uid, score) for uid, score in picked if not hidden(uid, score)]
+        picked = picked[:limit]
+        docs = self._doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
         stems = {_stem(t) for t in parsed.terms}
         return [self._make_hit(docs[unit_rows[uid]["doc_id"]], unit_rows[uid], score, stems)
-                for uid, score in picked[:limit]]
+                for uid, score in picked]
+
+    def _doc_heads(self, doc_ids: Iterable[int]) -> dict[int, dict]:
+        """What altitude dedup needs of each candidate document (no content, no sources)."""
+        ids = list(doc_ids)
+        out: dict[int, dict] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.db.execute(
+                    f"SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
+                    part):
+                out[r[0]] = {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3])}
+        return out
 
     def _unit_rows(self, unit_ids: list[int]) -> dict[int, dict]:
         rows: dict[int, dict] = {}

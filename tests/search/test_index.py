@@ -290,3 +290,38 @@ def test_a_summary_that_barely_matches_does_not_hide_the_episode_the_query_is_ab
     assert ids[0] == "ep-rust"  # the core mentions Rust once: it does not hide the episode
     marathon = [h.artifact_id for h in index.search("marathon")]
     assert "core" in marathon
+
+
+class _LetterEmbedder:
+    """Letter-frequency vectors: deterministic, input-dependent, no model needed."""
+
+    name = "letters-26"
+    dim = 26
+
+    def __init__(self):
+        self.calls = 0
+
+    def embed(self, texts):
+        import numpy as np
+
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for ch in text.lower():
+                if "a" <= ch <= "z":
+                    out[row, ord(ch) - 97] += 1
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def test_a_given_embedder_fills_and_answers_semantic_search(tmp_path):
+    embedder = _LetterEmbedder()
+    index = SearchIndex(tmp_path / "e.sqlite", embedder=embedder)
+    index.sync("t", [transcript("a", "A", None, [("user", "zzz zebra zigzag")]),
+                     transcript("b", "B", None, [("user", "aaa banana cabana")])])
+    assert {r[0] for r in index.db.execute("SELECT DISTINCT model FROM vectors")} == {"letters-26"}
+    hits = index.search("zzzz", mode="semantic")
+    assert hits.mode == "semantic" and not hits.fallback
+    assert [h.artifact_id for h in hits][:1] == ["t-a"]
+    assert index.search("anna", mode="semantic")[0].artifact_id == "t-b"
+    index.close()
+
