@@ -102,6 +102,10 @@ def measure(units: int, n_queries: int, workdir: Path) -> dict:
     start = time.perf_counter()
     index.sync("bench", docs)
     sync_s = time.perf_counter() - start
+    # Queries come later, from another process (an agent, `synix search`): reopen, so the WAL
+    # is checkpointed into the main file as it would be by then.
+    index.close()
+    index = SearchIndex(workdir / f"index-{units}.sqlite", embedder=HashingEmbedder())
     stats = index.stats()
     qs = queries(n_queries)
     start = time.perf_counter()
