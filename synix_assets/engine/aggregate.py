@@ -4,7 +4,8 @@ from __future__ import annotations
 from synix_assets.engine import topics as topic_finder
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, make_request,
                                           merged_pii, record_of)
-from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
+                                          rebuild_reason)
 from synix_assets.engine.periods import period_of
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, date_of, version_changed
 from synix_assets.pipeline.records import Record
@@ -61,11 +62,10 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
                                       est_tokens_in=est))
             continue
         key = aggregate_key(layer, group, combined_fingerprint(by_key[k].content_hash for k in keys), version)
-        mine = current.get(group)
-        if mine is not None and mine.materialization_key == key:
+        reason = rebuild_reason(current.get(group), key, prompt_changed)
+        if reason is None:
             out.cached.append(group)
             continue
-        reason = "new" if mine is None else ("prompt/model changed" if prompt_changed else "upstream changed")
         out.stale.append(WorkItem(group, key, reason, inputs=[by_key[k].artifact_id for k in keys],
                                   est_tokens_in=est))
     out.retire = sorted(set(current) - set(members) - set(out.blocked))

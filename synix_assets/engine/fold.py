@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from synix_assets.engine import progress
 from synix_assets.engine.llm_step import apply_pii, make_request, merged_pii, record_of
-from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
+                                          rebuild_reason)
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
 from synix_assets.pipeline import builtin_prompts
 from synix_resources.errors import LLMError, LLMRefusal
@@ -61,12 +62,11 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
         return out
     hashes = [a.content_hash for a in arts]
     key = fold_key(layer, sequence_fingerprint(hashes), version)
-    if current is not None and current.materialization_key == key:
+    reason = rebuild_reason(current, key, version_changed(ctx, layer, version))
+    if reason is None:
         out.cached.append(GROUP)
         return out
     start, _ = _resume_point(ctx, layer, hashes)
-    reason = "new" if current is None else (
-        "prompt/model changed" if version_changed(ctx, layer, version) else "upstream changed")
     out.stale.append(WorkItem(GROUP, key, reason, inputs=[a.artifact_id for a in arts],
                               est_calls=len(arts) - start, est_tokens_in=(len(arts) - start) * per_item))
     return out

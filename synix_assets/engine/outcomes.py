@@ -61,6 +61,16 @@ class WorkItem:
     est_tokens_in: int = 0
 
 
+def rebuild_reason(current, key: str, prompt_changed: bool) -> str | None:
+    """None when `current` (the partition's artifact, or None) was built with materialization
+    key `key`; otherwise why the partition must be rebuilt."""
+    if current is not None and current.materialization_key == key:
+        return None
+    if current is None:
+        return "new"
+    return "prompt/model changed" if prompt_changed else "upstream changed"
+
+
 @dataclass
 class LayerPlan:
     layer: str

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, inherited,
                                           make_request, merged_pii, record_of)
-from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
+                                          rebuild_reason)
 from synix_assets.engine.upstream import (avg_out_tokens, blocked_groups, version_changed)
 from synix_assets.pipeline.records import Record
 from synix_resources.fingerprints import transform_key
@@ -33,11 +34,10 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
             continue
         ref = upstream[gk]
         key = transform_key(layer, ref.artifact_id, version)
-        mine = current.get(gk)
-        if mine is not None and mine.materialization_key == key:
+        reason = rebuild_reason(current.get(gk), key, prompt_changed)
+        if reason is None:
             out.cached.append(gk)
             continue
-        reason = "new" if mine is None else ("prompt/model changed" if prompt_changed else "upstream changed")
         out.stale.append(WorkItem(gk, key, reason, inputs=[ref.artifact_id],
                                   est_tokens_in=(est_in or 0) + 250))
     out.retire = sorted(set(current) - groups)

@@ -12,7 +12,7 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import ROLES, Conversation, Message, to_utc_iso
+from .model import ROLES, Conversation, Message, checked_entry_id, entry_id, to_utc_iso
 
 FORMAT = "chatgpt"
 
@@ -22,20 +22,16 @@ _CITE_MARKER = re.compile("\ue200[^\ue201]*\ue201")
 _HIDDEN_TYPES = {"thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"}
 
 
+_ID_KEYS = ("conversation_id", "id")
+
+
 def conversation_id(raw: Any) -> str | None:
-    if not isinstance(raw, dict):
-        return None
-    value = raw.get("conversation_id") or raw.get("id")
-    return str(value) if value else None
+    return entry_id(raw, *_ID_KEYS)
 
 
 def parse_conversation(raw: Any, source_path: str) -> Conversation:
     """Parse one entry; raise `ConversationSkipped` when it cannot or should not be ingested."""
-    if not isinstance(raw, dict):
-        raise ConversationSkipped(f"entry is a {type(raw).__name__}, not an object")
-    conv_id = conversation_id(raw)
-    if not conv_id:
-        raise ConversationSkipped("entry has no conversation_id or id")
+    conv_id = checked_entry_id(raw, *_ID_KEYS)
     mapping = raw.get("mapping")
     if not isinstance(mapping, dict) or not mapping:
         raise ConversationSkipped("entry has no message tree (mapping)")

@@ -12,7 +12,7 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import Conversation, Message, to_utc_iso
+from .model import Conversation, Message, checked_entry_id, entry_id, to_utc_iso
 
 FORMAT = "claude"
 ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
@@ -27,20 +27,16 @@ _MOBILE_PLACEHOLDER = re.compile(
 _ONE_LINE = 160
 
 
+_ID_KEYS = ("uuid", "id")
+
+
 def conversation_id(raw: Any) -> str | None:
-    if not isinstance(raw, dict):
-        return None
-    value = raw.get("uuid") or raw.get("id")
-    return str(value) if value else None
+    return entry_id(raw, *_ID_KEYS)
 
 
 def parse_conversation(raw: Any, source_path: str) -> Conversation:
     """Parse one entry; raise `ConversationSkipped` when it cannot or should not be ingested."""
-    if not isinstance(raw, dict):
-        raise ConversationSkipped(f"entry is a {type(raw).__name__}, not an object")
-    conv_id = conversation_id(raw)
-    if not conv_id:
-        raise ConversationSkipped("entry has no uuid")
+    conv_id = checked_entry_id(raw, *_ID_KEYS)
     raw_messages = [m for m in raw.get("chat_messages") or [] if isinstance(m, dict)]
     metadata: dict[str, Any] = {}
     ordered = _order(raw_messages, raw.get("current_leaf_message_uuid"), metadata)

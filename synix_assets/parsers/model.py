@@ -12,10 +12,29 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from synix_resources.errors import ConversationSkipped
 from synix_resources.fingerprints import content_hash
 
 ROLES = ("user", "assistant", "tool", "system")
 _ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+
+
+def entry_id(raw: Any, *keys: str) -> str | None:
+    """The first non-empty of `keys` in an export entry, as text; None for a non-object entry."""
+    if not isinstance(raw, dict):
+        return None
+    value = next((raw[k] for k in keys if raw.get(k)), None)
+    return str(value) if value else None
+
+
+def checked_entry_id(raw: Any, *keys: str) -> str:
+    """`entry_id`, raising `ConversationSkipped` (naming what is missing) when there is none."""
+    if not isinstance(raw, dict):
+        raise ConversationSkipped(f"entry is a {type(raw).__name__}, not an object")
+    conv_id = entry_id(raw, *keys)
+    if not conv_id:
+        raise ConversationSkipped(f"entry has no {' or '.join(keys)}")
+    return conv_id
 
 
 def to_utc_iso(value: Any) -> str | None:
@@ -27,9 +46,11 @@ def to_utc_iso(value: Any) -> str | None:
         if not text:
             return None
         try:
-            return to_utc_iso(float(text))
+            number = float(text)
         except ValueError:
-            pass
+            number = None  # not epoch seconds: read it as ISO-8601 below
+        if number is not None:
+            return to_utc_iso(number)
         try:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 import sqlite_utils
@@ -305,12 +305,8 @@ class SearchIndex:
         if embedder is None or not texts:
             return
         keys = list(texts)
-        have: set[str] = set()
-        for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
-            marks = ",".join("?" * len(part))
-            have.update(r[0] for r in self.db.execute(
-                f"SELECT key FROM vectors WHERE key IN ({marks})", part))
+        have = {r[0] for r in self._rows_in("SELECT key FROM vectors WHERE key IN ({marks})",
+                                            keys)}
         todo = [k for k in keys if k not in have]
         if not todo:
             return
@@ -605,16 +601,9 @@ class SearchIndex:
     def _restrict(self, rows, restrict: set) -> list:
         if not rows:
             return rows
-        ids = [r[0] for r in rows]
-        allowed = set()
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for uid, aid in self.db.execute(
-                    f"SELECT u.id, d.artifact_id FROM units u JOIN docs d ON d.id = u.doc_id "
-                    f"WHERE u.id IN ({marks})", part):
-                if aid in restrict:
-                    allowed.add(uid)
+        allowed = {uid for uid, aid in self._rows_in(
+            "SELECT u.id, d.artifact_id FROM units u JOIN docs d ON d.id = u.doc_id "
+            "WHERE u.id IN ({marks})", [r[0] for r in rows]) if aid in restrict}
         return [r for r in rows if r[0] in allowed][:CANDIDATE_UNITS]
 
     def _load_matrix(self) -> None:
@@ -675,14 +664,8 @@ class SearchIndex:
     def _filter_units(self, unit_ids: list[int], filters: "_Filters",
                       include_hidden: bool) -> set[int]:
         where, args = filters.sql(include_hidden, prefix="u")
-        allowed: set[int] = set()
-        for start in range(0, len(unit_ids), 500):
-            part = unit_ids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            allowed.update(r[0] for r in self.db.execute(
-                f"SELECT u.id FROM units u "
-                f"WHERE u.id IN ({marks}) {where}", [*part, *args]))
-        return allowed
+        return {r[0] for r in self._rows_in(
+            "SELECT u.id FROM units u WHERE u.id IN ({marks}) " + where, unit_ids, args)}
 
     def _group(self, scored: list[tuple[int, float]], parsed: ParsedQuery, per: str,
                limit: int, dedup: bool) -> list[Hit]:
@@ -721,44 +704,36 @@ class SearchIndex:
 
     def _doc_heads(self, doc_ids: Iterable[int]) -> dict[int, dict]:
         """What altitude dedup needs of each candidate document (no content, no sources)."""
-        ids = list(doc_ids)
-        out: dict[int, dict] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.db.execute(
-                    f"SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
-                    part):
-                out[r[0]] = {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3])}
-        return out
+        return {r[0]: {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3])}
+                for r in self._rows_in(
+                    "SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
+                    doc_ids)}
 
     def _unit_rows(self, unit_ids: list[int]) -> dict[int, dict]:
-        rows: dict[int, dict] = {}
-        for start in range(0, len(unit_ids), 500):
-            part = unit_ids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.db.execute(
-                    f"SELECT id, doc_id, first_msg, last_msg, msg_ids, body FROM units "
-                    f"WHERE id IN ({marks})", part):
-                rows[r[0]] = {"doc_id": r[1], "first_msg": r[2], "last_msg": r[3],
-                              "msg_ids": tuple(json.loads(r[4])), "body": r[5]}
-        return rows
+        return {r[0]: {"doc_id": r[1], "first_msg": r[2], "last_msg": r[3],
+                       "msg_ids": tuple(json.loads(r[4])), "body": r[5]}
+                for r in self._rows_in("SELECT id, doc_id, first_msg, last_msg, msg_ids, body "
+                                       "FROM units WHERE id IN ({marks})", unit_ids)}
 
     def _doc_rows(self, doc_ids: Iterable[int]) -> dict[int, dict]:
-        ids = list(doc_ids)
-        out: dict[int, dict] = {}
+        return {r[0]: {"artifact_id": r[1], "layer": r[2], "level": r[3], "title": r[4],
+                       "date": r[5], "content": r[6], "parent_ids": json.loads(r[7]),
+                       "leaf_ids": json.loads(r[8]), "ancestry": set(json.loads(r[9])),
+                       "sources": json.loads(r[10]),
+                       "pii": (json.loads(r[11] or "{}") or {}).get("meta.custom.pii") or None}
+                for r in self._rows_in(
+                    "SELECT id, artifact_id, layer, level, title, date, content, parent_ids, "
+                    "leaf_ids, ancestry, sources, metadata FROM docs WHERE id IN ({marks})",
+                    doc_ids)}
+
+    def _rows_in(self, sql: str, ids: Iterable, args: Iterable = ()) -> Iterator[tuple]:
+        """Rows of `sql` for `ids`, whose `{marks}` is the IN list: 500 ids per statement, under
+        SQLite's bound-parameter limit."""
+        ids, args = list(ids), list(args)
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.db.execute(
-                    f"SELECT id, artifact_id, layer, level, title, date, content, parent_ids, "
-                    f"leaf_ids, ancestry, sources, metadata FROM docs WHERE id IN ({marks})", part):
-                out[r[0]] = {"artifact_id": r[1], "layer": r[2], "level": r[3], "title": r[4],
-                             "date": r[5], "content": r[6], "parent_ids": json.loads(r[7]),
-                             "leaf_ids": json.loads(r[8]), "ancestry": set(json.loads(r[9])),
-                             "sources": json.loads(r[10]),
-                             "pii": (json.loads(r[11] or "{}") or {}).get("meta.custom.pii") or None}
-        return out
+            yield from self.db.execute(sql.format(marks=",".join("?" * len(part))),
+                                       [*part, *args])
 
     def _make_hit(self, doc: dict, unit: dict | None, score: float, stems: set[str],
                   snippet: str | None = None) -> Hit:

@@ -39,8 +39,8 @@ def server():
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, *args):  # keep test output clean
-            pass
+        def log_message(self, *args):
+            """Silenced: the default writes every request to stderr."""
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
