@@ -81,13 +81,7 @@ def _selected_layers(pipeline, select: str | None, from_layer: str | None) -> li
         if name and name not in pipeline.steps:
             raise PipelineDefinitionError(f"unknown layer {name!r}", hint=f"layers: {', '.join(order)}")
     if select:
-        needed = {select}
-        stack = [select]
-        while stack:
-            for up in pipeline.steps[stack.pop()].from_:
-                if up in pipeline.steps and up not in needed:
-                    needed.add(up)
-                    stack.append(up)
+        needed = {select} | pipeline.upstream(select)
         return [l for l in order if l in needed]
     if from_layer:
         return [l for l in order if l == from_layer or l in pipeline.downstream(from_layer)]

@@ -169,6 +169,17 @@ class Pipeline:
             out.extend(x for x in self.downstream(name) if x not in out)
         return out
 
+    def upstream(self, layer: str) -> set[str]:
+        """Every layer `layer` reads from, directly or through other layers."""
+        out: set[str] = set()
+        stack = [layer]
+        while stack:
+            for up in self.steps[stack.pop()].from_:
+                if up in self.steps and up not in out:
+                    out.add(up)
+                    stack.append(up)
+        return out
+
     def llm_settings(self, step: Step) -> dict[str, Any]:
         return {"model": step.model or self.model,
                 "temperature": self.temperature if step.temperature is None else step.temperature,

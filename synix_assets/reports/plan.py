@@ -120,7 +120,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             # A projection changes if what it reads is about to change, or already differs.
             inputs = set(proj.from_) if isinstance(proj.from_, (list, tuple)) else {proj.from_}
             upstream = inputs | {u for l in pipeline.layer_order() if l in inputs
-                                 for u in _ancestors(pipeline, l)}
+                                 for u in pipeline.upstream(l)}
             pending = any(plans[l].stale or plans[l].retire for l in upstream if l in plans)
             info = {"kind": proj.kind, "stale": pending or projection_stale(ctx, name)}
             if proj.kind == "context_doc":
@@ -130,14 +130,3 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
     finally:
         store.close()
         client.close()
-
-
-def _ancestors(pipeline, layer: str) -> set[str]:
-    out: set[str] = set()
-    stack = [layer]
-    while stack:
-        for up in pipeline.steps[stack.pop()].from_:
-            if up in pipeline.steps and up not in out:
-                out.add(up)
-                stack.append(up)
-    return out
