@@ -27,6 +27,7 @@ import sqlite_utils
 
 from synix_resources.errors import SearchError
 from synix_resources.fingerprints import sha256_text
+from synix_resources.search import schema
 from synix_resources.search.documents import (Hit, HitSources, IndexDoc, SearchResults,
                                               SyncStats)
 from synix_resources.search.embeddings import load_embedder
@@ -35,8 +36,6 @@ from synix_resources.search.query import ParsedQuery, fts_match, parse_query
 log = logging.getLogger(__name__)
 
 MODES = ("fts", "semantic", "hybrid")
-SCHEMA_VERSION = "1"
-TOKENIZER = "porter unicode61 remove_diacritics 2"
 # BM25F column weights: the message itself, its neighbours, the document title.
 BM25_WEIGHTS = (1.0, 0.3, 0.5)
 CONTEXT_MESSAGES = 2          # neighbours on each side that feed a message's context column
@@ -250,33 +249,12 @@ class SearchIndex:
     def _ensure_schema(self) -> None:
         db = self.db
         if "docs" in db.table_names():
+            schema.upgrade(db)
             return
         with db.conn:
-            db["docs"].create({
-                "id": int, "artifact_id": str, "collection": str, "layer": str, "level": int,
-                "title": str, "date": str, "source": str, "content": str, "content_hash": str,
-                "meta_hash": str, "metadata": str, "parent_ids": str, "leaf_ids": str,
-                "ancestry": str, "sources": str, "searchable": int,
-            }, pk="id")
-            db["docs"].create_index(["artifact_id"], unique=True)
-            db["docs"].create_index(["collection"])
-            db["units"].create({
-                "id": int, "doc_id": int, "ord": int, "first_msg": int, "last_msg": int,
-                "msg_ids": str, "body": str, "context": str, "title": str, "vec_key": str,
-                "level": int, "layer": str, "searchable": int, "date": str, "source": str,
-            }, pk="id")
-            db["units"].create_index(["doc_id"])
-            db["units"].enable_fts(["body", "context", "title"], create_triggers=True,
-                                   tokenize=TOKENIZER)
-            # Trigram side index over leaf content: `exact=True` substring search uses it to
-            # find candidates without scanning every transcript.
-            db.execute("CREATE VIRTUAL TABLE leaf_trigram USING fts5(content, "
-                       "tokenize='trigram')")
-            db["vectors"].create({"key": str, "model": str, "vec": bytes}, pk="key")
-            db["meta"].create({"key": str, "value": str}, pk="key")
-            db["meta"].insert_all([{"key": "schema", "value": SCHEMA_VERSION},
-                                   {"key": "generation", "value": "0"},
-                                   {"key": "unit_titles", "value": UNIT_TITLE_FORMAT}])
+            db.execute("BEGIN IMMEDIATE")  # DDL too: a half-created file must not survive
+            if "docs" not in db.table_names():  # another process may have won the race
+                schema.create(db, UNIT_TITLE_FORMAT)
 
     def _generation(self) -> str:
         return self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
@@ -466,7 +444,8 @@ class SearchIndex:
         with self.db.conn:
             self.db.execute("DELETE FROM vectors WHERE key NOT IN "
                             "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
-            self.db.execute("INSERT INTO units_fts(units_fts) VALUES ('optimize')")
+            for table in (schema.SEARCHABLE_FTS, schema.HIDDEN_FTS):
+                self.db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             self.db.execute("INSERT INTO leaf_trigram(leaf_trigram) VALUES ('optimize')")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.db.execute("VACUUM")
@@ -579,24 +558,37 @@ class SearchIndex:
     def _fts_units(self, parsed: ParsedQuery, filters: "_Filters", include_hidden: bool,
                    restrict: set | None) -> list[tuple[int, float]]:
         match = fts_match(parsed)
-        # Units carry their document's layer/searchable/date/source, so filtering needs no
-        # join with docs (a third of the cost when a query matches most of 100k units).
-        where, args = filters.sql(include_hidden, prefix="u")
         if match is None:  # symbols only (emoji): a plain substring scan of unit text
+            where, args = filters.sql(include_hidden, prefix="u")
             rows = self.db.execute(
                 f"SELECT u.id, 1.0 FROM units u "
                 f"WHERE instr(u.body, ?) > 0 {where} ORDER BY u.id LIMIT ?",
                 [parsed.literal, *args, CANDIDATE_UNITS]).fetchall()
         else:
-            w = BM25_WEIGHTS
-            rows = self.db.execute(
-                f"SELECT u.id, -bm25(units_fts, {w[0]}, {w[1]}, {w[2]}) AS s "
-                f"FROM units_fts JOIN units u ON u.id = units_fts.rowid "
-                f"WHERE units_fts MATCH ? {where} ORDER BY s DESC, u.id LIMIT ?",
-                [match, *args, CANDIDATE_UNITS if restrict is None else 100000]).fetchall()
+            # Which FTS table is read decides searchable vs hidden; drill-down reads both.
+            tables = [schema.SEARCHABLE_FTS] + ([schema.HIDDEN_FTS] if include_hidden else [])
+            limit = CANDIDATE_UNITS if restrict is None else 100000
+            rows = sorted((row for table in tables
+                           for row in self._bm25(table, match, filters, limit)),
+                          key=lambda r: (-r[1], r[0]))[:limit]
         if restrict is not None:
             rows = self._restrict(rows, restrict)
         return [(r[0], float(r[1])) for r in rows]
+
+    def _bm25(self, table: str, match: str, filters: "_Filters", limit: int) -> list:
+        """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""
+        w = BM25_WEIGHTS
+        score = f"-bm25({table}, {w[0]}, {w[1]}, {w[2]})"
+        where, args = filters.sql(include_hidden=True, prefix="u")
+        if not where:  # nothing to filter on: FTS alone, no join with units
+            return self.db.execute(
+                f"SELECT rowid, {score} AS s FROM {table} WHERE {table} MATCH ? "
+                f"ORDER BY s DESC, rowid LIMIT ?", [match, limit]).fetchall()
+        # Units carry their document's layer/date/source: filtering needs no join with docs.
+        return self.db.execute(
+            f"SELECT u.id, {score} AS s FROM {table} JOIN units u ON u.id = {table}.rowid "
+            f"WHERE {table} MATCH ? {where} ORDER BY s DESC, u.id LIMIT ?",
+            [match, *args, limit]).fetchall()
 
     def _restrict(self, rows, restrict: set) -> list:
         if not rows:
