@@ -1,10 +1,12 @@
 """Search latency at scale: FTS, semantic and hybrid queries over 10k and 100k indexed messages.
 
     python benchmarks/bench_search.py                    # 10k and 100k units, 200 queries each
-    python benchmarks/bench_search.py --units 100000 --queries 500
+    python benchmarks/bench_search.py --units 100000 --queries 500 --layouts memory
 
 Transcripts come from `generate_exports.py` (seeded, so every run indexes the same text) and
-go through the real parser and `SearchIndex.sync`, one unit per message. Embedding 100k
+go through the real parser and `SearchIndex.sync`, one unit per message. Two layouts: every
+message searchable (`messages`, the worst case for full-text search), and the shape of a built
+memory (`memory`: messages hidden, kept for drill-down, plus one searchable episode each). Embedding 100k
 messages with MiniLM takes ~40 minutes on this machine, so unit vectors come from a cheap
 hashed bag-of-words embedder with MiniLM's width (384): vector search cost depends on the
 matrix size, not on which model filled it. MiniLM's own per-query encoding time is measured
@@ -57,7 +59,7 @@ class HashingEmbedder:
         return out / np.maximum(norms, 1e-12)
 
 
-def transcript_docs(path: Path, limit_units: int) -> list[IndexDoc]:
+def transcript_docs(path: Path, limit_units: int, searchable: bool = True) -> list[IndexDoc]:
     docs, units = [], 0
     for conv in iter_conversations(path, report=ParseReport(path=str(path), format="auto")):
         messages = tuple({"index": i, "id": m.message_id, "speaker": m.role, "text": m.text}
@@ -73,10 +75,24 @@ def transcript_docs(path: Path, limit_units: int) -> list[IndexDoc]:
             date=conv.created_at, source=conv.source_format,
             sources=({"conversation_id": conv.conversation_id, "title": conv.title,
                       "date": conv.created_at, "message_range": [0, len(messages) - 1]},),
-            messages=messages))
+            messages=messages, searchable=searchable))
         units += len(messages)
         if units >= limit_units:
             break
+    return docs
+
+
+def episode_docs(transcripts: list[IndexDoc]) -> list[IndexDoc]:
+    """A stand-in episode per transcript (its first two messages, ~100 words), searchable and
+    pointing at the transcript: the shape of a built memory, where transcripts are hidden."""
+    docs = []
+    for t in transcripts:
+        text = " ".join(" ".join(m["text"] for m in t.messages[:2]).split()[:100])
+        docs.append(IndexDoc(
+            artifact_id=t.artifact_id.replace("transcripts/", "episodes/"), layer="episodes",
+            level=1, content=text, content_hash=content_hash(text), title=t.title, date=t.date,
+            source=t.source, parent_ids=(t.artifact_id,), leaf_ids=(t.artifact_id,),
+            ancestry=(t.artifact_id,), sources=t.sources))
     return docs
 
 
@@ -94,24 +110,30 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
-def measure(units: int, n_queries: int, workdir: Path) -> dict:
+def measure(units: int, n_queries: int, workdir: Path, layout: str) -> dict:
     export = workdir / f"export-{units}.json"
-    generate(n_conversations=units // 6 + 50, months=24, seed=11, out_path=export)
-    docs = transcript_docs(export, units)
-    index = SearchIndex(workdir / f"index-{units}.sqlite", embedder=HashingEmbedder())
+    if not export.exists():
+        generate(n_conversations=units // 6 + 50, months=24, seed=11, out_path=export)
+    if layout == "messages":
+        docs = transcript_docs(export, units)
+    else:
+        transcripts = transcript_docs(export, units, searchable=False)
+        docs = transcripts + episode_docs(transcripts)
+    path = workdir / f"index-{units}-{layout}.sqlite"
+    index = SearchIndex(path, embedder=HashingEmbedder())
     start = time.perf_counter()
     index.sync("bench", docs)
     sync_s = time.perf_counter() - start
     # Queries come later, from another process (an agent, `synix search`): reopen, so the WAL
     # is checkpointed into the main file as it would be by then.
     index.close()
-    index = SearchIndex(workdir / f"index-{units}.sqlite", embedder=HashingEmbedder())
+    index = SearchIndex(path, embedder=HashingEmbedder())
     stats = index.stats()
     qs = queries(n_queries)
     start = time.perf_counter()
     index.search(qs[0], mode="semantic")  # loads the vector matrix once
     first_ms = (time.perf_counter() - start) * 1000
-    row = {"units": stats["units"], "vectors": stats["vectors"], "docs": stats["docs"],
+    row = {"layout": layout, "units": stats["units"], "vectors": stats["vectors"], "docs": stats["docs"],
            "sync_s": sync_s, "first_semantic_ms": first_ms,
            "index_mb": stats["bytes"] / 1e6}
     for mode in ("fts", "semantic", "hybrid"):
@@ -152,26 +174,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--units", default="10000,100000",
                     help="comma-separated index sizes in messages (default 10000,100000)")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--layouts", default="messages,memory",
+                    help="messages: every message searchable; memory: messages hidden, one "
+                         "searchable episode per conversation (default: both)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.units.split(",") if s.strip()]
     encode = minilm_query_ms(min(args.queries, 100))
     rows = []
     with tempfile.TemporaryDirectory(prefix="synix-bench-search-") as tmp:
         for size in sizes:
-            rows.append(measure(size, args.queries, Path(tmp)))
+            for layout in args.layouts.split(","):
+                rows.append(measure(size, args.queries, Path(tmp), layout.strip()))
     enc50 = encode[0] if encode else 0.0
     print(f"MiniLM query encoding: p50 {encode[0]:.1f} ms, p95 {encode[1]:.1f} ms"
           if encode else "MiniLM not installed: '+ MiniLM query' columns add nothing")
     print()
-    print("| units | sync s | index MB | 1st semantic ms | fts p50/p95 ms | semantic p50/p95 ms "
+    print("| layout | units (vectors) | sync s | index MB | 1st semantic ms | fts p50/p95 ms | semantic p50/p95 ms "
           "| hybrid p50/p95 ms | hybrid + MiniLM query p50 ms | passage p50 fts/sem/hyb ms "
           "| peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ok = True
     for r in rows:
         hybrid_total = r["hybrid"][0] + enc50
         ok &= hybrid_total <= TARGET_P50_MS
-        print(f"| {r['units']:,} | {r['sync_s']:.1f} | {r['index_mb']:.0f} | "
+        print(f"| {r['layout']} | {r['units']:,} ({r['vectors']:,}) | {r['sync_s']:.1f} | {r['index_mb']:.0f} | "
               f"{r['first_semantic_ms']:.0f} | {r['fts'][0]:.1f} / {r['fts'][1]:.1f} | "
               f"{r['semantic'][0]:.1f} / {r['semantic'][1]:.1f} | "
               f"{r['hybrid'][0]:.1f} / {r['hybrid'][1]:.1f} | {hybrid_total:.1f} | "
