@@ -132,8 +132,12 @@ class SourceReader:
         return self._parsed[path]
 
     def conversation(self, summary: ConversationSummary) -> Conversation:
+        """The parsed conversation this summary describes. One export can hold several versions
+        of one id; the content hash picks the version the merge rule chose, never merely the
+        first one with that id."""
         for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
-            if partition_key(conv.conversation_id) == summary.key:
+            if partition_key(conv.conversation_id) == summary.key \
+                    and conv.content_hash() == summary.content_hash:
                 return conv
         raise ExportFormatError(f"{summary.file}: conversation {summary.conversation_id} vanished while building",
                                 hint="the export changed during the build; run again")
