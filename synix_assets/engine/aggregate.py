@@ -1,6 +1,7 @@
 """Aggregate (N:1 by key): period rollups (month/week/quarter) and topical rollups."""
 from __future__ import annotations
 
+from synix_assets.engine import reduction
 from synix_assets.engine import topics as topic_finder
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, make_request,
                                           merged_pii, record_of)
@@ -80,6 +81,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     wanted = [i for w in todo for i in w.inputs]
     arts = {a.artifact_id: a for a in ctx.store.get_many(wanted)}
     calls = []
+    prompts = []  # (the step's prompt over any records) per call, for inputs over the window
     for w in todo:
         members = sorted((arts[i] for i in w.inputs),
                          key=lambda a: (str(a.metadata.get("meta.time.created_at") or ""), a.group_key))
@@ -106,10 +108,14 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(records, w.group_key),
                                                            records, f"{layer}/{w.group_key}", render),
                                  [a.artifact_id for a in members], meta, w.key, len(members)))
-    result = LayerResult(layer, call_and_store(ctx, layer, level, calls))
+        prompts.append((records, lambda recs, group=w.group_key: step.prompt(recs, group)))
+    calls, failed = reduction.fit_to_window(
+        ctx, layer, level, [(c, recs, prompt_of) for c, (recs, prompt_of) in zip(calls, prompts)])
+    result = LayerResult(layer, failed + call_and_store(ctx, layer, level, calls))
     result.outcomes += [PartitionOutcome(g, "cached") for g in p.cached if keys is None or g in keys]
     result.outcomes += [PartitionOutcome(g, "blocked", reason=f"an input in {step.upstream} failed")
                         for g in p.blocked if keys is None or g in keys]
     if keys is None and p.retire:
         result.retired = ctx.store.retire(layer, p.retire)
+        reduction.retire_parts(ctx, layer, p.retire)
     return result

@@ -113,10 +113,11 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
                         materialization_key=call.key, level=level, metadata=metadata,
                         audit=audit, parents=call.parents, run_id=ctx.run_id)
     ctx.store.clear_failure(layer, call.group_key)
-    calls = 1 + int(call.extra_audit.get("extra_calls", 0))
+    # calls paid for: the answer itself unless it came from the cache, plus any made before it
+    calls = (0 if result.from_cache else 1) + int(call.extra_audit.get("extra_calls", 0))
     return PartitionOutcome(
         call.group_key, "built", artifact_id=art.artifact_id, provider=result.provider,
-        model=result.model, llm_calls=0 if result.from_cache else calls,
+        model=result.model, llm_calls=calls,
         tokens_in=result.input_tokens + int(call.extra_audit.get("extra_tokens_in", 0)),
         tokens_out=result.output_tokens + int(call.extra_audit.get("extra_tokens_out", 0)),
         cost_usd=result.cost_usd + float(call.extra_audit.get("extra_cost_usd", 0.0)),

@@ -137,4 +137,6 @@ def complete_in_parts(client: "LLMClient", request: LLMRequest, window: int) -> 
         attempts=sum(r.attempts for r in every),
         latency_s=round(time.monotonic() - started, 4),
         map_reduce_parts=len(part_responses),
+        part_prompt_hashes=tuple(r.rendered_prompt_hash for r in part_responses),
+        from_cache=all(r.from_cache for r in every),  # paid for only if some part was called
         flags=tuple(dict.fromkeys([*final.flags, "map_reduce"])))
