@@ -97,8 +97,9 @@ def complete_in_parts(client: "LLMClient", request: LLMRequest, window: int) -> 
     if available < 50 * len(request.sources):
         raise LLMError(f"{request.label or 'request'}: {len(request.sources)} sources cannot fit "
                        f"a {window}-token context even summarised",
-                       hint="lower max_tokens, group fewer inputs per step, or use a model "
-                            "with a larger context window")
+                       hint="lower max_tokens, group fewer inputs per step, set "
+                            "SYNIX_LLM_CONTEXT_TOKENS if the model's window is larger, or use "
+                            "a model with a larger context window")
     chunk_tokens = max(200, min(window // 2, MAX_CHUNK_TOKENS))
     sources = list(request.sources)
     part_responses: list[LLMResponse] = []
