@@ -8,9 +8,9 @@ groups' place, and the step's own prompt is tried again — level after level un
 Every intermediate summary is
 - an artifact of the companion layer `<layer>.parts` (group key `<group>/<level>.<n>`; pipeline
   layer names cannot contain a dot), stored the moment it arrives, with provenance edges to what
-  it summarised; the final artifact has edges to its inputs (as every aggregate does, which the
-  search index and forget rely on) and to the top-level summaries, so `synix lineage` and
-  `synix get` show the whole tree and forget reaches every intermediate;
+  it summarised; the final artifact has edges to the top-level summaries and, as every
+  aggregate does, to its inputs (the search index and forget walk those), so `synix lineage`
+  and `synix get` show the whole tree and forget reaches every intermediate;
 - a call through the response cache: a rebuild whose groups are unchanged makes no calls;
 - listed in the final artifact's audit (`reduction`: the ids each summary covered).
 """
@@ -262,7 +262,9 @@ class _Reducer:
             + sum(r.output_tokens for r in red.responses),
             "extra_cost_usd": float(extra.get("extra_cost_usd", 0.0))
             + sum(r.cost_usd for r in red.responses)})
-        return PendingCall(call.group_key, request, list(dict.fromkeys([*call.parents, *top])),
+        # Edges to the summaries (the prompt read them) and to the inputs (the metadata, dates
+        # and PII counts come from them directly; the search index and forget walk them).
+        return PendingCall(call.group_key, request, list(dict.fromkeys([*top, *call.parents])),
                            call.metadata, call.key, call.input_count, extra)
 
 

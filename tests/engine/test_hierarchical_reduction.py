@@ -156,3 +156,81 @@ def test_context_window_is_read_from_the_environment():
         with pytest.raises(LLMConfigError) as info:
             make_client(env={"SYNIX_LLM_PROVIDER": "fake", "SYNIX_LLM_CONTEXT_TOKENS": bad})
         assert "SYNIX_LLM_CONTEXT_TOKENS" in info.value.one_line()
+
+
+@pytest.fixture
+def month_in_store(tmp_path):
+    """A project whose store holds n January episodes (no LLM needed to make them), and a
+    function building its monthly layer with a fake on a 1,024-token window."""
+    from synix_assets.engine import aggregate
+    from synix_assets.engine.context import BuildContext
+    from synix_assets.pipeline.loader import load_pipeline
+
+    paths = ProjectPaths(init_project(tmp_path / "mem"))
+    text = paths.pipeline_file.read_text().replace(
+        'period="month", prompt=prompts.monthly_rollup)',
+        'period="month", prompt=prompts.monthly_rollup, max_tokens=600)')
+    paths.pipeline_file.write_text(text)
+    stores: list[ArtifactStore] = []
+
+    def make(n: int, marked: int | None = None):
+        store = ArtifactStore(paths.store)
+        stores.append(store)
+        for i in range(n):
+            day = f"2025-01-{1 + i * 28 // n:02d}T{10 + i % 10}:00:00Z"
+            body = f"[fake {i:010d}] summary of: item{i}, plan{i % 13}, garden, budget."
+            if i == marked:
+                body += " SYNIX_FAIL_400"
+            store.put(layer="episodes", group_key=f"talk-{i:03d}", content=body,
+                      materialization_key=f"k{i}", level=1,
+                      metadata={"meta.time.created_at": day,
+                                "meta.chat.title": f"{LONG_TITLE} {i}"})
+        client = FakeClient(context_tokens=1024)
+        ctx = BuildContext(load_pipeline(paths.pipeline_file), store, client, paths, run_id="r1")
+        return ctx, lambda: aggregate.build(ctx, "monthly")
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+def test_reduction_recurses_until_the_prompt_fits_and_every_request_fits_the_window(
+        month_in_store, monkeypatch):
+    from synix_resources.llm.mapreduce import estimate_tokens
+
+    sent = []
+    real = FakeClient.call_once
+
+    def checking(self, request, model, attempt):
+        sent.append(estimate_tokens(request.prompt) + request.max_tokens)
+        return real(self, request, model, attempt)
+
+    monkeypatch.setattr(FakeClient, "call_once", checking)
+    ctx, build = month_in_store(120)
+    result = build()
+    [outcome] = result.outcomes
+    assert outcome.status == "built", outcome.error
+    assert max(sent) <= 1024  # no request ever exceeded the window
+    monthly = ctx.store.current("monthly", "2025-01")
+    reduction = monthly.audit["reduction"]
+    assert reduction["levels"] == 2
+    by_level: dict[int, list] = {}
+    for part in ctx.store.list_layer(parts_layer("monthly")):
+        by_level.setdefault(part.metadata["meta.custom.reduction"]["level"], []).append(part)
+    assert len(by_level[1]) > len(by_level[2]) >= 1
+    level_one = {p.artifact_id for p in by_level[1]}
+    # a level-2 summary is built from level-1 summaries, and the month from the level-2 ones
+    assert {pid for p in by_level[2] for pid in p.parent_ids} == level_one
+    assert {p.artifact_id for p in by_level[2]} <= set(monthly.parent_ids)
+    assert len(_lineage_ids(ctx.store, monthly.artifact_id)["episodes"]) == 120
+    assert outcome.llm_calls == len(by_level[1]) + len(by_level[2]) + 1 == len(sent)
+
+
+def test_failed_group_summary_fails_the_partition_naming_the_group(month_in_store):
+    ctx, build = month_in_store(60, marked=7)
+    [outcome] = build().outcomes
+    assert outcome.status == "failed"
+    assert "monthly/2025-01" in outcome.error and "group 1." in outcome.error
+    assert "400" in outcome.error
+    assert ctx.store.current("monthly", "2025-01") is None
+    assert [f.group_key for f in ctx.store.failures("monthly")] == ["2025-01"]
