@@ -15,6 +15,7 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 from synix_resources.fingerprints import content_hash
+from synix_resources.text import escape_invalid, is_valid_text
 
 ROLES = ("user", "assistant", "tool", "system")
 # Real exports nest under 20 levels (ChatGPT: 8). Anything far deeper is damaged or hostile, and
@@ -65,17 +66,12 @@ def text_or_none(value: Any) -> str | None:
 
 
 def printable_path(path: Any) -> str:
-    """A file name that can be printed and stored: bytes that are not UTF-8 (kept by Python as
-    lone surrogates) are shown as \\xNN escapes."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    """A file name that can be printed and stored: bytes that are not UTF-8 are shown as \\xNN."""
+    return escape_invalid(os.fspath(path))
 
 
 def name_is_utf8(path: Any) -> bool:
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return is_valid_text(os.fspath(path))
 
 
 def to_utc_iso(value: Any) -> str | None:
