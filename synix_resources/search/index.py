@@ -27,6 +27,7 @@ import sqlite_utils
 
 from synix_resources.errors import SearchError
 from synix_resources.fingerprints import sha256_text
+from synix_resources.private import private_file
 from synix_resources.search import schema
 from synix_resources.search.documents import (Hit, HitSources, IndexDoc, SearchResults,
                                               SyncStats)
@@ -228,6 +229,7 @@ class SearchIndex:
     def __init__(self, path: str | Path, *, embeddings: bool | str = "auto", embedder=None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)  # memory text: 0600, and SQLite's -wal/-shm follow it
         try:
             conn = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
             self.db = sqlite_utils.Database(conn)
