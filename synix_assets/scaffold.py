@@ -6,6 +6,7 @@ from pathlib import Path
 
 from synix_assets.dagster_defs.storage import write_instance_yaml
 from synix_resources.errors import ExportFormatError, SynixError
+from synix_resources.private import private_dir
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DEMO_EXPORTS = Path(__file__).resolve().parent / "demo"
@@ -51,8 +52,9 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     if (root / "pipeline.py").exists() and not force:
         raise SynixError(f"{root / 'pipeline.py'} already exists",
                          hint="choose a new folder, or pass --force to overwrite the pipeline file")
-    (root / "exports").mkdir(parents=True, exist_ok=True)
-    (root / ".synix" / "dagster").mkdir(parents=True, exist_ok=True)
+    private_dir(root / "exports")  # copies of the user's chats
+    private_dir(root / ".synix")  # memory, audit and prompts: for the user alone
+    private_dir(root / ".synix" / "dagster")
     for export in exports:
         src = Path(export)
         dest = root / "exports" / src.name

@@ -31,6 +31,7 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
     """
     from synix_assets import scaffold
     from synix_assets.parsers.detect import detect_format
+    from synix_assets.cli import render
     from synix_assets.cli.render import console
 
     sources = [Path(e) for e in exports]
@@ -41,11 +42,12 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
         sources += scaffold.demo_exports()
     root = scaffold.init_project(directory, exports=sources, template=template, force=force)
     out = console()
-    out.print(f"Created [bold]{root}[/] ({template} pipeline, {len(sources)} export file(s)).")
+    out.print(f"Created [bold]{render.safe(root)}[/] ({template} pipeline, {len(sources)} export file(s)).")
     if not sources:
-        out.print(f"Copy your exports into {root / 'exports'} (ChatGPT conversations.json, Claude export).")
+        out.print(f"Copy your exports into {render.safe(root / 'exports')} (ChatGPT conversations.json, "
+                  "Claude export).")
     out.print("Next:")
-    out.print(f"  cd {directory}")
+    out.print(f"  cd {render.safe(directory)}")
     out.print("  synix plan                  # what a build would do, and cost")
     out.print("  synix run                   # build the memory")
     out.print('  synix search "some topic"   # search it, with provenance')
@@ -104,7 +106,7 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     render.skipped_inputs(err, report.skipped_inputs)
     if failed is not None:
         render.failures(err, report.failures)
-        err.print(f"[bold red]error:[/] {failed.one_line()}")
+        render.error_line(err, failed.one_line())
         ctx.exit(1)
     if bad_files:
         err.print(f"[bold red]error:[/] {len(bad_files)} export file(s) could not be read; "

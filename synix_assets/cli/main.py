@@ -44,11 +44,18 @@ def _debug(ctx: click.Context) -> bool:
 
 
 def _error(text: str) -> None:
-    from rich.markup import escape
+    from synix_assets.cli.render import console, error_line
 
-    from synix_assets.cli.render import console
+    error_line(console(stderr=True), text)
 
-    console(stderr=True).print(f"[bold red]error:[/] {escape(text)}", soft_wrap=True)
+
+class _SafeFormatter(logging.Formatter):
+    """Log lines carry data (file names, conversation ids): made safe for the terminal too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from synix_assets.cli.render import plain
+
+        return plain(super().format(record), one_line=True)
 
 
 def _once():
@@ -70,7 +77,7 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*is currently in (beta|preview)")
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_once())  # each Dagster run rebuilds the LLM client and repeats its notice
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    handler.setFormatter(_SafeFormatter("warning: %(message)s"))
     synix_log = logging.getLogger("synix")
     synix_log.handlers[:] = [handler]
     synix_log.propagate = False

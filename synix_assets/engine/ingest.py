@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from synix_assets.parsers.detect import parse_file
-from synix_assets.parsers.model import Conversation
+from synix_assets.parsers.detect import check_file_name, parse_file
+from synix_assets.parsers.model import Conversation, printable_path
 from synix_resources.errors import ExportFormatError
 from synix_resources.fingerprints import sha256_text
 
@@ -110,13 +110,14 @@ class SourceReader:
         for source, path, fmt in self.files():
             result.files.append(str(path))
             try:
+                check_file_name(path)  # before its name reaches the store's meta keys
                 digest, summaries, skipped = self._summaries(source, path, fmt)
             except ExportFormatError as exc:
                 if strict:
                     raise
                 log.warning(exc.one_line())
-                result.failed_files.append((str(path), exc.one_line()))
-                parts.append(f"{path}:failed")
+                result.failed_files.append((printable_path(path), exc.one_line()))
+                parts.append(f"{printable_path(path)}:failed")
                 continue
             parts.append(f"{path}:{digest}")
             result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from synix_resources.errors import StoreLockedError
+from synix_resources.private import private_state
 
 _held: dict[str, int] = {}
 _fds: dict[str, int] = {}
@@ -45,8 +46,8 @@ def project_lock(lock_path: Path, *, timeout_s: float = 600.0, poll_s: float = 0
         with _entered(key):
             yield
         return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+    private_state(lock_path.parent)  # every build keeps .synix/ private, old projects included
+    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + timeout_s
     try:
         while True:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens
+from synix_resources.private import tighten, write_private_text
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 
@@ -170,11 +171,19 @@ def write_context_doc(ctx, name: str) -> ProjectionResult:
         return ProjectionResult(name, "context_doc", False, {"path": str(path), "artifacts": len(arts)})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
+    write_private_text(tmp, text)
     os.replace(tmp, path)  # atomic: a reader never sees half a file
     ctx.store.set_meta(f"projection:{name}:key", key)
     return ProjectionResult(name, "context_doc", True,
                             {"path": str(path), "artifacts": len(arts), "tokens": estimate_tokens(text)})
+
+
+def tighten_context_docs(pipeline) -> None:
+    """Context documents are the agent's memory, private like .synix/; projects from before
+    that wrote them 0644, and a no-op build does not rewrite them, so tighten in place."""
+    for proj in pipeline.projections.values():
+        if proj.kind == "context_doc":
+            tighten(pipeline.resolve(proj.path))
 
 
 def run_projection(ctx, name: str) -> ProjectionResult:

@@ -8,14 +8,19 @@ lives or when it was parsed.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 from synix_resources.fingerprints import content_hash
+from synix_resources.text import escape_invalid, is_valid_text
 
 ROLES = ("user", "assistant", "tool", "system")
+# Real exports nest under 20 levels (ChatGPT: 8). Anything far deeper is damaged or hostile, and
+# would overflow Python's recursion limit in json, repr or the store, so it is refused up front.
+MAX_NESTING = 100
 _ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 
 
@@ -35,6 +40,38 @@ def checked_entry_id(raw: Any, *keys: str) -> str:
     if not conv_id:
         raise ConversationSkipped(f"entry has no {' or '.join(keys)}")
     return conv_id
+
+
+def nested_too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether lists/objects inside `value` nest more than `limit` levels (iterative: a
+    10,000-level value must not itself overflow the stack while being measured)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def text_or_none(value: Any) -> str | None:
+    """A title-like field as text: a string or number as is, anything else (a list or object in
+    a title slot is damage, not a title) None."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def printable_path(path: Any) -> str:
+    """A file name that can be printed and stored: bytes that are not UTF-8 are shown as \\xNN."""
+    return escape_invalid(os.fspath(path))
+
+
+def name_is_utf8(path: Any) -> bool:
+    return is_valid_text(os.fspath(path))
 
 
 def to_utc_iso(value: Any) -> str | None:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from synix_assets.engine.projections import artifact_title
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import ArtifactNotFound, SearchError
+from synix_resources.text import escape_invalid, is_valid_text
 
 NOT_BUILT_HINT = "run `synix run` first to build the memory"
 
@@ -26,6 +27,14 @@ def open_store(paths: ProjectPaths):
         yield store
     finally:
         store.close()
+
+
+def checked_ref(ref: str, what: str = "artifact id") -> str:
+    """An id typed by the user; bytes that are not UTF-8 can name nothing in the store."""
+    if not is_valid_text(ref):
+        raise ArtifactNotFound(f"{what} '{escape_invalid(ref)}' is not valid UTF-8 text, so it "
+                               "names nothing", hint="copy the id from `synix search` or `synix runs`")
+    return ref
 
 
 def source_of(leaf) -> dict:
@@ -70,11 +79,13 @@ def focus_tree(node: dict, query: str, per_node: int = 2) -> dict:
 
 
 def lineage_view(paths: ProjectPaths, ref: str) -> dict:
+    checked_ref(ref)
     with open_store(paths) as store:
         return tree_of(store.lineage(store.get(ref).artifact_id))
 
 
 def artifact_view(paths: ProjectPaths, ref: str) -> dict:
+    checked_ref(ref)
     with open_store(paths) as store:
         art = store.get(ref)
         parents = store.parents(art.artifact_id)
@@ -91,6 +102,8 @@ def artifact_view(paths: ProjectPaths, ref: str) -> dict:
 
 
 def runs_view(paths: ProjectPaths, run_id: str | None = None, limit: int = 20) -> dict:
+    if run_id is not None:
+        checked_ref(run_id, "run id")
     with open_store(paths) as store:
         if run_id is None:
             return {"runs": [_run_dict(r) for r in store.list_runs(limit=limit)]}

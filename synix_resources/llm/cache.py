@@ -15,6 +15,7 @@ from pathlib import Path
 
 from synix_resources.errors import LLMError
 from synix_resources.fingerprints import canonical_json, sha256_text
+from synix_resources.private import private_file
 
 from .types import LLMRequest, LLMResponse
 
@@ -64,6 +65,7 @@ class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)  # prompts and answers: 0600, and SQLite's -wal/-shm follow it
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)

@@ -27,15 +27,18 @@ import sqlite_utils
 
 from synix_resources.errors import SearchError
 from synix_resources.fingerprints import sha256_text
+from synix_resources.private import private_file
 from synix_resources.search import schema
 from synix_resources.search.documents import (Hit, HitSources, IndexDoc, SearchResults,
                                               SyncStats)
 from synix_resources.search.embeddings import load_embedder
-from synix_resources.search.query import ParsedQuery, fts_match, parse_query
+from synix_resources.search.query import (ParsedQuery, check_filters, check_phrase, fts_match,
+                                          parse_query, require_text)
 
 log = logging.getLogger(__name__)
 
 MODES = ("fts", "semantic", "hybrid")
+EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
 # BM25F column weights: the message itself, its neighbours, the document title.
 BM25_WEIGHTS = (1.0, 0.3, 0.5)
 CONTEXT_MESSAGES = 2          # neighbours on each side that feed a message's context column
@@ -226,6 +229,7 @@ class SearchIndex:
     def __init__(self, path: str | Path, *, embeddings: bool | str = "auto", embedder=None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)  # memory text: 0600, and SQLite's -wal/-shm follow it
         try:
             conn = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
             self.db = sqlite_utils.Database(conn)
@@ -487,12 +491,11 @@ class SearchIndex:
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
         if limit <= 0:
             return SearchResults([], mode=mode, requested_mode=mode)
+        check_filters(layers=layers, since=since, until=until, source=source)
         layer_list = self._check_layers(layers)
         filters = _Filters(layer_list, since, until, source)
         if exact:
-            if not isinstance(query, str) or not query.replace("\x00", "").strip():
-                raise SearchError("exact search phrase is empty — give the text to find")
-            return SearchResults(self._exact(query, filters, limit), mode="exact",
+            return SearchResults(self._exact(check_phrase(query), filters, limit), mode="exact",
                                  requested_mode="exact")
         parsed = parse_query(query)
         return self._ranked(parsed, mode, filters, limit, per,
@@ -502,6 +505,7 @@ class SearchIndex:
                    limit: int = 10) -> SearchResults:
         """Below one artifact: without a query its direct parents; with one, the hits among
         everything in its ancestry (non-searchable leaves included), best first."""
+        require_text(artifact_id, "artifact id")
         row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
                               [artifact_id]).fetchone()
         if row is None:
@@ -757,17 +761,20 @@ class SearchIndex:
     # -- exact ------------------------------------------------------------------------------
 
     def _exact(self, phrase: str, filters: "_Filters", limit: int) -> list[Hit]:
-        """Leaves containing `phrase` (case-insensitive substring, verified on the content)."""
-        phrase = phrase.replace("\x00", "")
+        """Leaves containing `phrase` (case-insensitive substring, verified on the content);
+        `phrase` was checked by `check_phrase` (text, no NUL, bounded length)."""
         needle = _fold(phrase)
         where, args = filters.sql(include_hidden=True, prefix="d")
         leaf = "(d.level = 0 OR d.searchable = 0)"
         if len(phrase) >= 3:
-            # trigram MATCH on a quoted string = substring candidates (case-insensitive).
+            # trigram MATCH on a quoted string = substring candidates (case-insensitive). FTS5's
+            # cost grows with the square of the phrase; its head already finds a superset of the
+            # documents holding the whole phrase, which the scan below then verifies.
+            probe = phrase[:EXACT_PROBE_CHARS]
             rows = self.db.execute(
                 f"SELECT d.id FROM leaf_trigram JOIN docs d ON d.id = leaf_trigram.rowid "
                 f"WHERE leaf_trigram MATCH ? AND {leaf} {where} ORDER BY d.id",
-                ['"' + phrase.replace('"', '""') + '"', *args]).fetchall()
+                ['"' + probe.replace('"', '""') + '"', *args]).fetchall()
         else:
             rows = self.db.execute(f"SELECT d.id FROM docs d WHERE {leaf} {where} ORDER BY d.id",
                                    args).fetchall()

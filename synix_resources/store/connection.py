@@ -21,6 +21,7 @@ from typing import Iterator
 from sqlite_utils import Database
 
 from synix_resources.errors import StoreError, StoreLockedError
+from synix_resources.private import private_file
 from synix_resources.store.migrations import MigrationRegistry, migrate
 
 log = logging.getLogger(__name__)
@@ -43,9 +44,10 @@ class StoreConnection:
         self._conn: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # before SQLite makes it (and its -wal/-shm) world-readable
         except OSError as err:
             raise StoreError(
-                f"Cannot create the folder for the artifact store {self.path}: "
+                f"Cannot create the artifact store {self.path} or its folder: "
                 f"{err.strerror or err}",
                 hint="choose a path in a writable folder (config `path` or SYNIX_STORE_PATH)",
             ) from err
