@@ -133,16 +133,30 @@ class _Reducer:
             groups.append(current)
         return groups
 
+    def placeholder(self) -> Record:
+        """An empty summary record of typical shape, for measuring the step's prompt."""
+        return Record("", parts_layer(self.layer), "", "",
+                      {"meta.time.created_at": "2000-01-01T00:00:00Z", "meta.chat.title": "x" * 48})
+
+    def hopeless(self, red: _Reduction) -> LLMError | None:
+        """An error if even one short summary cannot fit: no number of levels would help."""
+        one = estimate_tokens(red.prompt_of([self.placeholder()])) + MIN_WORDS * 2
+        budget = prompt_budget(red.call.request, red.window)
+        if one <= budget:
+            return None
+        return LLMError(
+            f"{self.layer}/{red.group}: the step's prompt needs ~{one} tokens even over one short "
+            f"summary, but a {red.window}-token context leaves {budget} after max_tokens "
+            f"{red.call.request.max_tokens}", hint="lower the step's max_tokens or raise "
+            "SYNIX_LLM_CONTEXT_TOKENS if the model allows it")
+
     def words_for(self, red: _Reduction, groups: list[list[Record]]) -> int:
         """Words per summary so that the summaries together fit the step's own prompt.
 
         Measured with placeholder records of a fixed shape, and rounded, so it depends on the
         number of groups and the window only: adding an input to the last group must not
         change the other groups' prompts (they are then answered from the response cache)."""
-        placeholder = Record("", parts_layer(self.layer), "", "",
-                             {"meta.time.created_at": "2000-01-01T00:00:00Z",
-                              "meta.chat.title": "x" * 48})
-        overhead = estimate_tokens(red.prompt_of([placeholder] * len(groups)))
+        overhead = estimate_tokens(red.prompt_of([self.placeholder()] * len(groups)))
         room = prompt_budget(red.call.request, red.window) - overhead
         per_summary = room / max(1, len(groups))
         ceiling = min(MAX_WORDS, int(self.group_out_tokens(red.window) * 0.6))
@@ -282,8 +296,9 @@ def fit_to_window(ctx, layer: str, level: int,
         if not window or red.fits():
             ready.append(call)
         else:
+            red.error = reducer.hopeless(red)
             reductions.append(red)
-    active = list(reductions)
+    active = [r for r in reductions if r.error is None]
     while active:
         reducer.run_level(active)
         for red in active:

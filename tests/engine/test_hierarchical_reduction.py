@@ -167,13 +167,13 @@ def month_in_store(tmp_path):
     from synix_assets.pipeline.loader import load_pipeline
 
     paths = ProjectPaths(init_project(tmp_path / "mem"))
-    text = paths.pipeline_file.read_text().replace(
-        'period="month", prompt=prompts.monthly_rollup)',
-        'period="month", prompt=prompts.monthly_rollup, max_tokens=600)')
-    paths.pipeline_file.write_text(text)
+    original = paths.pipeline_file.read_text()
     stores: list[ArtifactStore] = []
 
-    def make(n: int, marked: int | None = None):
+    def make(n: int, marked: int | None = None, max_tokens: int = 600):
+        paths.pipeline_file.write_text(original.replace(
+            'period="month", prompt=prompts.monthly_rollup)',
+            f'period="month", prompt=prompts.monthly_rollup, max_tokens={max_tokens})'))
         store = ArtifactStore(paths.store)
         stores.append(store)
         for i in range(n):
@@ -234,3 +234,11 @@ def test_failed_group_summary_fails_the_partition_naming_the_group(month_in_stor
     assert "400" in outcome.error
     assert ctx.store.current("monthly", "2025-01") is None
     assert [f.group_key for f in ctx.store.failures("monthly")] == ["2025-01"]
+
+
+def test_window_too_small_for_even_one_summary_fails_at_once_without_calls(month_in_store):
+    ctx, build = month_in_store(60, max_tokens=1000)  # leaves ~24 tokens of a 1,024 window
+    [outcome] = build().outcomes
+    assert outcome.status == "failed" and ctx.llm.calls == 0
+    assert "max_tokens 1000" in outcome.error and "1024-token" in outcome.error
+    assert "SYNIX_LLM_CONTEXT_TOKENS" in outcome.error
