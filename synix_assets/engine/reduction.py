@@ -114,15 +114,19 @@ class _Reducer:
     def group_out_tokens(window: int) -> int:
         return max(64, min(1024, window // 8))
 
-    def pack(self, records: list[Record], window: int) -> list[list[Record]]:
+    def scope(self, red: _Reduction) -> str:
+        return f"{self.layer} {red.group}"
+
+    def pack(self, red: _Reduction) -> list[list[Record]]:
         """Consecutive records, as many per group as fit one summary request."""
-        empty = GROUP_TEMPLATE.format(n=len(records), kind="x" * 20, scope="x" * 40,
-                                      span="x" * 24, words=MAX_WORDS, items="")
-        budget = window - self.group_out_tokens(window) - estimate_tokens(empty)
+        empty = GROUP_TEMPLATE.format(n=len(red.records), kind=self.kind(red),
+                                      scope=self.scope(red), span="x" * 24, words=MAX_WORDS,
+                                      items="")
+        budget = red.window - self.group_out_tokens(red.window) - estimate_tokens(empty)
         groups: list[list[Record]] = []
         current: list[Record] = []
         used = 0
-        for record in records:
+        for record in red.records:
             cost = estimate_tokens(_item(record, record.content)) + 1
             if current and used + cost > budget:
                 groups.append(current)
@@ -167,7 +171,7 @@ class _Reducer:
     def group_request(self, red: _Reduction, index: int, group: list[Record],
                       words: int) -> LLMRequest:
         settings = self.ctx.pipeline.llm_settings(self.step)
-        scope = f"{self.layer} {red.group}"
+        scope = self.scope(red)
 
         def render(sources: list[tuple[str, str]], group=group) -> str:
             by_id = dict(sources)
@@ -231,7 +235,7 @@ class _Reducer:
         requests: list[LLMRequest] = []
         for red in active:
             red.level += 1
-            red.groups = self.pack(red.records, red.window)
+            red.groups = self.pack(red)
             if len(red.groups) == len(red.records) and red.level > 1:
                 red.error = self.no_progress(red)
                 continue
@@ -316,7 +320,7 @@ def fit_to_window(ctx, layer: str, level: int,
     for call, records, prompt_of in items:
         window = ctx.llm.context_window_for(ctx.llm.model_for(call.request))
         red = _Reduction(call, records, prompt_of, window or 0)
-        if not window or red.fits():  # as it was rendered before: it cannot fail now
+        if not window or estimate_tokens(call.request.prompt) <= prompt_budget(call.request, window):
             ready.append(call)
         else:
             hopeless = _attempt(red, lambda red=red: reducer.hopeless(red))

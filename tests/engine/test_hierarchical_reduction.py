@@ -206,7 +206,7 @@ def test_reduction_recurses_until_the_prompt_fits_and_every_request_fits_the_win
         return real(self, request, model, attempt)
 
     monkeypatch.setattr(FakeClient, "call_once", checking)
-    ctx, build = month_in_store(120)
+    ctx, build = month_in_store(N)
     result = build()
     [outcome] = result.outcomes
     assert outcome.status == "built", outcome.error
@@ -222,7 +222,7 @@ def test_reduction_recurses_until_the_prompt_fits_and_every_request_fits_the_win
     # a level-2 summary is built from level-1 summaries, and the month from the level-2 ones
     assert {pid for p in by_level[2] for pid in p.parent_ids} == level_one
     assert {p.artifact_id for p in by_level[2]} <= set(monthly.parent_ids)
-    assert len(_lineage_ids(ctx.store, monthly.artifact_id)["episodes"]) == 120
+    assert len(_lineage_ids(ctx.store, monthly.artifact_id)["episodes"]) == N
     assert outcome.llm_calls == len(by_level[1]) + len(by_level[2]) + 1 == len(sent)
 
 
