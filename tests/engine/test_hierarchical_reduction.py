@@ -85,8 +85,10 @@ def test_180_input_month_on_an_8k_window_is_reduced_hierarchically(tmp_path, cla
     assert len(reduce_calls) == len(parts)
     assert report.layers["monthly"]["llm_calls"] == len(parts) + 1
 
-    # a rebuild of the month reuses every intermediate: not one call
+    # a second run with nothing changed does nothing; a forced rebuild of the month reuses
+    # every intermediate: not one call either way
     before = len(provider_calls)
+    assert run_build(paths).to_json()["llm_calls"] == 0
     again = run_build(paths, select="monthly", full=True)
     assert again.layers["monthly"]["built"] == 1 and again.layers["monthly"]["llm_calls"] == 0
     assert len(provider_calls) == before
