@@ -109,9 +109,9 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
                                                            records, f"{layer}/{w.group_key}", render),
                                  [a.artifact_id for a in members], meta, w.key, len(members)))
         prompts.append((records, lambda recs, group=w.group_key: step.prompt(recs, group)))
-    calls, failed = reduction.fit_to_window(
+    calls, unfit = reduction.fit_to_window(
         ctx, layer, level, [(c, recs, prompt_of) for c, (recs, prompt_of) in zip(calls, prompts)])
-    result = LayerResult(layer, failed + call_and_store(ctx, layer, level, calls))
+    result = LayerResult(layer, unfit + call_and_store(ctx, layer, level, calls))
     result.outcomes += [PartitionOutcome(g, "cached") for g in p.cached if keys is None or g in keys]
     result.outcomes += [PartitionOutcome(g, "blocked", reason=f"an input in {step.upstream} failed")
                         for g in p.blocked if keys is None or g in keys]

@@ -22,7 +22,7 @@ from typing import Callable
 from synix_assets.engine.llm_step import PendingCall, make_request, store_result
 from synix_assets.engine.outcomes import PartitionOutcome
 from synix_assets.pipeline.records import Record
-from synix_resources.errors import LLMError
+from synix_resources.errors import LLMError, SynixError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens, prompt_budget
 from synix_resources.llm.types import LLMRequest, LLMResponse
@@ -83,7 +83,7 @@ class _Reduction:
     prompt_of: PromptOf
     window: int
     level: int = 0
-    error: LLMError | None = None
+    error: SynixError | None = None  # an LLM failure, or the step's prompt failing
     groups: list[list[Record]] = field(default_factory=list)
     summaries: list[Record | None] = field(default_factory=list)
     audit: list[dict] = field(default_factory=list)
@@ -114,15 +114,19 @@ class _Reducer:
     def group_out_tokens(window: int) -> int:
         return max(64, min(1024, window // 8))
 
-    def pack(self, records: list[Record], window: int) -> list[list[Record]]:
+    def scope(self, red: _Reduction) -> str:
+        return f"{self.layer} {red.group}"
+
+    def pack(self, red: _Reduction) -> list[list[Record]]:
         """Consecutive records, as many per group as fit one summary request."""
-        empty = GROUP_TEMPLATE.format(n=len(records), kind="x" * 20, scope="x" * 40,
-                                      span="x" * 24, words=MAX_WORDS, items="")
-        budget = window - self.group_out_tokens(window) - estimate_tokens(empty)
+        empty = GROUP_TEMPLATE.format(n=len(red.records), kind=self.kind(red),
+                                      scope=self.scope(red), span="x" * 24, words=MAX_WORDS,
+                                      items="")
+        budget = red.window - self.group_out_tokens(red.window) - estimate_tokens(empty)
         groups: list[list[Record]] = []
         current: list[Record] = []
         used = 0
-        for record in records:
+        for record in red.records:
             cost = estimate_tokens(_item(record, record.content)) + 1
             if current and used + cost > budget:
                 groups.append(current)
@@ -133,16 +137,30 @@ class _Reducer:
             groups.append(current)
         return groups
 
+    def placeholder(self) -> Record:
+        """An empty summary record of typical shape, for measuring the step's prompt."""
+        return Record("", parts_layer(self.layer), "", "",
+                      {"meta.time.created_at": "2000-01-01T00:00:00Z", "meta.chat.title": "x" * 48})
+
+    def hopeless(self, red: _Reduction) -> LLMError | None:
+        """An error if even one short summary cannot fit: no number of levels would help."""
+        one = estimate_tokens(red.prompt_of([self.placeholder()])) + MIN_WORDS * 2
+        budget = prompt_budget(red.call.request, red.window)
+        if one <= budget:
+            return None
+        return LLMError(
+            f"{self.layer}/{red.group}: the step's prompt needs ~{one} tokens even over one short "
+            f"summary, but a {red.window}-token context leaves {budget} after max_tokens "
+            f"{red.call.request.max_tokens}", hint="lower the step's max_tokens or raise "
+            "SYNIX_LLM_CONTEXT_TOKENS if the model allows it")
+
     def words_for(self, red: _Reduction, groups: list[list[Record]]) -> int:
         """Words per summary so that the summaries together fit the step's own prompt.
 
         Measured with placeholder records of a fixed shape, and rounded, so it depends on the
         number of groups and the window only: adding an input to the last group must not
         change the other groups' prompts (they are then answered from the response cache)."""
-        placeholder = Record("", parts_layer(self.layer), "", "",
-                             {"meta.time.created_at": "2000-01-01T00:00:00Z",
-                              "meta.chat.title": "x" * 48})
-        overhead = estimate_tokens(red.prompt_of([placeholder] * len(groups)))
+        overhead = estimate_tokens(red.prompt_of([self.placeholder()] * len(groups)))
         room = prompt_budget(red.call.request, red.window) - overhead
         per_summary = room / max(1, len(groups))
         ceiling = min(MAX_WORDS, int(self.group_out_tokens(red.window) * 0.6))
@@ -153,7 +171,7 @@ class _Reducer:
     def group_request(self, red: _Reduction, index: int, group: list[Record],
                       words: int) -> LLMRequest:
         settings = self.ctx.pipeline.llm_settings(self.step)
-        scope = f"{self.layer} {red.group}"
+        scope = self.scope(red)
 
         def render(sources: list[tuple[str, str]], group=group) -> str:
             by_id = dict(sources)
@@ -175,7 +193,10 @@ class _Reducer:
                       text, self.summary_metadata(red, group, first, last))
 
     def summary_metadata(self, red: _Reduction, group: list[Record], first, last) -> dict:
-        return {"meta.time.created_at": first, "meta.time.last_at": last,
+        # What every input of the group agrees on (e.g. its source type) still holds.
+        common = {k: v for k, v in group[0].metadata.items()
+                  if all(r.metadata.get(k) == v for r in group[1:])}
+        return {**common, "meta.time.created_at": first, "meta.time.last_at": last,
                 "meta.chat.title": f"summary of {len(group)} {self.kind(red)}, {_span_text(group)}",
                 "meta.chat.conversation_count": sum(
                     int(r.metadata.get("meta.chat.conversation_count") or 1) for r in group)}
@@ -214,11 +235,13 @@ class _Reducer:
         requests: list[LLMRequest] = []
         for red in active:
             red.level += 1
-            red.groups = self.pack(red.records, red.window)
+            red.groups = self.pack(red)
             if len(red.groups) == len(red.records) and red.level > 1:
                 red.error = self.no_progress(red)
                 continue
-            words = self.words_for(red, red.groups)
+            words = _attempt(red, lambda red=red: self.words_for(red, red.groups))
+            if words is None:
+                continue
             red.summaries = [None] * len(red.groups)
             for index, group in enumerate(red.groups, 1):
                 slots.append((red, index))
@@ -268,6 +291,24 @@ class _Reducer:
                            call.metadata, call.key, call.input_count, extra)
 
 
+def _attempt(red: _Reduction, step: Callable):
+    """step(), or None with red.error set: the step's prompt, rendered over summaries instead
+    of its inputs, may fail (a PromptError); that fails this partition only."""
+    try:
+        return step()
+    except SynixError as err:
+        red.error = red.error or err
+        return None
+
+
+def _failed(ctx, layer: str, level: int, red: _Reduction) -> PartitionOutcome:
+    if isinstance(red.error, LLMError):
+        return store_result(ctx, layer, level, red.call, red.error)
+    ctx.store.record_failure(ctx.run_id, layer, red.group, red.error.one_line())
+    return PartitionOutcome(red.group, "failed", error=red.error.one_line(),
+                            input_count=red.call.input_count)
+
+
 def fit_to_window(ctx, layer: str, level: int,
                   items: list[tuple[PendingCall, list[Record], PromptOf]],
                   ) -> tuple[list[PendingCall], list[PartitionOutcome]]:
@@ -279,23 +320,30 @@ def fit_to_window(ctx, layer: str, level: int,
     for call, records, prompt_of in items:
         window = ctx.llm.context_window_for(ctx.llm.model_for(call.request))
         red = _Reduction(call, records, prompt_of, window or 0)
-        if not window or red.fits():
+        if not window or estimate_tokens(call.request.prompt) <= prompt_budget(call.request, window):
             ready.append(call)
         else:
+            hopeless = _attempt(red, lambda red=red: reducer.hopeless(red))
+            red.error = red.error or hopeless
             reductions.append(red)
-    active = list(reductions)
+
+    def unfinished(red: _Reduction) -> bool:
+        return red.error is None and _attempt(red, red.fits) is False
+
+    active = [r for r in reductions if r.error is None]
     while active:
         reducer.run_level(active)
         for red in active:
-            if red.error is None and not red.fits() and red.level >= MAX_LEVELS:
+            if unfinished(red) and red.level >= MAX_LEVELS:
                 red.error = reducer.no_progress(red)
-        active = [r for r in active if r.error is None and not r.fits()]
+        active = [r for r in active if unfinished(r)]
     failed: list[PartitionOutcome] = []
     for red in reductions:
-        if red.error is not None:
-            failed.append(store_result(ctx, layer, level, red.call, red.error))
+        call = None if red.error is not None else _attempt(red, lambda red=red: reducer.finish(red))
+        if call is None:
+            failed.append(_failed(ctx, layer, level, red))
         else:
-            ready.append(reducer.finish(red))
+            ready.append(call)
     # Summaries of an earlier, larger version of a group are history now, not current.
     produced = {f"{red.group}/{a['level']}.{a['index']}" for red in reductions for a in red.audit
                 if red.error is None}

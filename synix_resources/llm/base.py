@@ -173,7 +173,7 @@ class LLMClient(ABC):
         """One request that fits the context window: cache/replay, limits, retries, audit."""
         model = self.model_for(request)
         key = cache_key(request, self.provider, model)
-        cached = self.from_cache(request, key)
+        cached = self.cached_response(request, key)
         if cached is not None:
             return cached
         if self.replay:
@@ -234,14 +234,13 @@ class LLMClient(ABC):
         err.response = response  # kept for the audit trail of the failed partition
         raise err
 
-    def cached_response(self, request: LLMRequest) -> LLMResponse | None:
-        """The cached answer to this (prepared) request, or None."""
-        return self.from_cache(request, cache_key(request, self.provider, self.model_for(request)))
-
-    def from_cache(self, request: LLMRequest, key: str) -> LLMResponse | None:
-        """A cached answer marked from_cache: no call, no cost; provider and model stay those
-        of the call that produced it, so the audit still names them."""
-        cached = self.cache.get(key) if self.cache is not None else None
+    def cached_response(self, request: LLMRequest, key: str | None = None) -> LLMResponse | None:
+        """The cached answer to this (prepared) request marked from_cache, or None: no call,
+        no cost; provider and model stay those of the call that produced it, so the audit
+        still names them."""
+        if self.cache is None:
+            return None
+        cached = self.cache.get(key or cache_key(request, self.provider, self.model_for(request)))
         if cached is None:
             return None
         return dataclasses.replace(cached, from_cache=True, attempts=0, latency_s=0.0,

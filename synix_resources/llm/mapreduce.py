@@ -2,7 +2,9 @@
 
 Needs `request.render` and `request.sources`: oversize sources are cut into chunks, each chunk is
 summarised with a generic prompt (in parallel, through the same client so retries, limits, cache
-and audit apply), and the caller's prompt is re-rendered with the chunk summaries.
+and audit apply), and the caller's prompt is re-rendered with the chunk summaries. An aggregate
+with more inputs than fit even summarised one by one is reduced in groups before it gets here
+(synix_assets/engine/reduction.py).
 """
 from __future__ import annotations
 

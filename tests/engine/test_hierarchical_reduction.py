@@ -85,8 +85,10 @@ def test_180_input_month_on_an_8k_window_is_reduced_hierarchically(tmp_path, cla
     assert len(reduce_calls) == len(parts)
     assert report.layers["monthly"]["llm_calls"] == len(parts) + 1
 
-    # a rebuild of the month reuses every intermediate: not one call
+    # a second run with nothing changed does nothing; a forced rebuild of the month reuses
+    # every intermediate: not one call either way
     before = len(provider_calls)
+    assert run_build(paths).to_json()["llm_calls"] == 0
     again = run_build(paths, select="monthly", full=True)
     assert again.layers["monthly"]["built"] == 1 and again.layers["monthly"]["llm_calls"] == 0
     assert len(provider_calls) == before
@@ -167,13 +169,13 @@ def month_in_store(tmp_path):
     from synix_assets.pipeline.loader import load_pipeline
 
     paths = ProjectPaths(init_project(tmp_path / "mem"))
-    text = paths.pipeline_file.read_text().replace(
-        'period="month", prompt=prompts.monthly_rollup)',
-        'period="month", prompt=prompts.monthly_rollup, max_tokens=600)')
-    paths.pipeline_file.write_text(text)
+    original = paths.pipeline_file.read_text()
     stores: list[ArtifactStore] = []
 
-    def make(n: int, marked: int | None = None):
+    def make(n: int, marked: int | None = None, max_tokens: int = 600):
+        paths.pipeline_file.write_text(original.replace(
+            'period="month", prompt=prompts.monthly_rollup)',
+            f'period="month", prompt=prompts.monthly_rollup, max_tokens={max_tokens})'))
         store = ArtifactStore(paths.store)
         stores.append(store)
         for i in range(n):
@@ -206,7 +208,7 @@ def test_reduction_recurses_until_the_prompt_fits_and_every_request_fits_the_win
         return real(self, request, model, attempt)
 
     monkeypatch.setattr(FakeClient, "call_once", checking)
-    ctx, build = month_in_store(120)
+    ctx, build = month_in_store(N)
     result = build()
     [outcome] = result.outcomes
     assert outcome.status == "built", outcome.error
@@ -222,7 +224,7 @@ def test_reduction_recurses_until_the_prompt_fits_and_every_request_fits_the_win
     # a level-2 summary is built from level-1 summaries, and the month from the level-2 ones
     assert {pid for p in by_level[2] for pid in p.parent_ids} == level_one
     assert {p.artifact_id for p in by_level[2]} <= set(monthly.parent_ids)
-    assert len(_lineage_ids(ctx.store, monthly.artifact_id)["episodes"]) == 120
+    assert len(_lineage_ids(ctx.store, monthly.artifact_id)["episodes"]) == N
     assert outcome.llm_calls == len(by_level[1]) + len(by_level[2]) + 1 == len(sent)
 
 
@@ -234,3 +236,11 @@ def test_failed_group_summary_fails_the_partition_naming_the_group(month_in_stor
     assert "400" in outcome.error
     assert ctx.store.current("monthly", "2025-01") is None
     assert [f.group_key for f in ctx.store.failures("monthly")] == ["2025-01"]
+
+
+def test_window_too_small_for_even_one_summary_fails_at_once_without_calls(month_in_store):
+    ctx, build = month_in_store(60, max_tokens=1000)  # leaves ~24 tokens of a 1,024 window
+    [outcome] = build().outcomes
+    assert outcome.status == "failed" and ctx.llm.calls == 0
+    assert "max_tokens 1000" in outcome.error and "1024-token" in outcome.error
+    assert "SYNIX_LLM_CONTEXT_TOKENS" in outcome.error

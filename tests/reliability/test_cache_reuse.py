@@ -92,7 +92,7 @@ def test_crash_mid_build_does_not_repay_finished_answers(tmp_path, claude_export
                                                          count_provider_calls):
     paths = _project(tmp_path, claude_export, make_conversations)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SYNIX_FAKE")}
-    env.update(SYNIX_LLM_PROVIDER="fake", SYNIX_FAKE_LATENCY_S="0.3")
+    env.update(SYNIX_LLM_PROVIDER="fake", SYNIX_FAKE_LATENCY_S="1.0")  # waves 1 s apart
     proc = subprocess.Popen([sys.executable, "-c", SLOW_STORE_RUN, str(paths.root)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
