@@ -35,8 +35,44 @@ class SynixGroup(click.Group):
         except Exception as exc:  # the one place an unexpected failure is reported, not hidden
             if _debug(ctx):
                 raise
+            full = _disk_full(ctx, exc)
+            if full is not None:
+                _error(full.one_line())
+                ctx.exit(full.exit_code)
             _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
             ctx.exit(70)
+
+
+def _disk_full(ctx: click.Context, exc: Exception):
+    """The storage error for a full disk that surfaced outside Synix's own writers (Dagster's run
+    and event storage during `synix run`), else None."""
+    import traceback
+
+    from synix_assets.cli.common import project_paths
+    from synix_resources.disk import disk_full_error, is_disk_full
+    from synix_resources.errors import SynixError as _Any
+
+    try:
+        state = project_paths(ctx).state_dir
+    except _Any:
+        state = None
+    if not is_disk_full(exc, state or os.getcwd()):
+        return None
+    chain, item = [], exc
+    while item is not None and len(chain) < 20:
+        chain.append(item)
+        item = item.__cause__ or item.__context__
+    named = next((getattr(e, "filename", None) for e in chain if getattr(e, "filename", None)), None)
+    in_dagster = any(frame.f_globals.get("__name__", "").startswith(("dagster", "sqlalchemy",
+                                                                       "synix_assets.dagster_defs"))
+                     for e in chain for frame, _ in traceback.walk_tb(e.__traceback__))
+    if named:
+        where = named
+    elif in_dagster and state is not None:
+        where = f"{state / 'dagster'} (Dagster's run storage)"
+    else:
+        where = state or "the project folder"
+    return disk_full_error(where)
 
 
 def _debug(ctx: click.Context) -> bool:
