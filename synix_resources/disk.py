@@ -4,8 +4,8 @@ A full disk reaches us as `OSError(ENOSPC/EDQUOT)` from plain file writes, as SQ
 ("database or disk is full") from SQLite, wrapped by SQLAlchemy when Dagster's storage writes,
 and sometimes as SQLITE_IOERR ("disk I/O error") when SQLite cannot grow its -wal/-shm file. The
 last one also means a failing disk, so it counts as "full" only when the file system really has
-(almost) no space left, or a file-size cap (`ulimit -f`) is in force. Every writer rolls back on error, so the message can promise that nothing
-already saved was lost.
+(almost) no space left, or a file-size cap (`ulimit -f`) is in force. Every writer rolls back
+on error, so the message can promise that nothing already saved was lost.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import functools
 import os
 import resource
 import sqlite3
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -25,6 +26,7 @@ _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _SQLITE_FULL = 13
 _SQLITE_IOERR = 10
 _NEARLY_FULL_BYTES = 1 << 20  # below this much free space an I/O error is a full disk
+_DAGSTER_MODULES = ("dagster", "sqlalchemy", "synix_assets.dagster_defs")  # its storage writers
 FIX = "free disk space and rerun `synix run`; it resumes where it stopped"
 
 
@@ -40,7 +42,8 @@ def free_bytes(path: str | os.PathLike) -> int | None:
     return None
 
 
-def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """`exc` and the exceptions it was raised from or while handling, outermost first."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen and len(seen) < 20:
         seen.add(id(exc))
@@ -51,7 +54,7 @@ def _chain(exc: BaseException | None) -> Iterator[BaseException]:
 def is_disk_full(exc: BaseException, path: str | os.PathLike | None = None) -> bool:
     """Whether `exc` (or an exception it was raised from) says the disk is full. `path`, the
     file being written, lets an SQLite I/O error count when its file system is out of space."""
-    for item in _chain(exc):
+    for item in exception_chain(exc):
         if isinstance(item, DiskFullError):
             return True
         if isinstance(item, OSError) and item.errno in _FULL_ERRNOS:
@@ -80,6 +83,23 @@ def disk_full_error(path: str | os.PathLike, action: str | None = None) -> DiskF
     doing = f" while {action}" if action else ""
     return DiskFullError(f"the disk is full: cannot write {path}{doing}; nothing already saved "
                          "was lost", hint=FIX)
+
+
+def disk_full_from(exc: BaseException, state_dir: Path | None) -> DiskFullError | None:
+    """A `DiskFullError` for `exc` if it is a full disk that no Synix writer named (Dagster's
+    storage during a build), naming the file if the error has one, else Dagster's storage or the
+    project's state folder; None for any other failure."""
+    if not is_disk_full(exc, state_dir or os.getcwd()):
+        return None
+    chain = list(exception_chain(exc))
+    named = next((e.filename for e in chain if getattr(e, "filename", None)), None)
+    in_dagster = any(frame.f_globals.get("__name__", "").startswith(_DAGSTER_MODULES)
+                     for e in chain for frame, _ in traceback.walk_tb(e.__traceback__))
+    if named:
+        return disk_full_error(named)
+    if in_dagster and state_dir is not None:
+        return disk_full_error(f"{state_dir / 'dagster'} (Dagster's run storage)")
+    return disk_full_error(state_dir or "the project folder")
 
 
 @contextmanager

@@ -46,33 +46,14 @@ class SynixGroup(click.Group):
 def _disk_full(ctx: click.Context, exc: Exception):
     """The storage error for a full disk that surfaced outside Synix's own writers (Dagster's run
     and event storage during `synix run`), else None."""
-    import traceback
-
     from synix_assets.cli.common import project_paths
-    from synix_resources.disk import disk_full_error, is_disk_full
-    from synix_resources.errors import SynixError as _Any
+    from synix_resources.disk import disk_full_from
 
     try:
         state = project_paths(ctx).state_dir
-    except _Any:
+    except SynixError:  # no project here: the disk can still be full
         state = None
-    if not is_disk_full(exc, state or os.getcwd()):
-        return None
-    chain, item = [], exc
-    while item is not None and len(chain) < 20:
-        chain.append(item)
-        item = item.__cause__ or item.__context__
-    named = next((getattr(e, "filename", None) for e in chain if getattr(e, "filename", None)), None)
-    in_dagster = any(frame.f_globals.get("__name__", "").startswith(("dagster", "sqlalchemy",
-                                                                       "synix_assets.dagster_defs"))
-                     for e in chain for frame, _ in traceback.walk_tb(e.__traceback__))
-    if named:
-        where = named
-    elif in_dagster and state is not None:
-        where = f"{state / 'dagster'} (Dagster's run storage)"
-    else:
-        where = state or "the project folder"
-    return disk_full_error(where)
+    return disk_full_from(exc, state)
 
 
 def _debug(ctx: click.Context) -> bool:
