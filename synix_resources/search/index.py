@@ -25,8 +25,8 @@ from typing import Iterable, Iterator
 import numpy as np
 import sqlite_utils
 
-from synix_resources.errors import SearchError
 from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
+from synix_resources.errors import SearchError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.private import private_file
 from synix_resources.search import schema

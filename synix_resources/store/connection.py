@@ -20,8 +20,8 @@ from typing import Iterator
 
 from sqlite_utils import Database
 
-from synix_resources.errors import StoreError, StoreLockedError
 from synix_resources.disk import disk_full_error, is_disk_full
+from synix_resources.errors import StoreError, StoreLockedError
 from synix_resources.private import private_file
 from synix_resources.store.migrations import MigrationRegistry, migrate
 
