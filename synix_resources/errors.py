@@ -34,6 +34,10 @@ class StoreError(SynixError):
     """The artifact store cannot be opened, written or migrated."""
 
 
+class DiskFullError(StoreError):
+    """A write failed because the disk (or the user's quota) is full; it was rolled back."""
+
+
 class StoreLockedError(StoreError):
     """Another process holds the store's write lock for longer than the busy timeout."""
 

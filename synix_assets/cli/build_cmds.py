@@ -109,8 +109,8 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
         render.error_line(err, failed.one_line())
         ctx.exit(1)
     if bad_files:
-        err.print(f"[bold red]error:[/] {len(bad_files)} export file(s) could not be read; "
-                  "everything else was built — fix or remove them and run again")
+        render.error_line(err, f"{len(bad_files)} export file(s) could not be read; everything else "
+                               "was built — fix or remove them and run again")
         ctx.exit(1)
 
 

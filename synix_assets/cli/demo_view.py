@@ -52,8 +52,9 @@ class DemoView:
             for hit in scoped["hits"]:
                 style = render.level_style(hit["level"])
                 titles = sorted({s.get("title") or "?" for s in hit["sources"]})
-                self.out.print(f"  [{style}]{render.safe(hit['title'], one_line=True)}[/] {render.safe(hit['artifact_id'])} ← "
-                               f"{len(titles)} conversation(s): {render.safe('; '.join(titles[:3]), one_line=True)}"
+                self.out.print(f"  [{style}]{render.safe(hit['title'], one_line=True)}[/] "
+                               f"{render.safe(hit['artifact_id'])} ← {len(titles)} conversation(s): "
+                               f"{render.safe('; '.join(titles[:3]), one_line=True)}"
                                f"{' …' if len(titles) > 3 else ''}")
 
     def _context(self, data: dict) -> None:

@@ -35,8 +35,25 @@ class SynixGroup(click.Group):
         except Exception as exc:  # the one place an unexpected failure is reported, not hidden
             if _debug(ctx):
                 raise
+            full = _disk_full(ctx, exc)
+            if full is not None:
+                _error(full.one_line())
+                ctx.exit(full.exit_code)
             _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
             ctx.exit(70)
+
+
+def _disk_full(ctx: click.Context, exc: Exception):
+    """The storage error for a full disk that surfaced outside Synix's own writers (Dagster's run
+    and event storage during `synix run`), else None."""
+    from synix_assets.cli.common import project_paths
+    from synix_resources.disk import disk_full_from
+
+    try:
+        state = project_paths(ctx).state_dir
+    except SynixError:  # no project here: the disk can still be full
+        state = None
+    return disk_full_from(exc, state)
 
 
 def _debug(ctx: click.Context) -> bool:

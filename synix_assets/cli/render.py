@@ -197,7 +197,8 @@ def skipped_inputs(out: Console, items: list[dict]) -> None:
         if "error" in s:
             error_line(out, s["error"])
         else:
-            out.print(f"[yellow]skipped[/yellow] conversation {safe(s.get('conversation_id'), one_line=True)} "
+            out.print(f"[yellow]skipped[/yellow] conversation "
+                      f"{safe(s.get('conversation_id'), one_line=True)} "
                       f"in {safe(s.get('file'), one_line=True)}: {safe(s.get('reason'), one_line=True)}",
                       soft_wrap=True)
 
@@ -306,7 +307,8 @@ def search_results(out: Console, result: dict) -> None:
         title = (f"[{style}]{i}. {safe(hit['layer'], one_line=True)} (level {hit['level']})[/] "
                  f"{safe(hit['title'] or '', one_line=True)}")
         out.print(Panel(body, title=markup(title), title_align="left", border_style=style,
-                        subtitle=markup(f"{safe(hit['artifact_id'], one_line=True)}  score {hit['score']:.3f}"),
+                        subtitle=markup(f"{safe(hit['artifact_id'], one_line=True)}  "
+                                        f"score {hit['score']:.3f}"),
                         subtitle_align="right"))
 
 
@@ -346,14 +348,16 @@ def runs_table(out: Console, runs: list[dict]) -> None:
     table = make_table("run id", "status", "started (UTC)", "built", "cached", "failed", "calls", "cost", "time",
                        left=("run id", "status", "started (UTC)"))
     for r in runs:
-        table.add_row(safe(r["run_id"][:12]), safe(r["status"]), safe((r["started_at"] or "")[5:16].replace("T", " ")),
+        table.add_row(safe(r["run_id"][:12]), safe(r["status"]),
+                      safe((r["started_at"] or "")[5:16].replace("T", " ")),
                       num(r["built"]), num(r["cached"]), num(r["failed"]), num(r["llm_calls"]),
                       money(r["cost_usd"]), f"{r['seconds']:.2f}s" if r.get("seconds") is not None else "-")
     out.print(table)
 
 
 def run_details(out: Console, run: dict) -> None:
-    out.print(f"run {safe(run['run_id'])} [bold]{safe(run['status'])}[/] started {safe(run['started_at'][:19])}"
+    out.print(f"run {safe(run['run_id'])} [bold]{safe(run['status'])}[/] "
+              f"started {safe(run['started_at'][:19])}"
               f" finished {safe((run['finished_at'] or '-')[:19])}")
     table = make_table("layer", "built", "cached", "failed", "calls", "tok in", "tok out", "cost", "time")
     for layer, v in run["layers"].items():

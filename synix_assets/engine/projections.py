@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from synix_resources.disk import mapped_disk_full
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.private import tighten, write_private_text
@@ -171,8 +172,12 @@ def write_context_doc(ctx, name: str) -> ProjectionResult:
         return ProjectionResult(name, "context_doc", False, {"path": str(path), "artifacts": len(arts)})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    write_private_text(tmp, text)
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    try:
+        with mapped_disk_full(path, "writing the context document"):
+            write_private_text(tmp, text)
+            os.replace(tmp, path)  # atomic: a reader never sees half a file
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed write leaves no half file behind
     ctx.store.set_meta(f"projection:{name}:key", key)
     return ProjectionResult(name, "context_doc", True,
                             {"path": str(path), "artifacts": len(arts), "tokens": estimate_tokens(text)})

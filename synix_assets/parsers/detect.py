@@ -30,7 +30,7 @@ import ijson
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
 from . import chatgpt, claude, claude_code
-from .model import (MAX_NESTING, Conversation, ParseReport, name_is_utf8, nested_too_deep,
+from .model import (MAX_NESTING, Conversation, ParseReport, entry_problem, name_is_utf8,
                     printable_path)
 
 try:  # the C backend is ~10x faster than pure Python; fall back quietly if the wheel lacks it
@@ -39,6 +39,8 @@ except ImportError:
     _ijson = ijson
 
 log = logging.getLogger("synix.parsers")
+# yajl2_c refuses or replaces escaped lone surrogates ("\udcff"); other backends may yield them.
+_CHECK_TEXT = getattr(_ijson, "backend_name", "") != "yajl2_c"
 
 FORMATS = ("chatgpt", "claude", "claude-code")
 _HEAD_BYTES = 64 * 1024
@@ -119,8 +121,9 @@ def iter_conversations(path: str | Path, format: str = "auto",
                 raise ExportFormatError(
                     f"{path}: the zip is corrupt ({exc}); download the export again") from exc
             index += 1
-            if nested_too_deep(raw):
-                raise _too_deep(path, f"conversation #{index}")
+            problem = entry_problem(raw, check_text=_CHECK_TEXT)
+            if problem:
+                raise _unsafe(path, f"conversation #{index}", problem)
             conversation = _parse_one(parse, raw, get_id(raw) or f"#{index}", path, report)
             if conversation is not None:
                 yield conversation
@@ -173,7 +176,8 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
             try:
                 line = json.loads(raw_line)
             except RecursionError as exc:
-                raise _too_deep(path, f"line {number}") from exc
+                raise _unsafe(path, f"line {number}",
+                              f"is nested more than {MAX_NESTING} levels deep") from exc
             except UnicodeDecodeError as exc:
                 raise ExportFormatError(
                     f"{path}: line {number} is not valid UTF-8; re-save the file as UTF-8") from exc
@@ -185,15 +189,16 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
                     f"~/.claude/projects/") from exc
             if isinstance(line, dict) and line.get("type") in _JSONL_TYPES:
                 kept = {k: line[k] for k in _JSONL_FIELDS if k in line}
-                if nested_too_deep(kept):
-                    raise _too_deep(path, f"line {number}")
+                problem = entry_problem(kept)
+                if problem:
+                    raise _unsafe(path, f"line {number}", problem)
                 yield kept
 
 
-def _too_deep(path: Path, where: str) -> ExportFormatError:
+def _unsafe(path: Path, where: str, problem: str) -> ExportFormatError:
     return ExportFormatError(
-        f"{path}: {where} is nested more than {MAX_NESTING} levels deep (damaged, or not a chat "
-        f"export); remove the file from the exports folder or {_FIX_EXPORT}")
+        f"{path}: {where} {problem} (damaged, or not a chat export); remove the file from the "
+        f"exports folder or {_FIX_EXPORT}")
 
 
 # --- opening and up-front checks -------------------------------------------------------------

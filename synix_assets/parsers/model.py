@@ -42,17 +42,27 @@ def checked_entry_id(raw: Any, *keys: str) -> str:
     return conv_id
 
 
-def nested_too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
-    """Whether lists/objects inside `value` nest more than `limit` levels (iterative: a
-    10,000-level value must not itself overflow the stack while being measured)."""
+def entry_problem(value: Any, limit: int = MAX_NESTING, *, check_text: bool = True) -> str | None:
+    """Why a decoded export entry cannot be stored safely, or None: lists/objects nested more
+    than `limit` levels (json, repr and the store would overflow Python's recursion limit), or
+    text with a lone surrogate (JSON may escape one, e.g. "\\udcff"; SQLite cannot store it).
+    Iterative, so a 10,000-level value does not overflow the stack while being measured.
+    `check_text=False` skips the text check (for decoders that never yield lone surrogates)."""
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str):
+            if check_text and not is_valid_text(item):
+                return f"holds text that is not valid Unicode ('{escape_invalid(item[:40])}')"
+            continue
         if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
+            return f"is nested more than {limit} levels deep"
+        if isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return None
 
 
 def text_or_none(value: Any) -> str | None:

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
 from synix_resources.errors import LLMError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.private import private_file
@@ -72,6 +73,8 @@ class ResponseCache:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
         except sqlite3.Error as err:
+            if is_disk_full(err, self.path):
+                raise disk_full_error(self.path, "opening the LLM response cache") from err
             raise LLMError(f"cannot open LLM response cache {self.path}: {err}",
                            hint="check the path is writable or delete the corrupt file") from err
 
@@ -86,6 +89,7 @@ class ResponseCache:
                                    (key,)).fetchone()
         return LLMResponse.from_json_dict(json.loads(row[0])) if row else None
 
+    @maps_disk_full("saving an LLM answer")
     def put(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
         record = response.to_json_dict()
         record["from_cache"] = False
@@ -114,6 +118,7 @@ class ResponseCache:
             return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     # batches ---------------------------------------------------------------------------------
+    @maps_disk_full("recording a batch")
     def record_batch(self, batch_id: str, fingerprint: str, provider: str, model: str,
                      items: list[tuple[str, str, str]]) -> None:
         """Persist a submitted batch and its custom_id → (request key, label) mapping."""
@@ -137,6 +142,7 @@ class ResponseCache:
                                     " WHERE batch_id = ?", (batch_id,)).fetchall()
         return {cid: (key, label) for cid, key, label in rows}
 
+    @maps_disk_full("recording a batch")
     def mark_batch(self, batch_id: str, status: str) -> None:
         with self._lock, self._db:
             self._db.execute("UPDATE batches SET status = ? WHERE batch_id = ?", (status, batch_id))

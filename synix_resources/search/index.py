@@ -25,6 +25,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import sqlite_utils
 
+from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
 from synix_resources.errors import SearchError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.private import private_file
@@ -238,6 +239,8 @@ class SearchIndex:
             self.db.execute("PRAGMA secure_delete=ON")
             self._ensure_schema()
         except sqlite3.DatabaseError as exc:
+            if is_disk_full(exc, self.path):
+                raise disk_full_error(self.path, "opening the search index") from exc
             raise SearchError(f"search index {self.path} cannot be opened: {exc}",
                               hint="delete the file and rebuild the index") from exc
         self._want_embeddings = embeddings
@@ -298,6 +301,7 @@ class SearchIndex:
 
     # -- sync -------------------------------------------------------------------------------
 
+    @maps_disk_full("updating the search index")
     def sync(self, name: str, docs: Iterable[IndexDoc]) -> SyncStats:
         """Make collection `name` hold exactly `docs`: only changed docs are re-indexed, docs no
         longer present are removed, and a sync with nothing to change writes nothing."""

@@ -20,6 +20,7 @@ from typing import Iterator
 
 from sqlite_utils import Database
 
+from synix_resources.disk import disk_full_error, is_disk_full
 from synix_resources.errors import StoreError, StoreLockedError
 from synix_resources.private import private_file
 from synix_resources.store.migrations import MigrationRegistry, migrate
@@ -46,6 +47,8 @@ class StoreConnection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             private_file(self.path)  # before SQLite makes it (and its -wal/-shm) world-readable
         except OSError as err:
+            if is_disk_full(err):
+                raise disk_full_error(self.path, "creating it") from err
             raise StoreError(
                 f"Cannot create the artifact store {self.path} or its folder: "
                 f"{err.strerror or err}",
@@ -164,11 +167,8 @@ class StoreConnection:
             return StoreError(f"Cannot write {where} while {action}: it is read-only",
                               hint="make the file and its folder writable, or set "
                                    "SYNIX_STORE_PATH to a writable location")
-        if "full" in low:
-            return StoreError(f"Cannot write {where} while {action}: the disk is full "
-                              "(nothing was written)",
-                              hint="free disk space and re-run; the build resumes where it "
-                                   "stopped")
+        if is_disk_full(err, self.path):
+            return disk_full_error(self.path, action)
         if "unable to open" in low or "disk i/o" in low:
             return StoreError(f"Cannot open {where} while {action}: {text}",
                               hint="check that the file and its folder exist and are "

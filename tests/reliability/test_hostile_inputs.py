@@ -44,8 +44,13 @@ def write_hostile_files(folder: Path) -> dict[str, str]:
     (folder / "deep-title.json").write_text(f"[{_claude_entry('deep-title', deep_dict)}]")
     with open(os.path.join(os.fsencode(folder), b"\xff\xfe-latin.json"), "w") as fh:
         fh.write(f"[{_claude_entry('bad-name', json.dumps('fine content'))}]")
+    # JSON may escape a lone surrogate; json.loads (Claude Code lines) decodes it as is
+    (folder / "surrogate.jsonl").write_text(
+        '{"type": "user", "sessionId": "s\\udcff", "uuid": "u1", "message": {"role": "user", '
+        '"content": "hi \\ud800"}}\n')
     return {"deep-line.jsonl": "deep-line.jsonl", "deep-parts.json": "deep-parts.json",
-            "deep-title.json": "deep-title.json", "latin": "\\xff\\xfe-latin.json"}
+            "deep-title.json": "deep-title.json", "latin": "\\xff\\xfe-latin.json",
+            "surrogate.jsonl": "surrogate.jsonl"}
 
 
 @pytest.mark.parametrize("name", ["deep-line.jsonl", "deep-parts.json", "deep-title.json"])
@@ -55,6 +60,15 @@ def test_deeply_nested_file_is_one_export_format_error_naming_it(tmp_path, name)
         parse_file(tmp_path / name)
     line = info.value.one_line()
     assert name in line and "nested more than" in line and "\n" not in line
+
+
+def test_escaped_lone_surrogate_in_a_jsonl_line_is_one_export_format_error(tmp_path):
+    write_hostile_files(tmp_path)
+    with pytest.raises(ExportFormatError) as info:
+        parse_file(tmp_path / "surrogate.jsonl")
+    line = info.value.one_line()
+    assert "surrogate.jsonl: line 1 holds text that is not valid Unicode" in line
+    line.encode("utf-8")
 
 
 def test_non_utf8_file_name_is_refused_by_its_escaped_name(tmp_path):
@@ -88,7 +102,7 @@ def test_hostile_files_are_skipped_and_everything_else_builds(small_project):
     report = run_build(paths)
     failed = {s["file"].rsplit("/", 1)[-1]: s["error"] for s in report.skipped_inputs if "error" in s}
     assert set(failed) == {"deep-line.jsonl", "deep-parts.json", "deep-title.json",
-                           expected["latin"]}
+                           expected["latin"], "surrogate.jsonl"}
     for error in failed.values():
         error.encode("utf-8")
         assert "\n" not in error
