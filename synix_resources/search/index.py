@@ -495,7 +495,7 @@ class SearchIndex:
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
         if limit <= 0:
             return SearchResults([], mode=mode, requested_mode=mode)
-        check_filters(layers=layers, since=since, until=until, source=source)
+        layers = check_filters(layers=layers, since=since, until=until, source=source)
         layer_list = self._check_layers(layers)
         filters = _Filters(layer_list, since, until, source)
         if exact:

@@ -87,10 +87,11 @@ def require_text(value: object, what: str) -> str:
 
 
 def check_filters(*, layers: object = None, since: object = None, until: object = None,
-                  source: object = None) -> None:
-    """Raise a one-line `SearchError` for a filter value no index row could match safely."""
-    layer_list = [layers] if isinstance(layers, str) else list(layers or [])
-    for layer in layer_list:
+                  source: object = None) -> list[str] | None:
+    """Raise a one-line `SearchError` for a filter value no index row could match safely;
+    return `layers` as a list (read once: it may be any iterable), or None."""
+    layer_list = None if layers is None else [layers] if isinstance(layers, str) else list(layers)
+    for layer in layer_list or []:
         require_text(layer, "layer")
     for what, value in (("--since", since), ("--until", until)):
         if value is not None and not _DATE.fullmatch(require_text(value, what)):
@@ -98,6 +99,7 @@ def check_filters(*, layers: object = None, since: object = None, until: object 
                               hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
     if source is not None:
         require_text(source, "source")
+    return layer_list
 
 
 def check_phrase(phrase: object) -> str:

@@ -103,6 +103,8 @@ def test_lone_surrogates_are_a_search_error_in_every_query_form(index):
         with pytest.raises(SearchError, match="is not a date"):
             index.search("rust", **{key: "yesterday"})
     assert index.search("rust", since="2020", until="2030-12-31") is not None
+    # layers may be any iterable: checking them must not use it up
+    assert [h.artifact_id for h in index.search("rust", layers=iter(["transcripts"]))] == ["a"]
 
 
 def test_exact_phrase_past_the_limit_is_a_clear_error_and_below_it_is_fast(index):
