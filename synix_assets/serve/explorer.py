@@ -75,9 +75,10 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     svc = _svc(request)
     all_layers = svc.layers(branch)
     layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
-    results, listing = None, None
+    results, listing, passages = None, None, None
     if q:
         results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30)
+        passages = svc.search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
     else:
         built = [l for l in all_layers if l["records"]]
         chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)
@@ -93,7 +94,8 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     trail_ids = [t for t in (trail or "").split(",") if t]
     crumbs = [svc.sources(t, branch) for t in trail_ids]
     return render(request, "explore.html", q=q, layers=layers or "", mode=mode, layer=layer,
-                  all_layers=all_layers, results=results, listing=listing, selected=selected,
+                  all_layers=all_layers, results=results, passages=passages, listing=listing,
+                  selected=selected,
                   selected_sources=selected_sources, detail=detail, detail_sources=detail_sources,
                   hl_range=hl_range, trail=trail_ids, crumbs=crumbs, sel=sel, src=src, page=page,
                   branch=branch)

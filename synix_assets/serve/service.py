@@ -305,7 +305,7 @@ class MemoryService:
     def _evidence(self, r: Reader, query: str, *, mode: str, since, until, limit: int):
         """Passages of the source transcripts: searched directly when the index makes them
         searchable, else found under the best-matching memories (drill-down into their
-        ancestry, where the index keeps the transcripts' messages)."""
+        ancestry, where the index keeps the transcripts' messages), else the literal phrase."""
         from synix_resources.search.documents import SearchResults
 
         leaf_layers = [l["layer"] for l in self._leaf_layers(r.store.layers())]
@@ -321,6 +321,9 @@ class MemoryService:
                 if item.level == 0 and item.artifact_id not in seen:
                     seen.add(item.artifact_id)
                     found.append(item)
+        if not found:
+            # No memory leads there: the literal phrase in the transcripts is the last resort.
+            return r.index.search(query, exact=True, limit=limit, since=since, until=until)
         found.sort(key=lambda h: -h.score)
         return SearchResults(found[:limit], mode=direct.mode, requested_mode=mode, notice=direct.notice)
 
