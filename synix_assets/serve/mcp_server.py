@@ -54,7 +54,8 @@ def run_http(service: MemoryService, *, host: str, port: int, token: str | None 
     from synix_assets.web.serving import Terminated, make_server, sigterm_raises
 
     app = build_server(service).streamable_http_app(host=host)
-    policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts)
+    policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts,
+                         json_is_proof=True)
     server = make_server(app, policy, host=host, port=port)
     with sigterm_raises():
         try:

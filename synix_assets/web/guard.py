@@ -59,6 +59,10 @@ class GuardPolicy:
     bind_host: str = "127.0.0.1"
     token: str | None = None
     allowed_hosts: tuple[str, ...] = ()
+    # MCP clients POST JSON without Origin. A browser cannot send a cross-origin
+    # `Content-Type: application/json` request without a CORS preflight (never answered
+    # here), so for such endpoints that content type is proof enough.
+    json_is_proof: bool = False
     hosts: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -133,7 +137,8 @@ def check_request(policy: GuardPolicy, scope) -> tuple[int, str] | None:
     elif referer is not None:
         if _origin_host(referer) != host.lower():
             return 403, "refused: cross-origin request (Referer names another site)"
-    if scope["type"] == "http" and not same_origin and CUSTOM_HEADER not in headers:
+    json_body = policy.json_is_proof and headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+    if scope["type"] == "http" and not same_origin and CUSTOM_HEADER not in headers and not json_body:
         method = scope.get("method", "GET").upper()
         if method not in SAFE_METHODS:
             return 403, (f"refused: {method} without a same-origin Origin header or the "

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from serve_helpers import free_port, wait_until_serving
+from serve_helpers import free_port, stop, synix_cmd, wait_until_serving
 
 HOSTILE_TITLE = "<script>window.pwned=1</script> Hostile kayak plan"
 HOSTILE_TEXT = "Kayak <img src=x onerror=\"window.pwned=2\"> trip on the lake, kayak rental booked."
@@ -52,21 +50,6 @@ def served_project(tmp_path_factory):
             else:
                 os.environ[key] = value
     return paths
-
-
-def synix_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "synix_assets.cli", *args]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM by PID, then SIGKILL if it does not stop within 20 s."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

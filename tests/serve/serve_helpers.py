@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import http.client
+import signal
+import subprocess
+import sys
 import time
 
 from synix_assets.web.serving import free_port  # noqa: F401  (re-exported for the tests)
@@ -37,3 +40,18 @@ def wait_until_serving(port: int, proc, path: str, timeout_s: float, output=lamb
         if proc.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"nothing served 127.0.0.1:{port}{path}: {output()[-3000:]}")
         time.sleep(0.3)
+
+
+def synix_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "synix_assets.cli", *args]
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM by PID, then SIGKILL if it does not stop within 20 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
