@@ -120,6 +120,9 @@ def bench_size(out: Path, n: int, queries: int) -> dict:
             "/explore?q=": measure(port, [f"/explore?q={quote(q)}" for q in qs[:max(5, queries // 3)]]),
             "/layers/episodes?page=": measure(port, [f"/layers/episodes?page={1 + (i * 37) % pages['episodes']}"
                                                      for i in range(max(5, queries // 3))]),
+            "/explore": measure(port, ["/explore"] * 5),
+            "/pipeline": measure(port, ["/pipeline"] * 5),
+            "/context": measure(port, ["/context"] * 5),
         }
     finally:
         proc.terminate()
@@ -150,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| endpoint | conversations | p50 ms | p95 ms | max ms | under {TARGET_S:g} s |")
     print("|---|---|---|---|---|---|")
     for r in results:
-        for key in ("/v1/search", "/v1/brief", "/explore?q=", "/layers/episodes?page="):
+        for key in ("/v1/search", "/v1/brief", "/explore?q=", "/layers/episodes?page=", "/explore",
+                    "/pipeline", "/context"):
             m = r[key]
             print(f"| {key} | {r['conversations']:,} | {m['p50_ms']} | {m['p95_ms']} | {m['max_ms']} | "
                   f"{'yes' if m['p95_ms'] < TARGET_S * 1000 else 'NO'} |")
