@@ -89,8 +89,8 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     detail = svc.record(src, branch) if src else None
     detail_sources = svc.sources(src, branch)["sources"] if src else []
     hl_range = _range(range_)
-    if detail and not hl_range and q:
-        hl_range = _first_hit_range(svc, q, detail, branch)
+    if detail and detail["messages"] and not hl_range and q:
+        hl_range = svc.matched_range(q, detail["artifact_id"], branch)
     trail_ids = [t for t in (trail or "").split(",") if t]
     crumbs = [svc.sources(t, branch) for t in trail_ids]
     return render(request, "explore.html", q=q, layers=layers or "", mode=mode, layer=layer,
@@ -104,17 +104,6 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
 def _range(value: str | None) -> tuple[int, int] | None:
     m = re.fullmatch(r"(\d+)(?:-(\d+))?", value or "")
     return (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
-
-
-def _first_hit_range(svc: MemoryService, q: str, detail: dict, branch: str):
-    """For a transcript opened from a search, the messages that matched (to scroll to)."""
-    if not detail["messages"]:
-        return None
-    found = svc.search(q, branch=branch, evidence=True, limit=50)
-    for hit in found["hits"]:
-        if hit["artifact_id"] == detail["artifact_id"] and hit.get("message_range"):
-            return tuple(hit["message_range"])
-    return None
 
 
 @router.get("/records/{record_id}", response_class=HTMLResponse)

@@ -196,9 +196,15 @@ class MemoryService:
         """Content, metadata, audit, parents and source conversations of one record."""
         with self.reader(branch) as r:
             out = artifact_dict(r.store, ref)
-            art = r.store.get(out["artifact_id"])
-        out["messages"] = list(transcript_messages(art.content)) if not art.parent_ids else []
+        out["messages"] = list(transcript_messages(out["content"])) if not out["parents"] else []
         return out
+
+    def matched_range(self, query: str, transcript_id: str, branch: str = "main") -> tuple[int, int] | None:
+        """The messages of this transcript that best match `query` (to highlight and scroll to)."""
+        for hit in self.search(query, branch=branch, evidence=True, limit=50)["hits"]:
+            if hit["artifact_id"] == transcript_id and hit.get("message_range"):
+                return tuple(hit["message_range"])
+        return None
 
     def sources(self, ref: str, branch: str = "main") -> dict:
         """The records this one was built from (one hop down), in input order."""

@@ -8,7 +8,6 @@ import os
 import subprocess
 import time
 
-import pytest
 from serve_helpers import free_port, request, stop, synix_cmd
 
 TOOLS = {"get_map", "search_memories", "search_evidence", "get_memory", "follow", "lineage",
