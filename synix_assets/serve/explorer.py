@@ -75,10 +75,9 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     svc = _svc(request)
     all_layers = svc.layers(branch)
     layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
-    results, listing, passages = None, None, None
+    results, listing = None, None
     if q:
         results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30)
-        passages = svc.search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
     else:
         built = [l for l in all_layers if l["records"]]
         chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)
@@ -90,12 +89,11 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     detail_sources = svc.sources(src, branch)["sources"] if src else []
     hl_range = _range(range_)
     if detail and detail["messages"] and not hl_range and q:
-        hl_range = svc.matched_range(q, detail["artifact_id"], branch)
+        hl_range = svc.matched_range(q, detail["messages"])
     trail_ids = [t for t in (trail or "").split(",") if t]
     crumbs = [svc.sources(t, branch) for t in trail_ids]
     return render(request, "explore.html", q=q, layers=layers or "", mode=mode, layer=layer,
-                  all_layers=all_layers, results=results, passages=passages, listing=listing,
-                  selected=selected,
+                  all_layers=all_layers, results=results, listing=listing, selected=selected,
                   selected_sources=selected_sources, detail=detail, detail_sources=detail_sources,
                   hl_range=hl_range, trail=trail_ids, crumbs=crumbs, sel=sel, src=src, page=page,
                   branch=branch)
@@ -104,6 +102,14 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
 def _range(value: str | None) -> tuple[int, int] | None:
     m = re.fullmatch(r"(\d+)(?:-(\d+))?", value or "")
     return (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
+
+
+@router.get("/explore/passages", response_class=HTMLResponse)
+def passages(request: Request, q: str, mode: str = "fts", src: str | None = None,
+             branch: str = "main"):
+    """Transcript passages for a query (loaded into the results column after the page)."""
+    hits = _svc(request).search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
+    return render(request, "_passages.html", passages=hits, q=q, mode=mode, src=src, branch=branch)
 
 
 @router.get("/records/{record_id}", response_class=HTMLResponse)

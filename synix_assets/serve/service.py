@@ -24,6 +24,7 @@ BRANCHES = ("main",)  # the seam for branches: every call names one; only "main"
 MAX_LIMIT = 200
 PREVIEW_CHARS = 280
 MODES = ("fts", "semantic", "hybrid")
+EVIDENCE_LEADS = 3  # memories whose transcripts an evidence search drills into
 # Metadata a layer listing can filter on: query name -> metadata key.
 FILTERS = {"period": "meta.time.period", "conversation": "meta.chat.conversation_id",
            "source": "meta.source.name", "source_file": "meta.source.path"}
@@ -199,12 +200,17 @@ class MemoryService:
         out["messages"] = list(transcript_messages(out["content"])) if not out["parents"] else []
         return out
 
-    def matched_range(self, query: str, transcript_id: str, branch: str = "main") -> tuple[int, int] | None:
-        """The messages of this transcript that best match `query` (to highlight and scroll to)."""
-        for hit in self.search(query, branch=branch, evidence=True, limit=50)["hits"]:
-            if hit["artifact_id"] == transcript_id and hit.get("message_range"):
-                return tuple(hit["message_range"])
-        return None
+    @staticmethod
+    def matched_range(query: str, messages: list[dict]) -> tuple[int, int] | None:
+        """The message of a transcript that contains the most of the query's words (to
+        highlight and scroll to), as a (first, last) range; None when none does."""
+        words = {w for w in re.findall(r"\w{3,}", query.casefold())}
+        best, best_score = None, 0
+        for msg in messages:
+            score = len(words & set(re.findall(r"\w{3,}", msg["text"].casefold())))
+            if score > best_score:
+                best, best_score = msg["index"], score
+        return (best, best) if best is not None else None
 
     def sources(self, ref: str, branch: str = "main") -> dict:
         """The records this one was built from (one hop down), in input order."""
@@ -320,7 +326,8 @@ class MemoryService:
         if len(direct):
             return direct
         found, seen = [], set()
-        for hit in r.index.search(query, mode=mode, limit=limit, since=since, until=until):
+        # Each drill-down costs tens of milliseconds at 10k conversations: the best few leads.
+        for hit in r.index.search(query, mode=mode, limit=EVIDENCE_LEADS, since=since, until=until):
             below = [hit] if hit.level == 0 else r.index.drill_down(hit.artifact_id, query, mode=mode,
                                                                      limit=limit)
             for item in below:
