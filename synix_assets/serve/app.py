@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -18,7 +19,8 @@ from synix_resources.errors import SynixError
 
 
 def create_app(service: MemoryService) -> FastAPI:
-    app = FastAPI(title="Synix memory API", version="1",
+    # docs_url=None: the default /docs page loads Swagger UI from a CDN; ours is vendored.
+    app = FastAPI(title="Synix memory API", version="1", docs_url=None, redoc_url=None,
                   description="Read-only access to a built Synix memory: search with provenance, "
                               "records, lineage, layers, timeline, the context document and a "
                               "prompt-ready brief.")
@@ -26,6 +28,13 @@ def create_app(service: MemoryService) -> FastAPI:
     app.include_router(api.router)
     app.include_router(explorer.router)
     app.mount("/static", StaticFiles(directory=explorer.HERE / "static"), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Synix memory API",
+                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/swagger/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
 
     def answer(request: Request, status: int, message: str):
         if request.url.path.startswith("/v1") or request.url.path.startswith("/openapi"):

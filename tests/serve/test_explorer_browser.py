@@ -149,3 +149,14 @@ def test_hostile_export_text_is_shown_as_text_never_run(page):
     page.wait_for_url("**src=*")
     assert '<img src=x onerror="window.pwned=2">' in page.locator("#col-detail").inner_text()
     assert page.evaluate("typeof window.pwned") == "undefined"
+
+
+def test_openapi_docs_page_renders_from_vendored_files(page):
+    requested: list[str] = []
+    page.on("request", lambda req: requested.append(req.url))
+    page.goto("/docs")
+    page.locator(".swagger-ui .opblock-summary-path").first.wait_for()
+    paths = page.locator(".swagger-ui .opblock-summary-path").all_text_contents()
+    assert "/v1/search" in paths and "/v1/brief" in paths
+    assert requested and all(url.startswith(page.url.split("/docs")[0]) for url in requested)
+
