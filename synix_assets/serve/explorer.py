@@ -135,6 +135,12 @@ def layer_page(request: Request, layer: str, page: int = Query(1, ge=1),
 
 @router.get("/pipeline", response_class=HTMLResponse)
 def pipeline_page(request: Request, branch: str = "main"):
+    """The page at once; the DAG (which needs a staleness plan) loads into it."""
+    return render(request, "pipeline.html", branch=branch)
+
+
+@router.get("/pipeline/graph", response_class=HTMLResponse)
+def pipeline_graph(request: Request, branch: str = "main"):
     graph = _svc(request).pipeline_graph(branch)
     columns: dict[int, list[dict]] = {}
     for node in graph["nodes"]:
@@ -143,7 +149,7 @@ def pipeline_page(request: Request, branch: str = "main"):
     inputs = {}
     for edge in graph["edges"]:
         inputs.setdefault(edge["to"], []).append(edge["from"])
-    return render(request, "pipeline.html", graph=graph,
+    return render(request, "_pipeline_graph.html", graph=graph,
                   columns=[columns[k] for k in sorted(columns)], inputs=inputs)
 
 

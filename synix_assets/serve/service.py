@@ -94,16 +94,52 @@ class MemoryService:
         self._all: list[Reader] = []
         self._lock = threading.Lock()
         self._pipeline = None
+        self._pipeline_mtime: tuple | None = None
+        self._status_lock = threading.Lock()
+        self._status: tuple[tuple, dict] | None = None
 
     # ---- plumbing ---------------------------------------------------------------------
 
     @property
     def pipeline(self):
-        if self._pipeline is None:
+        if self._pipeline is None or self._pipeline_mtime != self._mtime(self.paths.pipeline_file):
             from synix_assets.pipeline.loader import load_pipeline
 
+            self._pipeline_mtime = self._mtime(self.paths.pipeline_file)
             self._pipeline = load_pipeline(self.paths.pipeline_file)
         return self._pipeline
+
+    @staticmethod
+    def _mtime(path) -> tuple | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _project_state(self) -> tuple:
+        """What staleness depends on: pipeline.py, the store (and its WAL), the export files.
+        Stat calls only, so comparing it is cheap."""
+        store = self.paths.store
+        files = [self.paths.pipeline_file, store, store.with_name(store.name + "-wal")]
+        for src in self.pipeline.sources.values():
+            folder = self.pipeline.resolve(src.path)
+            files += sorted(folder.rglob("*")) if folder.is_dir() else [folder]
+        return tuple((str(f), self._mtime(f)) for f in files)
+
+    def _project_status(self) -> dict:
+        """`synix status` (a full plan: seconds on a large project), recomputed only when the
+        project changed since the last time."""
+        from synix_assets.reports.status import project_status
+
+        with self._status_lock:
+            state = self._project_state()
+            if self._status is None or self._status[0] != state:
+                status = project_status(self.paths)
+                # Keyed by the state *after*: planning opens the store, and closing it may
+                # checkpoint the WAL, which changes the files' stats once.
+                self._status = (self._project_state(), status)
+            return self._status[1]
 
     def _open_reader(self) -> Reader:
         from synix_resources.search.index import SearchIndex
@@ -168,10 +204,8 @@ class MemoryService:
 
     def pipeline_graph(self, branch: str = "main") -> dict:
         """The DAG: sources, steps and projections as nodes (counts, staleness), edges by input."""
-        from synix_assets.reports.status import project_status
-
         check_branch(branch)
-        status = project_status(self.paths)
+        status = self._project_status()
         pipe = self.pipeline
         nodes = [{"id": name, "kind": "source", "records": None, "stale": None}
                  for name in pipe.sources]
