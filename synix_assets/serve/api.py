@@ -50,8 +50,10 @@ def leaves(request: Request, record_id: str, limit: int = Query(100, ge=1, le=MA
 @router.get("/records/{record_id}/lineage", summary="The provenance tree down to the transcripts")
 def lineage(request: Request, record_id: str,
             q: str | None = Query(None, description="Keep the branches that mention these words."),
+            depth: int = Query(20, ge=1, le=20, description="Levels of sources to follow."),
+            per_node: int | None = Query(None, ge=1, le=MAX_LIMIT, description="Most sources shown per record."),
             branch: str = BRANCH) -> dict:
-    return _svc(request).lineage(record_id, branch, query=q)
+    return _svc(request).lineage(record_id, branch, query=q, depth=depth, per_node=per_node)
 
 
 @router.get("/layers", summary="The pipeline's layers with their record counts")

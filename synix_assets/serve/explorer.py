@@ -116,7 +116,9 @@ def passages(request: Request, q: str, mode: str = "fts", src: str | None = None
 def record_page(request: Request, record_id: str, branch: str = "main"):
     svc = _svc(request)
     rec = svc.record(record_id, branch)
-    return render(request, "record.html", rec=rec, tree=svc.lineage(record_id, branch))
+    # Two levels, a few sources each: a core memory's whole tree is every conversation.
+    return render(request, "record.html", rec=rec,
+                  tree=svc.lineage(record_id, branch, depth=2, per_node=8))
 
 
 @router.get("/layers/{layer}", response_class=HTMLResponse)

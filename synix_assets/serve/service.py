@@ -263,11 +263,20 @@ class MemoryService:
         return {"artifact_id": art.artifact_id,
                 "leaves": [{**source_of(l), "artifact_id": l.artifact_id} for l in leaves]}
 
-    def lineage(self, ref: str, branch: str = "main", query: str | None = None) -> dict:
-        """The provenance tree down to the transcripts (pruned to the query's branches if given)."""
+    def lineage(self, ref: str, branch: str = "main", query: str | None = None, *,
+                depth: int = 20, per_node: int | None = None) -> dict:
+        """The provenance tree down to the transcripts, at most `depth` levels of sources; with
+        `query` only the 2 branches per node that mention it most, with `per_node` at most that
+        many (a core memory's full tree is every conversation). `hidden` counts what was cut."""
+        if not 1 <= depth <= 20:
+            raise BadRequest(f"depth must be between 1 and 20, got {depth}")
+        if per_node is not None:
+            check_limit(per_node, "per_node")
         with self.reader(branch) as r:
-            tree = tree_of(r.store.lineage(r.store.get(ref).artifact_id))
-        return focus_tree(tree, query) if query else tree
+            tree = tree_of(r.store.lineage(r.store.get(ref).artifact_id, max_depth=depth))
+        if query or per_node:
+            return focus_tree(tree, query or "", per_node=per_node or 2)
+        return tree
 
     def layer_page(self, layer: str, *, branch: str = "main", page: int = 1, per_page: int = 50,
                    oldest_first: bool = False, since: str | None = None, until: str | None = None,

@@ -77,7 +77,11 @@ def test_record_sources_leaves_and_lineage(server, ids):
     assert status == 200 and tree["parents"][0]["layer"] == "monthly"
     assert tree["parents"][0]["parents"][0]["parents"][0]["layer"] == "transcripts"
     status, focused = get(server, f"/v1/records/{ids['core']}/lineage?q=marathon")
-    assert status == 200 and sum(1 + p["hidden"] for p in focused["parents"]) == len(tree["parents"])
+    assert status == 200 and len(focused["parents"]) + focused["hidden"] == len(tree["parents"])
+    status, shallow = get(server, f"/v1/records/{ids['core']}/lineage?depth=1&per_node=3")
+    assert status == 200 and len(shallow["parents"]) == 3 and shallow["hidden"] == 3
+    assert all(p["parents"] == [] for p in shallow["parents"])
+    bad(server, f"/v1/records/{ids['core']}/lineage?depth=0", 400, "depth")
 
 
 def test_unknown_records_are_404_with_one_line_reason(server):
