@@ -11,7 +11,8 @@ import queue
 import re
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from synix_assets.engine.projections import artifact_title, transcript_messages
@@ -24,6 +25,7 @@ BRANCHES = ("main",)  # the seam for branches: every call names one; only "main"
 MAX_LIMIT = 200
 PREVIEW_CHARS = 280
 MODES = ("fts", "semantic", "hybrid")
+READER_CACHE = 64  # cached results per pooled reader
 EVIDENCE_LEADS = 3  # memories whose transcripts an evidence search drills into
 # Metadata a layer listing can filter on: query name -> metadata key.
 FILTERS = {"period": "meta.time.period", "conversation": "meta.chat.conversation_id",
@@ -76,10 +78,35 @@ def record_summary(art) -> dict:
 
 @dataclass
 class Reader:
-    """One store connection and one search index connection, used by one request at a time."""
+    """One store connection and one search index connection, used by one request at a time,
+    with a cache of what it computed from the store, valid while the store is unchanged."""
 
     store: Any
     index: Any | None
+    version: int | None = None
+    cache: OrderedDict = field(default_factory=OrderedDict)
+
+    def cached(self, key: tuple, compute):
+        """`compute()` once per store version (SQLite's data_version changes when another
+        connection commits): layer counts and orderings of 10k records are not recomputed
+        for every page."""
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            return self.cache[key]
+        value = self.cache[key] = compute()
+        while len(self.cache) > READER_CACHE:
+            self.cache.popitem(last=False)
+        return value
+
+    def page(self, layers: list[str], *, offset: int = 0, limit: int = 50, **order) -> tuple[int, list]:
+        """(total, one page of artifacts) of `layers`, ordered by date (see `ordered_ids`)."""
+        meta = order.pop("meta", None) or {}
+        key = ("ids", tuple(layers), tuple(sorted(meta.items())), tuple(sorted(order.items())))
+        ids = self.cached(key, lambda: self.store.ordered_ids(layers, meta=meta, **order))
+        return len(ids), self.store.get_many(ids[offset:offset + limit])
+
+    def layers(self) -> dict:
+        return self.cached(("layers",), self.store.layers)
 
 
 class MemoryService:
@@ -167,6 +194,10 @@ class MemoryService:
                 reader = self._open_reader()
             try:
                 with reader.store.snapshot():
+                    version = reader.store.db.execute("PRAGMA data_version").fetchone()[0]
+                    if version != reader.version:
+                        reader.cache.clear()
+                        reader.version = version
                     if reader.index is not None:
                         reader.index.db.conn.execute("BEGIN")
                     try:
@@ -193,7 +224,7 @@ class MemoryService:
         """Layers in pipeline order with level, kind, inputs and how many records each holds."""
         pipe = self.pipeline
         with self.reader(branch) as r:
-            stored = r.store.layers()
+            stored = r.layers()
         out = []
         for name in pipe.layer_order():
             step = pipe.steps[name]
@@ -292,11 +323,11 @@ class MemoryService:
             if value:
                 meta[FILTERS[name]] = value
         with self.reader(branch) as r:
-            known = r.store.layers()
+            known = r.layers()
             if layer not in known:
                 raise ArtifactNotFound(f"no layer {layer!r} in {self.paths.root}",
                                        hint=f"layers: {', '.join(sorted(known)) or 'none built yet'}")
-            total, arts = r.store.page([layer], offset=(page - 1) * per_page, limit=per_page,
+            total, arts = r.page([layer], offset=(page - 1) * per_page, limit=per_page,
                                        newest_first=not oldest_first,
                                        since=check_date(since, "since"), until=check_date(until, "until"),
                                        meta=meta)
@@ -310,13 +341,13 @@ class MemoryService:
         grouped by where they came from (the export source)."""
         check_limit(limit)
         with self.reader(branch) as r:
-            known = r.store.layers()
+            known = r.layers()
             chosen = layers or [l["layer"] for l in self._leaf_layers(known)]
             unknown = [l for l in chosen if l not in known]
             if unknown:
                 raise ArtifactNotFound(f"no layer {unknown[0]!r} in {self.paths.root}",
                                        hint=f"layers: {', '.join(sorted(known))}")
-            total, arts = r.store.page(chosen, offset=(page - 1) * limit, limit=limit,
+            total, arts = r.page(chosen, offset=(page - 1) * limit, limit=limit,
                                        newest_first=False, since=check_date(since, "since"),
                                        until=check_date(until, "until"),
                                        meta={"meta.source.name": source} if source else None)
@@ -363,7 +394,7 @@ class MemoryService:
         ancestry, where the index keeps the transcripts' messages), else the literal phrase."""
         from synix_resources.search.documents import SearchResults
 
-        leaf_layers = [l["layer"] for l in self._leaf_layers(r.store.layers())]
+        leaf_layers = [l["layer"] for l in self._leaf_layers(r.layers())]
         direct = r.index.search(query, layers=leaf_layers or None, mode=mode, limit=limit,
                                 since=since, until=until, per="passage")
         if len(direct):
@@ -414,12 +445,12 @@ class MemoryService:
         with self.reader(branch) as r:
             core = [record_summary(a) | {"content": a.content}
                     for l in built if l["level"] == top
-                    for a in r.store.page([l["layer"]], limit=3)[1]]
+                    for a in r.page([l["layer"]], limit=3)[1]]
             recent_by_layer = {}
             for l in built:
                 if 0 < l["level"] < top:
                     recent_by_layer[l["layer"]] = [record_summary(a) for a in
-                                                   r.store.page([l["layer"]], limit=recent)[1]]
+                                                   r.page([l["layer"]], limit=recent)[1]]
         return {"core": core, "layers": layers, "recent": recent_by_layer}
 
     def brief(self, query: str | None = None, *, branch: str = "main", budget_tokens: int = 2000,
