@@ -11,7 +11,9 @@ the application:
 - a state-changing request — any POST/PUT/PATCH/DELETE, or a GraphQL mutation sent over GET —
   needs proof it is not a forged form or link: a same-origin `Origin` or the custom header
   `X-Synix-Request` (a cross-site page cannot set custom headers without a CORS preflight,
-  which nothing here answers);
+  which nothing here answers); for the MCP endpoint, whose clients POST JSON without Origin,
+  `Content-Type: application/json` counts too (`json_is_proof`: equally impossible cross-site
+  without a preflight);
 - with a token configured (required beyond loopback), every request carries it: an
   `Authorization: Bearer` header, the `synix_token` cookie, or `?token=` once (which sets the
   cookie, SameSite=Strict, so links work in a browser). Compared in constant time.
