@@ -82,3 +82,7 @@ class BuildFailed(SynixError):
     def __init__(self, message: str, *, hint: str | None = None, report=None):
         self.report = report
         super().__init__(message, hint=hint)
+
+
+class ServeError(SynixError):
+    """A web server cannot start as asked (port in use, listening beyond loopback without a token)."""

@@ -136,6 +136,10 @@ def _register() -> None:
                 read_cmds.status, read_cmds.search, read_cmds.lineage, read_cmds.get,
                 read_cmds.runs, ui_cmd.ui, forget_cmd.forget):
         main.add_command(cmd)
+    from synix_assets.cli import serve_cmd
+
+    for cmd in (serve_cmd.serve, serve_cmd.mcp, serve_cmd.ask):
+        main.add_command(cmd)
 
 
 _register()

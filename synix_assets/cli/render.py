@@ -366,3 +366,26 @@ def run_details(out: Console, run: dict) -> None:
                       money(v.get("cost_usd")), f"{v['seconds']:.2f}s" if v.get("seconds") is not None else "-")
     out.print(table)
     failures(out, run["failures"])
+
+
+def ask_result(out: Console, result: dict) -> None:
+    """`synix ask`: the answer (or the notice that none was generated), then the citations or
+    evidence with their source conversations. Data goes through Text: no markup, no escapes."""
+    if result.get("generated"):
+        out.print(Panel(Text(result["answer"] or "(empty answer)"), title="answer", expand=False))
+    else:
+        out.print(Text(result["notice"], style="yellow"))
+        for item in result.get("evidence", []):
+            head = Text(f"{item['kind']} ", style="dim")
+            head.append(item["artifact_id"], style=level_style(0 if item["kind"] == "transcript" else 1))
+            head.append(f"  {item.get('title') or ''}  {item.get('date') or ''}")
+            out.print(head)
+            out.print(Text("   " + " ".join((item.get("snippet") or "").split())))
+    for cite in result.get("citations", []) if result.get("generated") else []:
+        line = Text(f"[{cite['artifact_id']}] ", style="bold")
+        line.append(cite.get("title") or "")
+        out.print(line)
+        for src in cite.get("sources", [])[:5]:
+            rng = src.get("message_range")
+            out.print(Text(f"   ← {src.get('title') or src.get('conversation_id')} ({src.get('date') or '?'})"
+                           + (f" messages {rng[0]}–{rng[1]}" if rng else "")))

@@ -87,9 +87,14 @@ def lineage_view(paths: ProjectPaths, ref: str) -> dict:
 def artifact_view(paths: ProjectPaths, ref: str) -> dict:
     checked_ref(ref)
     with open_store(paths) as store:
-        art = store.get(ref)
-        parents = store.parents(art.artifact_id)
-        leaves = store.leaves(art.artifact_id)
+        return artifact_dict(store, ref)
+
+
+def artifact_dict(store, ref: str) -> dict:
+    """One artifact with content, metadata, audit, parents and source conversations."""
+    art = store.get(ref)
+    parents = store.parents(art.artifact_id)
+    leaves = store.leaves(art.artifact_id)
     return {"artifact_id": art.artifact_id, "layer": art.layer, "level": art.level,
             "group_key": art.group_key, "title": artifact_title(art), "created_at": art.created_at,
             "current": art.is_current, "superseded_at": art.superseded_at, "run_id": art.run_id,
@@ -136,6 +141,14 @@ def _run_dict(run) -> dict:
             "cost_usd": round(sum(v.get("cost_usd", 0) for v in layers.values()), 6)}
 
 
+def hit_dict(hit) -> dict:
+    """A search hit as a plain dict (ids, score, snippet, provenance, sources, title, date)."""
+    item = hit.to_dict()
+    item.update(title=hit.title, date=hit.date,
+                message_range=list(hit.message_range) if hit.message_range else None)
+    return item
+
+
 def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = None,
                 mode: str = "fts", exact: bool = False, limit: int = 10, since: str | None = None,
                 until: str | None = None, source: str | None = None, trees: bool = True) -> dict:
@@ -163,12 +176,7 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
     finally:
         index.close()
     notice = notice or results.notice
-    hits = []
-    for hit in results:
-        item = hit.to_dict()
-        item.update(title=hit.title, date=hit.date,
-                    message_range=list(hit.message_range) if hit.message_range else None)
-        hits.append(item)
+    hits = [hit_dict(hit) for hit in results]
     if trees and hits and paths.store.exists():
         with open_store(paths) as store:
             for item in hits:

@@ -37,12 +37,16 @@ class StoreConnection:
     """Owns the SQLite connection; subclasses add the domain methods."""
 
     def __init__(self, path: str | os.PathLike, *, busy_timeout_ms: int = 30000,
-                 migrations: MigrationRegistry | None = None):
-        """Open (creating folder and file if needed) and migrate the store at `path`."""
+                 migrations: MigrationRegistry | None = None, read_only: bool = False):
+        """Open (creating folder and file if needed) and migrate the store at `path`;
+        `read_only=True` opens an existing store for reading only (no migration, no writes)."""
         self.path = Path(path).expanduser()
         self.busy_timeout_ms = int(busy_timeout_ms)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        if read_only:
+            self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             private_file(self.path)  # before SQLite makes it (and its -wal/-shm) world-readable
@@ -73,6 +77,36 @@ class StoreConnection:
                 conn.close()
             raise self._translate(err, "opening it") from err
         self._conn = conn
+
+    def _open_read_only(self) -> None:
+        # mode=ro: SQLite itself refuses every write on this connection (servers that must
+        # never change the memory use it); query_only guards against ATTACHed files too.
+        if not self.path.is_file():
+            raise StoreError(f"There is no artifact store at {self.path}",
+                             hint="run `synix run` first to build the memory")
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                   timeout=self.busy_timeout_ms / 1000,
+                                   check_same_thread=False, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            conn.execute("PRAGMA query_only = ON")
+            self.db = Database(conn, execute_plugins=False)
+        except sqlite3.Error as err:
+            raise self._translate(err, "opening it for reading") from err
+        self._conn = conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator["StoreConnection"]:
+        """One read transaction: every read inside sees the same committed state, even while a
+        build commits (WAL keeps the snapshot); other threads wait for the connection."""
+        with self._lock:
+            conn = self._open_conn()
+            conn.execute("BEGIN")
+            try:
+                yield self
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
 
     def _enable_wal(self) -> None:
         # Switching journal mode fails with "database is locked" at once, without consulting
