@@ -17,9 +17,7 @@ HOST = "127.0.0.1"
 
 def ui_command(paths, port: int) -> tuple[list[str], dict]:
     """The `dagster dev` command line and environment for a project."""
-    from synix_assets.dagster_defs.storage import PLANNED_SUBSET_ENV
-
-    env = {**PLANNED_SUBSET_ENV, **os.environ, "DAGSTER_HOME": str(paths.dagster_home),
+    env = {**os.environ, "DAGSTER_HOME": str(paths.dagster_home),
            "SYNIX_PROJECT": str(paths.root)}
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(paths.root / "workspace.yaml"),
            "-h", HOST, "-p", str(port)]
@@ -54,10 +52,7 @@ def ui(ctx, port, no_open) -> None:
     from synix_assets.cli.render import console
 
     paths = project_paths(ctx)
-    if not (paths.root / "workspace.yaml").exists():  # projects made before `synix init` wrote it
-        (paths.root / "workspace.yaml").write_text(scaffold.WORKSPACE_YAML, encoding="utf-8")
-        (paths.root / "definitions.py").write_text(scaffold.DEFINITIONS_PY, encoding="utf-8")
-    paths.dagster_home.mkdir(parents=True, exist_ok=True)
+    scaffold.write_dagster_files(paths.root)  # a moved project gets its .env fixed
     cmd, env = ui_command(paths, port)
     url = f"http://{HOST}:{port}"
     console().print(f"Dagster UI for {paths.root} at [bold]{url}[/] (Ctrl-C to stop)")
