@@ -25,7 +25,7 @@ from synix_assets.dagster_defs.graph import dagster_name, layer_key, parents, so
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
 from synix_assets.pipeline.prompts import prompt_identity
@@ -93,8 +93,10 @@ def _children(pipeline, name: str) -> set[dg.AssetKey]:
 def _feeds_this_run(context, children: set[dg.AssetKey]) -> bool:
     """True when an asset downstream of this one runs later in the same run: it waits for this
     step's output, so the step must produce one."""
-    selected = context.run.asset_selection
-    return selected is None or bool(children & set(selected))
+    if context.run.job_name.startswith("synix_build_"):
+        return False  # a per-layer job: nothing else runs after this step
+    selected = context.run.asset_selection  # empty for some ad-hoc runs: assume a chain
+    return not selected or bool(children & set(selected))
 
 
 def _recorded_code_version(instance, key: dg.AssetKey) -> str | None:
@@ -172,11 +174,12 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         if part is None:
             yield from _single(ctx, layer, record, prov)
         else:
-            if record and not result.failed and _feeds_this_run(context, children):
+            if record and not result.failed and not result.count("blocked") \
+                    and _feeds_this_run(context, children):
                 yield dg.MaterializeResult()  # lets downstream steps of this run start
             yield from _partitions(ctx, layer, record, prov)
-        plan = plan_layer(ctx, layer, scan if scan is not None else ctx.reader.scan(), None)
-        yield check_result(layer, plan)
+        # the whole plan, so partitions whose upstream is not built yet count as stale too
+        yield check_result(layer, plan_all(ctx, scan if scan is not None else ctx.reader.scan())[layer])
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
         if result.failed:
