@@ -85,7 +85,13 @@ def _new_partitions(pipeline, ctx, scan) -> dict[str, list[str]]:
     return out
 
 
+def file_digest(path) -> str:
+    return sha256_text(path.read_text(encoding="utf-8")) if path.exists() else ""
+
+
 def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_keys) -> dg.SensorDefinition:
+    loaded_digest = file_digest(paths.pipeline_file)
+
     @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=INTERVAL_SECONDS, job=build_job,
                default_status=dg.DefaultSensorStatus.RUNNING,
                description="Watches the pipeline's export folders; on a new or changed export it "
@@ -93,9 +99,13 @@ def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_ke
                            "search index, context document) with the synix_build_all job.")
     def _sensor(context: dg.SensorEvaluationContext, store: ArtifactStoreResource):
         st = store.get_store()
-        synced = sync_instance(context.instance, pipeline, st, versions, set(asset_keys))
-        if synced["partitions_added"] or synced["materializations_recorded"] or synced["orphans_wiped"]:
-            context.log.info(f"synced Dagster with the Synix store: {synced}")
+        if file_digest(paths.pipeline_file) == loaded_digest:
+            synced = sync_instance(context.instance, pipeline, st, versions, set(asset_keys))
+            if synced["partitions_added"] or synced["materializations_recorded"] or synced["orphans_wiped"]:
+                context.log.info(f"synced Dagster with the Synix store: {synced}")
+        else:  # these definitions are older than pipeline.py: their asset list must not wipe anything
+            context.log.info("pipeline.py changed since the definitions loaded: reload the code "
+                             "location to sync the new assets")
         cursor = json.loads(context.cursor) if context.cursor else {}
         reader = SourceReader(pipeline, st)
         new_cursor, changed = changed_files(reader, cursor, time.time())
