@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_graph, synix
+from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_graph, shot_path, synix
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
 
 
@@ -89,7 +87,7 @@ def test_a_copied_export_makes_the_whole_memory_current_with_nobody_running_anyt
     runs = sensor_runs()
     assert {"synix_build_all", "synix_build_monthly", "synix_update_projections"} <= {r["jobName"] for r in runs}
     assert {r["status"] for r in runs} == {"SUCCESS"}, runs
-    screenshot_graph(dev.base, "memory", DOCS / "dagster-after-sensor-run.png")
+    screenshot_graph(dev.base, "memory", shot_path(root.parent, "dagster-after-sensor-run.png"))
 
 
 def test_a_prompt_edit_is_stale_in_dagster_exactly_where_synix_plan_would_rebuild(live):
@@ -103,7 +101,7 @@ def test_a_prompt_edit_is_stale_in_dagster_exactly_where_synix_plan_would_rebuil
     assert status["episodes"] == {"STALE": 25} and status["monthly"] == {"STALE": 7}
     assert status["core"] == {"STALE": 1} and status["memory_index"] == {"STALE": 1}
     assert plan_stale(root) == dagster_stale(status)
-    shot = DOCS / "dagster-after-prompt-edit.png"
+    shot = shot_path(root.parent, "dagster-after-prompt-edit.png")
     screenshot_graph(dev.base, "memory", shot, wait_text="Unsynced")  # the stale badge is shown
     assert shot.stat().st_size > 10_000
     rebuilt = synix(root, "run", "--json")
