@@ -11,11 +11,11 @@ import dagster as dg
 CHECK_NAME = "synix_up_to_date"
 
 
-def check_result(layer: str, plan) -> dg.AssetCheckResult:
+def _fields(layer: str, plan) -> dict:
     reasons: dict[str, int] = {}
     for w in plan.stale:
         reasons[w.reason] = reasons.get(w.reason, 0) + 1
-    return dg.AssetCheckResult(
+    return dict(
         check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked,
         severity=dg.AssetCheckSeverity.WARN,
         description=f"{layer}: {len(plan.stale)} partition(s) to rebuild, {len(plan.blocked)} blocked "
@@ -24,3 +24,13 @@ def check_result(layer: str, plan) -> dg.AssetCheckResult:
                   "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
                   "reasons": dg.MetadataValue.json(reasons),
                   "stale_partitions": dg.MetadataValue.json(plan.stale_keys[:50])})
+
+
+def check_result(layer: str, plan) -> dg.AssetCheckResult:
+    """The check as the layer's own asset emits it after a build."""
+    return dg.AssetCheckResult(**_fields(layer, plan))
+
+
+def check_evaluation(layer: str, asset_key: dg.AssetKey, plan) -> dg.AssetCheckEvaluation:
+    """The same check reported by the export sensor the moment new exports change the plan."""
+    return dg.AssetCheckEvaluation(asset_key=asset_key, **_fields(layer, plan))

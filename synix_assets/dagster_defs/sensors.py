@@ -17,14 +17,16 @@ import time
 
 import dagster as dg
 
-from synix_assets.dagster_defs.graph import source_key
+from synix_assets.dagster_defs.checks import check_evaluation
+from synix_assets.dagster_defs.graph import layer_key, source_key
 from synix_assets.dagster_defs.jobs import BRANCH, BRANCH_TAG
 from synix_assets.dagster_defs.records import TRIGGER_TAG, register_partitions, sync_instance
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.ingest import SourceReader, file_sha256
-from synix_assets.engine.layers import is_source_merge, plan_layer
+from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer
 from synix_assets.engine.periods import period_of
 from synix_resources.fingerprints import sha256_text
+from synix_resources.llm.resource import LLMResource
 from synix_resources.store.resource import ArtifactStoreResource
 
 SETTLE_SECONDS = 5.0
@@ -97,7 +99,7 @@ def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_ke
                description="Watches the pipeline's export folders; on a new or changed export it "
                            "builds the whole memory (affected conversations, months/topics, core, "
                            "search index, context document) with the synix_build_all job.")
-    def _sensor(context: dg.SensorEvaluationContext, store: ArtifactStoreResource):
+    def _sensor(context: dg.SensorEvaluationContext, store: ArtifactStoreResource, llm: LLMResource):
         st = store.get_store()
         if file_digest(paths.pipeline_file) == loaded_digest:
             synced = sync_instance(context.instance, pipeline, st, versions, set(asset_keys))
@@ -118,10 +120,14 @@ def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_ke
         for _, err in scan.failed_files:
             context.log.warning(err)
         register_partitions(context.instance, pipeline, _new_partitions(pipeline, ctx, scan))
+        # Until the build below finishes, the checks say what Synix will rebuild (e.g. core).
+        ctx.llm = llm.get_client()
+        plans = plan_all(ctx, scan)
+        checks = [check_evaluation(l, layer_key(l), plans[l]) for l in pipeline.layer_order()]
         context.log.info(f"{len(changed)} export file(s) changed: building the memory")
         return dg.SensorResult(
             run_requests=[dg.RunRequest(run_key=sha256_text(json.dumps(sorted(changed)))[:24],
                                         tags={TRIGGER_TAG: "exports_sensor", BRANCH_TAG: BRANCH})],
-            asset_events=_observations(pipeline, scan), cursor=cursor_text)
+            asset_events=[*_observations(pipeline, scan), *checks], cursor=cursor_text)
 
     return _sensor

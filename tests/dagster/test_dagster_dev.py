@@ -35,8 +35,14 @@ def _wait(predicate, what: str, dev: DagsterDev):
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(2)
+        time.sleep(3)
     pytest.fail(f"not within {WAIT_S}s: {what}\n{dev.output()[-3000:]}")
+
+
+def _searchable(root, words: str, conversation_id: str) -> bool:
+    found = synix(root, "search", words, "--json")
+    hits = json.loads(found.stdout)["hits"] if found.returncode == 0 else []
+    return any(s["conversation_id"] == conversation_id for h in hits for s in h.get("sources", []))
 
 
 def _all_fresh(dev) -> bool:
@@ -67,11 +73,9 @@ def test_a_copied_export_makes_the_whole_memory_current_with_nobody_running_anyt
     claude_export(incoming, [conversation("zeb-1", "Zebrafish tank", "2025-07-02", "zebrafish aquarium heater")])
     shutil.copy(incoming, root / "exports" / "new.json")
 
-    def current() -> bool:
-        found = synix(root, "search", "zebrafish", "--json")
-        hits = json.loads(found.stdout)["hits"] if found.returncode == 0 else []
-        return (any(s["conversation_id"] == "zeb-1" for h in hits for s in h.get("sources", []))
-                and (root / "context.md").read_text() != context_before and _all_fresh(dev))
+    def current() -> bool:  # cheap conditions first: each `synix search` is a process start
+        return ((root / "context.md").read_text() != context_before and _all_fresh(dev)
+                and _searchable(root, "zebrafish", "zeb-1"))
 
     _wait(current, "sensor build made the new conversation searchable and context.md current", dev)
     status = dev.staleness()
@@ -88,6 +92,15 @@ def test_a_copied_export_makes_the_whole_memory_current_with_nobody_running_anyt
     assert {"synix_build_all", "synix_build_monthly", "synix_update_projections"} <= {r["jobName"] for r in runs}
     assert {r["status"] for r in runs} == {"SUCCESS"}, runs
     screenshot_graph(dev.base, "memory", shot_path(root.parent, "dagster-after-sensor-run.png"))
+
+
+def test_a_re_export_with_a_changed_conversation_is_rebuilt_by_the_sensor_and_ends_fresh(live, claude_export, conversation):
+    root, dev = live
+    claude_export(root / "exports" / "new.json",
+                  [conversation("zeb-1", "Zebrafish tank", "2025-07-02", "axolotl aquarium heater")])
+
+    _wait(lambda: _searchable(root, "axolotl", "zeb-1") and _all_fresh(dev), "sensor rebuilt the changed conversation", dev)
+    _assert_all_fresh(dev, root)
 
 
 def test_a_prompt_edit_is_stale_in_dagster_exactly_where_synix_plan_would_rebuild(live):

@@ -160,6 +160,10 @@ def test_sensor_registers_partitions_observes_exports_and_requests_one_whole_bui
     observed = result.asset_events[0]
     assert observed.asset_key == dg.AssetKey(["sources", "exports"])
     assert observed.metadata["conversations"].value == 24 and observed.metadata["files"].value >= 1
+    # the checks report at once what the build will do (everything, on an unbuilt project)
+    checks = {e.asset_key.to_user_string(): e for e in result.asset_events[1:]}
+    assert set(checks) == {"transcripts", "episodes", "monthly", "core"}
+    assert not checks["core"].passed and checks["episodes"].metadata["stale"].value == 24
     # the next tick with the same files is idempotent: no run
     again = _tick(sensor, instance, defs, cursor=result.cursor)
     assert again.run_requests == []

@@ -66,4 +66,3 @@ def test_dagster_dev_at_the_root_shows_the_built_demo_from_a_temporary_home(clon
         assert "Traceback" not in dev.output()
     finally:
         dev.stop()
-    assert not list(root.glob(".tmp_dagster_home_*"))  # dagster dev removed its temporary home
