@@ -25,6 +25,7 @@ from synix_assets.engine.context import BuildContext
 from synix_assets.engine.ingest import SourceReader, file_sha256
 from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer
 from synix_assets.engine.periods import period_of
+from synix_resources.errors import LLMConfigError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.resource import ArtifactStoreResource
@@ -121,9 +122,14 @@ def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_ke
             context.log.warning(err)
         register_partitions(context.instance, pipeline, _new_partitions(pipeline, ctx, scan))
         # Until the build below finishes, the checks say what Synix will rebuild (e.g. core).
-        ctx.llm = llm.get_client()
-        plans = plan_all(ctx, scan)
-        checks = [check_evaluation(l, layer_key(l), plans[l]) for l in pipeline.layer_order()]
+        checks = []
+        try:
+            ctx.llm = llm.get_client()
+        except LLMConfigError as exc:  # the build reports it; the tick still launches it
+            context.log.warning(exc.one_line())
+        else:
+            plans = plan_all(ctx, scan)
+            checks = [check_evaluation(l, layer_key(l), plans[l]) for l in pipeline.layer_order()]
         context.log.info(f"{len(changed)} export file(s) changed: building the memory")
         return dg.SensorResult(
             run_requests=[dg.RunRequest(run_key=sha256_text(json.dumps(sorted(changed)))[:24],

@@ -145,6 +145,7 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     llm_resource = LLMResource(**llm_settings)
     ctx.llm = llm_resource.get_client()
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
+    # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": "main", **(run_tags or {})}
     with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
         try:
@@ -244,10 +245,10 @@ def _materialize_layer(ctx, defs, instance, pipeline, layer: str, plan, run_id: 
 
 def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch) -> None:
     """One run for the projections, led by the last layer when it is unpartitioned and stale."""
-    from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
-                                                  layer_key)
     from dagster import MetadataValue
 
+    from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
+                                                  layer_key)
     from synix_assets.dagster_defs.jobs import PROJECTIONS_JOB
 
     # A layer that changed makes its projections' run worth launching (the asset itself skips a
