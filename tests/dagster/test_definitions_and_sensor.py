@@ -196,3 +196,15 @@ def test_a_project_definitions_file_loads_only_that_project(demo_project):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "'episodes'" in out.stdout and "repo demo loaded: False" in out.stdout
     assert "Warning" not in out.stderr  # no Beta/Preview warning noise at start
+
+
+def test_a_projection_asked_for_on_an_unbuilt_project_fails_with_what_to_do(demo_project):
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    result = dg.materialize(list(defs.assets), selection=[layer_key("synix_context")], instance=instance,
+                            resources=defs.resources, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    message = failure.event_specific_data.error.message
+    assert "nothing to project yet" in message and "synix_build_all" in message
+    assert not (demo_project.root / "context.md").exists()
