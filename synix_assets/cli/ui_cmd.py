@@ -17,8 +17,9 @@ HOST = "127.0.0.1"
 
 def ui_command(paths, port: int) -> tuple[list[str], dict]:
     """The `dagster dev` command line and environment for a project."""
-    env = {**os.environ, "DAGSTER_HOME": str(paths.dagster_home),
-           "SYNIX_PROJECT": str(paths.root)}
+    # `dagster dev` itself warns (FutureWarning) that `dg dev` supersedes it: noise for our users
+    env = {"PYTHONWARNINGS": "ignore::FutureWarning", **os.environ,
+           "DAGSTER_HOME": str(paths.dagster_home), "SYNIX_PROJECT": str(paths.root)}
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(paths.root / "workspace.yaml"),
            "-h", HOST, "-p", str(port)]
     return cmd, env
