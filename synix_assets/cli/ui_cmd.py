@@ -17,10 +17,9 @@ HOST = "127.0.0.1"
 
 def ui_command(paths, port: int) -> tuple[list[str], dict]:
     """The `dagster dev` command line and environment for a project."""
-    from synix_assets.dagster_defs.storage import PLANNED_SUBSET_ENV
-
-    env = {**PLANNED_SUBSET_ENV, **os.environ, "DAGSTER_HOME": str(paths.dagster_home),
-           "SYNIX_PROJECT": str(paths.root)}
+    # `dagster dev` itself warns (FutureWarning) that `dg dev` supersedes it: noise for our users
+    env = {"PYTHONWARNINGS": "ignore::FutureWarning", **os.environ,
+           "DAGSTER_HOME": str(paths.dagster_home), "SYNIX_PROJECT": str(paths.root)}
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(paths.root / "workspace.yaml"),
            "-h", HOST, "-p", str(port)]
     return cmd, env
@@ -61,10 +60,7 @@ def ui(ctx, port, no_open, allow_hosts) -> None:
     from synix_assets.web.ui_server import run_guarded_ui
 
     paths = project_paths(ctx)
-    if not (paths.root / "workspace.yaml").exists():  # projects made before `synix init` wrote it
-        (paths.root / "workspace.yaml").write_text(scaffold.WORKSPACE_YAML, encoding="utf-8")
-        (paths.root / "definitions.py").write_text(scaffold.DEFINITIONS_PY, encoding="utf-8")
-    paths.dagster_home.mkdir(parents=True, exist_ok=True)
+    scaffold.write_dagster_files(paths.root)  # a moved project gets its .env fixed
     check_port_free(HOST, port)
     # Dagster listens on an internal loopback port; only the guarded proxy is exposed.
     upstream = free_port(HOST)

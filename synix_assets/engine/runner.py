@@ -91,9 +91,11 @@ def _selected_layers(pipeline, select: str | None, from_layer: str | None) -> li
 def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str | None = None,
               full: bool = False, batch: bool = False, replay: bool = False,
               llm_config: dict | None = None, lock_timeout_s: float | None = None,
-              progress: Callable[[str, str, dict], None] | None = None) -> BuildReport:
+              progress: Callable[[str, str, dict], None] | None = None,
+              instance=None, run_tags: dict | None = None) -> BuildReport:
     """Build the project; raises BuildFailed (after storing everything that succeeded) if any
-    partition failed."""
+    partition failed. `instance`/`run_tags`: the Dagster instance and extra run tags when the
+    build runs inside a Dagster run (the `synix_build_all` job); else the project's own home."""
     started = time.monotonic()
     notify = progress or (lambda *a: None)
     pipeline = load_pipeline(paths.pipeline_file)
@@ -106,12 +108,14 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
         llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
         try:
             return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
-                        whole=select is None and from_layer is None, notify=notify, started=started)
+                        whole=select is None and from_layer is None, notify=notify, started=started,
+                        instance=instance, run_tags=run_tags)
         finally:
             store.close()
 
 
-def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify, started) -> BuildReport:
+def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify, started,
+         instance=None, run_tags=None) -> BuildReport:
     # The plain client decides the no-op case; Dagster is imported only when something is built.
     client = make_client(**llm_settings)
     run_id = uuid.uuid4().hex
@@ -134,13 +138,15 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
 
     client.close()
     store.start_run(pipeline.name, layers, run_id=run_id)
-    instance = dagster_instance(paths)
+    instance = instance or dagster_instance(paths)
     from synix_assets.dagster_defs.build import build_defs, resources_for
     from synix_resources.llm.resource import LLMResource
 
     llm_resource = LLMResource(**llm_settings)
     ctx.llm = llm_resource.get_client()
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
+    # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
+    ctx.run_tags = {"synix/trigger": "cli", "synix/branch": "main", **(run_tags or {})}
     with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
         try:
             _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, full, whole,
@@ -187,7 +193,7 @@ def _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, fu
             deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
             continue
         launched = time.monotonic()
-        dagster_run = _materialize_layer(defs, instance, pipeline, layer, plan, run_id, batch)
+        dagster_run = _materialize_layer(ctx, defs, instance, pipeline, layer, plan, run_id, batch)
         report.dagster_runs.append(dagster_run)
         _collect(report, store, run_id, layer, plan, time.monotonic() - launched)
         notify(layer, "done", report.layers[layer])
@@ -206,14 +212,13 @@ def _forget_current(store, layer: str) -> None:
     store.clear_checkpoints(layer)
 
 
-def _materialize_layer(defs, instance, pipeline, layer: str, plan, run_id: str, batch: bool) -> str:
-    import dagster as dg
-
-    from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
-                                                  layer_key)
+def _materialize_layer(ctx, defs, instance, pipeline, layer: str, plan, run_id: str, batch: bool) -> str:
+    from synix_assets.dagster_defs.assets import BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG
+    from synix_assets.dagster_defs.jobs import layer_job_name
     from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
 
-    tags = {RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
+    tags = {**ctx.run_tags, RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1",
+            "synix/layer": layer}
     if batch:
         tags[BATCH_TAG] = "1"
     part = partitions_for(pipeline, layer)
@@ -232,19 +237,19 @@ def _materialize_layer(defs, instance, pipeline, layer: str, plan, run_id: str, 
         positions = sorted(order.index(k) for k in keys)
         tags["dagster/asset_partition_range_start"] = order[positions[0]]
         tags["dagster/asset_partition_range_end"] = order[positions[-1]]
-    job_assets = list(defs.assets)
-    result = dg.materialize(job_assets, selection=[layer_key(layer)], instance=instance,
-                            resources=defs.resources, tags=tags, raise_on_error=False,
-                            run_config=QUIET_LOGS)
+    job = defs.resolve_job_def(layer_job_name(layer))  # a named run per layer: synix_build_<layer>
+    result = job.execute_in_process(instance=instance, tags=tags, raise_on_error=False,
+                                    run_config=QUIET_LOGS)
     return result.run_id
 
 
 def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch) -> None:
     """One run for the projections, led by the last layer when it is unpartitioned and stale."""
-    import dagster as dg
+    from dagster import MetadataValue
 
     from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
                                                   layer_key)
+    from synix_assets.dagster_defs.jobs import PROJECTIONS_JOB
 
     # A layer that changed makes its projections' run worth launching (the asset itself skips a
     # projection whose inputs did not change); only when nothing was built is each key checked,
@@ -259,20 +264,23 @@ def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, defe
         return
     notify("projections", "start", {})
     selection = [layer_key(n) for n in stale]
-    tags = {RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
+    tags = {**ctx.run_tags, RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1",
+            "synix/layer": "projections"}
     if batch:
         tags[BATCH_TAG] = "1"
     if deferred is not None:
         selection.insert(0, layer_key(deferred[0]))
     launched = time.monotonic()
-    result = dg.materialize(list(defs.assets), selection=selection, instance=instance,
-                            resources=defs.resources, raise_on_error=False, tags=tags,
-                            run_config=QUIET_LOGS)
+    result = defs.resolve_job_def(PROJECTIONS_JOB).execute_in_process(
+        instance=instance, asset_selection=selection, raise_on_error=False, tags=tags,
+        run_config=QUIET_LOGS)
     report.dagster_runs.append(result.run_id)
     if deferred is not None:
         _collect(report, ctx.store, run_id, deferred[0], deferred[1], time.monotonic() - launched)
         notify(deferred[0], "done", report.layers[deferred[0]])
-    written = {ev.asset_key for ev in result.get_asset_materialization_events()}
+    # each projection records whether it rewrote its file/index in its `changed` metadata
+    written = {ev.asset_key for ev in result.get_asset_materialization_events()
+               if ev.materialization.metadata.get("changed", MetadataValue.bool(True)).value}
     for name in stale:
         report.projections[name] = {"changed": layer_key(name) in written}
     if not result.success:
