@@ -78,3 +78,15 @@ class BuildFailed(SynixError):
     def __init__(self, message: str, *, hint: str | None = None, report=None):
         self.report = report
         super().__init__(message, hint=hint)
+
+
+class ForgetIncomplete(SynixError):
+    """A `synix forget` could not finish; its journal keeps it pending until a rerun does."""
+
+
+class ForgetBlocked(ForgetIncomplete):
+    """Another process holds a database open, so forgotten text cannot be purged from it yet."""
+
+
+class ForgetUnverified(ForgetIncomplete):
+    """After a forget, the forgotten text or ids were still found in a project file."""

@@ -1,0 +1,140 @@
+"""The last two steps of `synix forget`: purge SQLite files, then prove nothing is left.
+
+Purge: fold every WAL back and VACUUM with secure_delete, so deleted rows leave the files. A
+process holding a read transaction (a long `synix search`, an agent, the Dagster UI) keeps old
+pages alive; the purge waits for it at most `SYNIX_FORGET_WAIT_S` seconds and then stops with
+`ForgetBlocked` naming the file (the journal keeps the forget pending for a rerun) — it never
+reports success while a WAL or free page may still hold the text.
+
+Verify: the raw bytes of every file Synix writes (all of `.synix/` with WAL and SHM files, the
+export folders, context documents and other top-level files) are searched for the forgotten
+artifact ids and for distinctive lines of the forgotten conversations, as written and as JSON
+escapes them. Links are never followed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import stat
+import time
+from pathlib import Path
+from typing import Iterable
+
+from synix_resources.errors import ForgetBlocked
+
+WAIT_ENV = "SYNIX_FORGET_WAIT_S"
+DEFAULT_WAIT_S = 60.0
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_READ_BLOCK = 1 << 22
+
+
+def wait_seconds() -> float:
+    return float(os.environ.get(WAIT_ENV, DEFAULT_WAIT_S))
+
+
+def is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _blocked(db_path: Path, target: str, why: str) -> ForgetBlocked:
+    return ForgetBlocked(
+        f"forget of {target} is not finished: {db_path} is held open by another process ({why}), "
+        f"so the forgotten text cannot be purged from it",
+        hint="close that process (a search, an agent, `synix ui`) and rerun `synix forget` to "
+             "finish — it stays pending until then")
+
+
+def wait_for_readers(db_path: Path, deadline: float, target: str) -> None:
+    """Return once a TRUNCATE checkpoint of `db_path` succeeds (no reader holds an old snapshot
+    and the WAL is empty); raise ForgetBlocked at `deadline`."""
+    conn = sqlite3.connect(str(db_path), timeout=0.2, isolation_level=None)
+    try:
+        while True:
+            try:
+                busy, log_frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError:  # a writer holds the lock right now
+                busy, log_frames = 1, 1
+            if busy == 0 and log_frames in (0, -1):
+                return
+            if time.monotonic() >= deadline:
+                raise _blocked(db_path, target, "a reader with an open transaction")
+            time.sleep(0.2)
+    finally:
+        conn.close()
+
+
+def purge(db_path: Path, deadline: float, target: str) -> None:
+    """Checkpoint, VACUUM with secure_delete, checkpoint again: each step waits (bounded) for
+    readers that would keep the old pages."""
+    wait_for_readers(db_path, deadline, target)
+    conn = sqlite3.connect(str(db_path), timeout=max(0.2, deadline - time.monotonic()),
+                           isolation_level=None)
+    try:
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError as err:
+        raise _blocked(db_path, target, str(err)) from err
+    finally:
+        conn.close()
+    wait_for_readers(db_path, deadline, target)
+
+
+def sqlite_files(folder: Path) -> list[Path]:
+    return [p for p in walk(folder) if not p.name.endswith(("-wal", "-shm", "-journal"))
+            and is_sqlite(p)]
+
+
+def walk(folder: Path) -> list[Path]:
+    """Regular files under `folder`, links neither followed nor listed."""
+    out = []
+    if not folder.is_dir() or folder.is_symlink():
+        return out
+    for base, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
+        for name in files:
+            path = Path(base) / name
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                out.append(path)
+    return sorted(out)
+
+
+def needles(texts: Iterable[str], ids: Iterable[str]) -> dict[bytes, str]:
+    """Byte patterns to look for → what they are (never the text itself, for messages)."""
+    out: dict[bytes, str] = {}
+    for text in texts:
+        for form in (text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]):
+            out.setdefault(form.encode("utf-8"), "forgotten text")
+    for ident in ids:
+        out.setdefault(ident.encode("utf-8"), "a forgotten artifact id")
+    return out
+
+
+def leftovers(files: Iterable[Path], patterns: dict[bytes, str]) -> dict[str, set[str]]:
+    """file → kinds of forgotten data found in its raw bytes."""
+    if not patterns:
+        return {}
+    regex = re.compile(b"|".join(re.escape(p) for p in sorted(patterns, key=len, reverse=True)))
+    overlap = max(len(p) for p in patterns) - 1
+    found: dict[str, set[str]] = {}
+    for path in files:
+        try:
+            fh = open(path, "rb")
+        except OSError:
+            continue
+        with fh:
+            tail = b""
+            while True:
+                block = fh.read(_READ_BLOCK)
+                if not block:
+                    break
+                data = tail + block
+                for match in regex.finditer(data):
+                    found.setdefault(str(path), set()).add(patterns[match.group(0)])
+                tail = data[-overlap:] if overlap else b""
+    return found
