@@ -600,6 +600,18 @@ def _checked_files(paths: ProjectPaths, pipeline, journal: dict) -> list[Path]:
     return sorted(out)
 
 
+def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[tuple[str, str]]:
+    """Dagster partitions still named after a forgotten conversation."""
+    if not _has_dagster(paths):
+        return []
+    from synix_assets.dagster_defs.partitions import dynamic_name
+
+    instance = _instance(paths)
+    keys = {(dynamic_name(pipeline, a["layer"]), a["group_key"]) for a in journal["artifacts"]
+            if a["layer"] in pipeline.steps and pipeline.partitioning(a["layer"]) == "conversation"}
+    return sorted((n, k) for n, k in keys if n and instance.has_dynamic_partition(n, k))
+
+
 def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     checked = _checked_files(paths, pipeline, journal)
     patterns = verifying.needles(journal["verify_texts"], [a["id"] for a in journal["artifacts"]])
@@ -613,6 +625,8 @@ def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     if leftover_keys:
         found.setdefault(str(paths.llm_cache), set()).add(
             f"{len(leftover_keys)} cached answer(s) derived from it")
+    for name, key in _leftover_partitions(paths, pipeline, journal):
+        found.setdefault(str(paths.dagster_home), set()).add(f"Dagster partition {name}/{key}")
     if found:
         # purge must run again on the rerun: whatever held the text may be gone by then
         journal["done"] = [p for p in journal["done"] if p != "purge"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from synix_assets.project import ProjectPaths
+from synix_resources.errors import ForgetIncomplete
 
 JOURNAL_NAME = "forget.journal.json"
 # Tests only: SIGKILL this process right after the work of the named phase, before the journal
@@ -32,6 +33,10 @@ def load(paths: ProjectPaths) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ForgetIncomplete(f"the pending forget's journal {path} cannot be read: {err}",
+                               hint="restore it from a backup; deleting it abandons the pending "
+                                    "forget, then run `synix forget ID` again") from err
 
 
 def save(paths: ProjectPaths, journal: dict[str, Any]) -> None:
