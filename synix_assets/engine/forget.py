@@ -168,10 +168,10 @@ def _plan(paths: ProjectPaths, pipeline, target: str) -> dict | None:
         found = _resolve(pipeline, store, paths, target)
         if found is None:
             return None
-        export_files, cids, whole_file = found
+        export_files, cids, target_file = found
         doomed = _doomed_artifacts(store, cids)
         ids = {a.artifact_id for a in doomed}
-        actions = [files.plan_file(paths.root, p, whole_file, cids) for p in export_files]
+        actions = [files.plan_file(paths.root, p, p == target_file, cids) for p in export_files]
         leaves = [a for a in doomed if a.level == 0]
         texts = _snippets(doomed)
         journal = {
@@ -197,11 +197,17 @@ def _plan(paths: ProjectPaths, pipeline, target: str) -> dict | None:
 
 
 def _resolve(pipeline, store, paths: ProjectPaths, target: str):
-    """(export files holding the target, conversation ids, target is a file), or None when the
-    target is a conversation forgotten before."""
+    """(export files holding the conversations, conversation ids, the target file or None), or
+    None when the target is a conversation forgotten before. A file target's conversations are
+    also taken out of other exports that hold them (cumulative exports repeat old ones)."""
     reader = SourceReader(pipeline, store)
     scan = reader.scan()
     known = {files.absolute(f, paths.root) for f in scan.files}
+
+    def holders_of(cids: set[str]) -> set[Path]:
+        return {files.absolute(s.file, paths.root) for s in scan.summaries
+                if s.conversation_id in cids}
+
     for base in (Path.cwd(), paths.root, paths.root / "exports"):
         path = files.absolute(target, base)
         if not (path.is_file() or path.is_symlink()):
@@ -217,9 +223,8 @@ def _resolve(pipeline, store, paths: ProjectPaths, target: str):
                 if files.absolute(s.file, paths.root) == path}
         cids |= {a.metadata.get("meta.chat.conversation_id") for a in _leaves(store)
                  if _same_file(a.metadata.get("meta.source.path"), path, paths.root)} - {None}
-        return [path], cids, True
-    holders = sorted({files.absolute(s.file, paths.root) for s in scan.summaries
-                      if s.conversation_id == target})
+        return sorted(holders_of(cids) | {path}), cids, path
+    holders = sorted(holders_of({target}))
     built = any(a.metadata.get("meta.chat.conversation_id") == target for a in _leaves(store))
     if not holders and not built:
         if target in set(store.get_meta(TOMBSTONES) or []):
@@ -227,9 +232,8 @@ def _resolve(pipeline, store, paths: ProjectPaths, target: str):
         raise SynixError(f"no conversation or export file {target!r} in the project {paths.root}",
                          hint="see `synix status` / `synix search` for conversation ids")
     if not holders:  # tombstones hide it from the scan; its files may still hold it
-        holders = sorted({files.absolute(f, paths.root) for f in scan.files})
-        holders = [p for p in holders if files.holds_any(p, {target})]
-    return holders, {target}, False
+        holders = [p for p in sorted(known) if files.holds_any(p, {target})]
+    return holders, {target}, None
 
 
 def _same_file(recorded, path: Path, root: Path) -> bool:

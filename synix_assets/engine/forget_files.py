@@ -100,7 +100,10 @@ def holds_any(path: Path, cids: set[str]) -> bool:
     """Whether a (rewritten) export still holds one of the conversations."""
     if path.is_symlink() or not path.is_file():
         return False
-    kept = without(path, cids)
+    try:
+        kept = without(path, cids)
+    except (OSError, ValueError, StopIteration, zipfile.BadZipFile):  # not a format we rewrite
+        return False
     return bool(kept and kept["dropped"])
 
 
