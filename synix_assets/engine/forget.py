@@ -19,7 +19,6 @@ verify   the raw bytes of every file Synix writes are searched for the forgotten
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 import time
@@ -28,28 +27,19 @@ from pathlib import Path
 
 from synix_assets.engine import forget_files as files
 from synix_assets.engine import forget_journal as journaling
+from synix_assets.engine import forget_plan as planning
 from synix_assets.engine import forget_verify as verifying
-from synix_assets.engine.ingest import PARSER_VERSION, SourceReader, file_sha256
 from synix_assets.engine.locking import project_lock
 from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import BuildFailed, ForgetUnverified, SynixError
-from synix_resources.fingerprints import sha256_text
+from synix_resources.errors import BuildFailed, ForgetUnverified
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.search.index import SearchIndex
-from synix_resources.store.artifact_store import Artifact, ArtifactStore
+from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.forget")
-TOMBSTONES = "forget:tombstones"
 PHASES = ("store", "index", "cache", "dagster", "exports", "internal", "rebuild", "restore",
           "purge", "verify")
-# Lines this long are distinctive enough to recognise a forgotten text anywhere.
-SNIPPET_MIN_CHARS = 24
-SNIPPET_MAX_CHARS = 200
-SNIPPETS_PER_ARTIFACT = 12
-VERIFY_SNIPPETS = 48
-LEGACY_CACHE_ROUNDS = 50
-_HEADER_PREFIXES = ("# ", "Conversation: ", "Date: ", "Source: ", "[#")
 
 _active: set[str] = set()  # projects this process is forgetting in (the rebuild must not recurse)
 _active_lock = threading.Lock()
@@ -98,7 +88,7 @@ def forget(paths: ProjectPaths, target: str | None = None, dry_run: bool = False
             return finished or ForgetReport(None, False, nothing_pending=True)
         if finished is not None and _covers(pending, target):
             return finished
-        journal = _plan(paths, pipeline, target)
+        journal = planning.plan(paths, pipeline, target)
         if journal is None:
             report = ForgetReport(target, False, conversation_ids=[target], already_forgotten=True)
         else:
@@ -115,7 +105,7 @@ def _dry_run(paths: ProjectPaths, pipeline, pending: dict | None, target: str | 
     elif target is None:
         report = ForgetReport(None, True, nothing_pending=True)
     else:
-        journal = _plan(paths, pipeline, target)
+        journal = planning.plan(paths, pipeline, target)
         report = _report_of(journal) if journal else ForgetReport(
             target, True, conversation_ids=[target], already_forgotten=True)
         report.finished_pending = [pending["target"]] if pending else []
@@ -128,7 +118,9 @@ def finish_pending_forget(paths: ProjectPaths, *, llm_config: dict | None = None
     is pending or this process is already forgetting in this project."""
     if not journaling.journal_path(paths).exists() or _is_active(paths):
         return None
-    return forget(paths, None, llm_config=llm_config)
+    report = forget(paths, None, llm_config=llm_config)
+    log.warning("finished the interrupted forget of %s before building", report.target)
+    return report
 
 
 def pending_forget(paths: ProjectPaths) -> str | None:
@@ -157,168 +149,6 @@ def _is_active(paths: ProjectPaths) -> bool:
 
 def _covers(journal: dict, target: str) -> bool:
     return target == journal["target"] or target in journal["conversation_ids"]
-
-
-# --- plan -------------------------------------------------------------------------------------
-
-def _plan(paths: ProjectPaths, pipeline, target: str) -> dict | None:
-    """The journal of a new forget (nothing is changed); None if `target` was forgotten before."""
-    store = ArtifactStore(paths.store)
-    try:
-        found = _resolve(pipeline, store, paths, target)
-        if found is None:
-            return None
-        export_files, cids, target_file = found
-        doomed = _doomed_artifacts(store, cids)
-        ids = {a.artifact_id for a in doomed}
-        actions = [files.plan_file(paths.root, p, p == target_file, cids) for p in export_files]
-        leaves = [a for a in doomed if a.level == 0]
-        texts = _snippets(doomed)
-        journal = {
-            "version": 1, "target": target, "started_at": time.time(),
-            "conversation_ids": sorted(cids),
-            "files": [a.to_json() for a in actions],
-            "artifacts": [{"id": a.artifact_id, "layer": a.layer, "group_key": a.group_key,
-                           "current": a.superseded_at is None} for a in doomed],
-            "text_hashes": sorted({sha256_text(a.content) for a in doomed}),
-            "prompt_hashes": sorted({(a.audit or {}).get("rendered_prompt_hash") for a in doomed}
-                                    - {None}),
-            "fold_keep": _fold_keep(pipeline, store, ids),
-            "ingest_meta": _ingest_meta_keys(pipeline, store, export_files, paths.root),
-            "match_texts": texts,
-            "verify_texts": _distinctive(leaves, _leaves(store, exclude=ids)),
-            "done": [], "results": {},
-        }
-    finally:
-        store.close()
-    journal["dagster_runs"] = _dagster_runs_mentioning(paths, journal)
-    journal["cache_keys"] = sorted(_cache_keys(paths, journal))
-    return journal
-
-
-def _resolve(pipeline, store, paths: ProjectPaths, target: str):
-    """(export files holding the conversations, conversation ids, the target file or None), or
-    None when the target is a conversation forgotten before. A file target's conversations are
-    also taken out of other exports that hold them (cumulative exports repeat old ones)."""
-    reader = SourceReader(pipeline, store)
-    scan = reader.scan()
-    known = {files.absolute(f, paths.root) for f in scan.files}
-
-    def holders_of(cids: set[str]) -> set[Path]:
-        return {files.absolute(s.file, paths.root) for s in scan.summaries
-                if s.conversation_id in cids}
-
-    for base in (Path.cwd(), paths.root, paths.root / "exports"):
-        path = files.absolute(target, base)
-        if not (path.is_file() or path.is_symlink()):
-            continue
-        # the same file reached through a linked export folder counts too
-        path = path if path in known else next(
-            (k for k in known if os.path.realpath(k) == os.path.realpath(path)), path)
-        if path not in known:
-            raise SynixError(f"{path} is not an export file of the project {paths.root}",
-                             hint="give a file from the project's export folders, or a "
-                                  "conversation id")
-        cids = {s.conversation_id for s in scan.summaries
-                if files.absolute(s.file, paths.root) == path}
-        cids |= {a.metadata.get("meta.chat.conversation_id") for a in _leaves(store)
-                 if _same_file(a.metadata.get("meta.source.path"), path, paths.root)} - {None}
-        return sorted(holders_of(cids) | {path}), cids, path
-    holders = sorted(holders_of({target}))
-    built = any(a.metadata.get("meta.chat.conversation_id") == target for a in _leaves(store))
-    if not holders and not built:
-        if target in set(store.get_meta(TOMBSTONES) or []):
-            return None
-        raise SynixError(f"no conversation or export file {target!r} in the project {paths.root}",
-                         hint="see `synix status` / `synix search` for conversation ids")
-    if not holders:  # tombstones hide it from the scan; its files may still hold it
-        holders = [p for p in sorted(known) if files.holds_any(p, {target})]
-    return holders, {target}, None
-
-
-def _same_file(recorded, path: Path, root: Path) -> bool:
-    return bool(recorded) and files.absolute(recorded, root) == path
-
-
-def _leaves(store, exclude: set[str] = frozenset()) -> list[Artifact]:
-    """Every level-0 artifact (all versions) of every layer the store knows."""
-    return [a for layer in store.layers() for a in store.list_layer(layer, include_superseded=True)
-            if a.level == 0 and a.artifact_id not in exclude]
-
-
-def _doomed_artifacts(store, cids: set[str]) -> list[Artifact]:
-    """Every version of the conversations' artifacts and everything derived from them."""
-    found: dict[str, Artifact] = {}
-    for layer in store.layers():
-        for art in store.list_layer(layer, include_superseded=True):
-            if art.metadata.get("meta.chat.conversation_id") in cids:
-                found[art.artifact_id] = art
-    for art in list(found.values()):
-        for down in store.descendants(art.artifact_id):
-            found.setdefault(down.artifact_id, down)
-    return sorted(found.values(), key=lambda a: (a.level, a.layer, a.group_key, a.artifact_id))
-
-
-def _lines(art: Artifact, *, messages_only: bool = False) -> list[str]:
-    lines = {ln.strip() for ln in art.content.splitlines() if len(ln.strip()) >= SNIPPET_MIN_CHARS}
-    if messages_only:
-        lines = {ln for ln in lines if not ln.startswith(_HEADER_PREFIXES)}
-    return sorted((ln[:SNIPPET_MAX_CHARS] for ln in lines), key=lambda s: (-len(s), s))
-
-
-def _snippets(arts: list[Artifact]) -> list[str]:
-    """Distinctive lines of every forgotten text (for cache entries written before sources were
-    recorded, and Dagster events)."""
-    out: dict[str, None] = {}
-    for art in arts:
-        for line in _lines(art)[:SNIPPETS_PER_ARTIFACT]:
-            out[line] = None
-    return list(out)
-
-
-def _distinctive(leaves: list[Artifact], survivors: list[Artifact]) -> list[str]:
-    """Message lines found only in the forgotten conversations: none may remain anywhere."""
-    candidates: dict[str, None] = {}
-    for art in leaves:
-        for line in _lines(art, messages_only=True):
-            candidates[line] = None
-    picked = sorted(candidates, key=lambda s: (-len(s), s))
-    for art in survivors:
-        if not picked:
-            break
-        picked = [s for s in picked if s not in art.content]
-    return picked[:VERIFY_SNIPPETS]
-
-
-def _fold_keep(pipeline, store, doomed_ids: set[str]) -> dict[str, int]:
-    """Per fold layer: checkpoints at or before this position summarise only items before the
-    first forgotten one and are kept; later ones go."""
-    keep = {}
-    for layer, step in pipeline.steps.items():
-        if step.kind != "fold":
-            continue
-        current = store.current(layer, "all")
-        if current is None or current.artifact_id in doomed_ids and not current.parent_ids:
-            keep[layer] = 0
-            continue
-        order = list(current.parent_ids)
-        keep[layer] = min((i for i, pid in enumerate(order) if pid in doomed_ids),
-                          default=len(order))
-    return keep
-
-
-def _ingest_meta_keys(pipeline, store, export_files: list[Path], root: Path) -> list[str]:
-    """Parse summaries (titles, dates) of the old export bytes: never read again, so removed."""
-    wanted = set(export_files)
-    keys = []
-    for _, f, _ in SourceReader(pipeline, store).files():
-        if files.absolute(f, root) not in wanted or not f.is_file():
-            continue
-        st = f.stat()
-        keys.append(f"ingest:stat:{f}:{st.st_size}:{st.st_mtime_ns}")
-        digest = file_sha256(f)
-        keys += [f"ingest:file:{digest}:{source}:{PARSER_VERSION}" for source in pipeline.sources]
-    return sorted(set(keys))
 
 
 def _report_of(journal: dict) -> ForgetReport:
@@ -366,7 +196,8 @@ def _phase_store(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     store = ArtifactStore(paths.store)
     try:
         # First: from now on no scan (a build, the sensor) reads these conversations again.
-        store.set_meta(TOMBSTONES, sorted(set(store.get_meta(TOMBSTONES) or []) | cids))
+        known = set(store.get_meta(planning.TOMBSTONES) or [])
+        store.set_meta(planning.TOMBSTONES, sorted(known | cids))
         for layer, position in journal["fold_keep"].items():
             _trim_checkpoints(store, layer, position)
         for art in journal["artifacts"]:
@@ -404,41 +235,10 @@ def _phase_index(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     return {"index_docs_removed": journal.get("results", {}).get("index_docs_removed", 0) + removed}
 
 
-def _cache_keys(paths: ProjectPaths, journal: dict) -> set[str]:
-    """Every cached exchange whose input derived from the forgotten artifacts: by recorded
-    sources (followed through answers fed into later requests), by the prompt hashes in their
-    audit, and — for entries written before sources were recorded — by their text."""
-    if not paths.llm_cache.exists():
-        return set()
-    cache = ResponseCache(paths.llm_cache)
-    try:
-        keys = cache.derived_keys({a["id"] for a in journal["artifacts"]}, journal["text_hashes"])
-        keys |= cache.keys_for_prompt_hashes(journal["prompt_hashes"])
-        legacy = set(cache.keys_without_sources())
-        texts = list(journal["match_texts"])
-        for _ in range(LEGACY_CACHE_ROUNDS):  # a fold's state is the next step's input
-            hits = cache.keys_mentioning(texts, legacy - keys) if legacy - keys else set()
-            if not hits:
-                break
-            keys |= hits
-            texts = [t for key in hits for t in _answer_lines(cache, key)]
-    finally:
-        cache.close()
-    return keys
-
-
-def _answer_lines(cache: ResponseCache, key: str) -> list[str]:
-    response = cache.get(key)
-    if response is None:
-        return []
-    return [ln.strip()[:SNIPPET_MAX_CHARS] for ln in response.text.splitlines()
-            if len(ln.strip()) >= SNIPPET_MIN_CHARS]
-
-
 def _phase_cache(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     if not paths.llm_cache.exists():
         return {"cache_entries_removed": 0}
-    keys = set(journal["cache_keys"]) | _cache_keys(paths, journal)
+    keys = set(journal["cache_keys"]) | planning.cache_keys(paths, journal)
     cache = ResponseCache(paths.llm_cache)
     try:
         removed = cache.delete_keys(keys)
@@ -448,46 +248,17 @@ def _phase_cache(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     return {"cache_entries_removed": done + removed}
 
 
-def _instance(paths: ProjectPaths):
-    from synix_assets.engine.runner import dagster_instance
-
-    return dagster_instance(paths)
-
-
-def _has_dagster(paths: ProjectPaths) -> bool:
-    return (paths.dagster_home / "history").exists()
-
-
-def _dagster_runs_mentioning(paths: ProjectPaths, journal: dict) -> list[str]:
-    """Dagster runs whose events name a forgotten artifact or contain its text (previews)."""
-    ids = [a["id"] for a in journal["artifacts"]]
-    texts = [*journal["match_texts"], *journal["verify_texts"]]
-    if not ids or not _has_dagster(paths):
-        return []
-    import json
-
-    import dagster as dg
-
-    instance = _instance(paths)
-    escaped = [json.dumps(t)[1:-1] for t in texts]
-    hits = []
-    for run in instance.get_runs():
-        text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run.run_id))
-        if any(i in text for i in ids) or any(t in text for t in escaped):
-            hits.append(run.run_id)
-    return hits
-
-
 def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     """Delete the runs, the conversations' dynamic partitions, and wipe the asset index of the
     affected layers (it caches each asset's last materialization, preview included)."""
-    if not _has_dagster(paths):
+    if not planning.has_dagster(paths):
         return {"wiped_layers": []}
     from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.dagster_defs.partitions import dynamic_name
 
-    instance = _instance(paths)
-    run_ids = sorted(set(journal["dagster_runs"]) | set(_dagster_runs_mentioning(paths, journal)))
+    instance = planning.dagster_instance(paths)
+    run_ids = sorted(set(journal["dagster_runs"]) |
+                     set(planning.dagster_runs_mentioning(paths, journal)))
     for run_id in run_ids:
         if instance.get_run_by_id(run_id) is not None:
             instance.delete_run(run_id)  # the run record and all its events
@@ -545,7 +316,7 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.dagster_defs.partitions import partitions_for
 
-    instance = _instance(paths)
+    instance = planning.dagster_instance(paths)
     store = ArtifactStore(paths.store)
     try:
         for layer in layers:
@@ -606,11 +377,11 @@ def _checked_files(paths: ProjectPaths, pipeline, journal: dict) -> list[Path]:
 
 def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[tuple[str, str]]:
     """Dagster partitions still named after a forgotten conversation."""
-    if not _has_dagster(paths):
+    if not planning.has_dagster(paths):
         return []
     from synix_assets.dagster_defs.partitions import dynamic_name
 
-    instance = _instance(paths)
+    instance = planning.dagster_instance(paths)
     keys = {(dynamic_name(pipeline, a["layer"]), a["group_key"]) for a in journal["artifacts"]
             if a["layer"] in pipeline.steps and pipeline.partitioning(a["layer"]) == "conversation"}
     return sorted((n, k) for n, k in keys if n and instance.has_dynamic_partition(n, k))
@@ -625,7 +396,7 @@ def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
         act = files.FileAction.from_json(data)
         if act.action == files.REWRITE and files.holds_any(Path(act.path), cids):
             found.setdefault(act.path, set()).add("a forgotten conversation")
-    leftover_keys = _cache_keys(paths, journal)
+    leftover_keys = planning.cache_keys(paths, journal)
     if leftover_keys:
         found.setdefault(str(paths.llm_cache), set()).add(
             f"{len(leftover_keys)} cached answer(s) derived from it")
