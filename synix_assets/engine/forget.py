@@ -19,6 +19,7 @@ verify   the raw bytes of every file Synix writes are searched for the forgotten
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 import time
@@ -79,7 +80,8 @@ def forget(paths: ProjectPaths, target: str | None = None, dry_run: bool = False
     pending forget (interrupted earlier) is finished first; with no target, only that."""
     pipeline = load_pipeline(paths.pipeline_file)
     paths.state_dir.mkdir(parents=True, exist_ok=True)
-    with project_lock(paths.lock), _forgetting(paths):
+    lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))  # as `synix run`
+    with project_lock(paths.lock, timeout_s=lock_timeout_s), _forgetting(paths):
         pending = journaling.load(paths)
         if dry_run:
             return _dry_run(paths, pipeline, pending, target)
@@ -260,6 +262,9 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     run_ids = sorted(set(journal["dagster_runs"]) |
                      set(planning.dagster_runs_mentioning(paths, journal)))
     for run_id in run_ids:
+        if run_id == planning.RUNLESS_RUN_ID:
+            instance.delete_run(run_id)  # every event reported outside a run
+            continue
         if instance.get_run_by_id(run_id) is not None:
             instance.delete_run(run_id)  # the run record and all its events
         for suffix in (".db", ".db-wal", ".db-shm"):
@@ -272,8 +277,10 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
         if instance.has_dynamic_partition(name, key):
             instance.delete_dynamic_partition(name, key)
     layers = sorted({a["layer"] for a in arts})
+    # runless events were restored materializations of any layer: restore them all again
+    restore = set(pipeline.steps) if planning.RUNLESS_RUN_ID in run_ids else set(layers)
     wiped = sorted(set(journal.get("results", {}).get("wiped_layers", [])) |
-                   (set(layers) if run_ids else set()))
+                   (restore if run_ids else set()))
     if run_ids and layers:
         instance.wipe_assets([layer_key(layer) for layer in layers])
     return {"wiped_layers": wiped, "dagster_runs": run_ids}
@@ -287,11 +294,18 @@ def _phase_exports(paths: ProjectPaths, pipeline, journal: dict) -> dict:
 
 
 def _phase_internal(paths: ProjectPaths, pipeline, journal: dict) -> dict:
-    """Topic indexes are rebuilt from the current episodes on every topical build."""
+    """Derived files the rebuild writes again: topic indexes (rebuilt from the current episodes
+    on every topical build) and context documents read from a layer that lost artifacts (a
+    missing one is always rewritten), zero-filled first — even if the rebuild fails, no old
+    system prompt keeps the forgotten text."""
+    doomed_layers = {a["layer"] for a in journal["artifacts"]}
+    derived = [pipeline.resolve(proj.path) for proj in pipeline.projections.values()
+               if proj.kind == "context_doc" and proj.from_ in doomed_layers]
     if paths.internal.is_dir() and not paths.internal.is_symlink():
-        for f in paths.internal.iterdir():
-            if f.is_file() or f.is_symlink():
-                files.scrub_and_remove(paths.root, f)
+        derived += list(paths.internal.iterdir())
+    for f in derived:  # never through a link, never outside the project
+        if f.is_file() and not f.is_symlink() and files.inside(paths.root, f):
+            files.scrub_and_remove(paths.root, f)
     return {}
 
 
@@ -389,8 +403,8 @@ def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[t
 
 def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     checked = _checked_files(paths, pipeline, journal)
-    patterns = verifying.needles(journal["verify_texts"], [a["id"] for a in journal["artifacts"]])
-    found = verifying.leftovers(checked, patterns)
+    found = verifying.leftovers(checked, journal["verify_texts"],
+                                [a["id"] for a in journal["artifacts"]])
     cids = set(journal["conversation_ids"])
     for data in journal["files"]:
         act = files.FileAction.from_json(data)

@@ -27,6 +27,9 @@ SNIPPET_MAX_CHARS = 200
 SNIPPETS_PER_ARTIFACT = 12
 VERIFY_SNIPPETS = 48
 LEGACY_CACHE_ROUNDS = 50
+# Dagster files events reported outside any run (`report_runless_asset_event`) under this run
+# id; `instance.delete_run` of it deletes them (there is no public constant for it).
+RUNLESS_RUN_ID = ""
 _HEADER_PREFIXES = ("# ", "Conversation: ", "Date: ", "Source: ", "[#")
 
 
@@ -146,12 +149,18 @@ def _snippets(arts: list[Artifact]) -> list[str]:
 
 
 def _distinctive(leaves: list[Artifact], survivors: list[Artifact]) -> list[str]:
-    """Message lines found only in the forgotten conversations: none may remain anywhere."""
+    """Message lines found only in the forgotten conversations: none may remain anywhere. Taken
+    round-robin over the conversations (longest lines first), so each is represented and the
+    check against the surviving conversations stays bounded."""
+    per_leaf = [_lines(art, messages_only=True) for art in leaves]
     candidates: dict[str, None] = {}
-    for art in leaves:
-        for line in _lines(art, messages_only=True):
-            candidates[line] = None
-    picked = sorted(candidates, key=lambda s: (-len(s), s))
+    for rank in range(max((len(lines) for lines in per_leaf), default=0)):
+        for lines in per_leaf:
+            if rank < len(lines):
+                candidates[lines[rank]] = None
+        if len(candidates) >= 2 * VERIFY_SNIPPETS:
+            break
+    picked = list(candidates)[:2 * VERIFY_SNIPPETS]
     for art in survivors:
         if not picked:
             break
@@ -232,7 +241,8 @@ def has_dagster(paths: ProjectPaths) -> bool:
 
 
 def dagster_runs_mentioning(paths: ProjectPaths, journal: dict) -> list[str]:
-    """Dagster runs whose events name a forgotten artifact or contain its text (previews)."""
+    """Dagster runs whose events name a forgotten artifact or contain its text (previews);
+    RUNLESS_RUN_ID stands for the events reported outside any run (restored materializations)."""
     ids = [a["id"] for a in journal["artifacts"]]
     texts = [*journal["match_texts"], *journal["verify_texts"]]
     if not ids or not has_dagster(paths):
@@ -242,8 +252,8 @@ def dagster_runs_mentioning(paths: ProjectPaths, journal: dict) -> list[str]:
     instance = dagster_instance(paths)
     escaped = [json.dumps(t)[1:-1] for t in texts]
     hits = []
-    for run in instance.get_runs():
-        text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run.run_id))
+    for run_id in [run.run_id for run in instance.get_runs()] + [RUNLESS_RUN_ID]:
+        text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run_id))
         if any(i in text for i in ids) or any(t in text for t in escaped):
-            hits.append(run.run_id)
+            hits.append(run_id)
     return hits

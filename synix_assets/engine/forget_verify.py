@@ -104,23 +104,26 @@ def walk(folder: Path) -> list[Path]:
     return sorted(out)
 
 
-def needles(texts: Iterable[str], ids: Iterable[str]) -> dict[bytes, str]:
-    """Byte patterns to look for → what they are (never the text itself, for messages)."""
+_ID_HEX = re.compile(rb"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")
+
+
+def _text_forms(texts: Iterable[str]) -> dict[bytes, str]:
+    """Each text as written and as JSON escapes it (exports, Dagster events, cached JSON)."""
     out: dict[bytes, str] = {}
     for text in texts:
         for form in (text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]):
             out.setdefault(form.encode("utf-8"), "forgotten text")
-    for ident in ids:
-        out.setdefault(ident.encode("utf-8"), "a forgotten artifact id")
     return out
 
 
-def leftovers(files: Iterable[Path], patterns: dict[bytes, str]) -> dict[str, set[str]]:
-    """file → kinds of forgotten data found in its raw bytes."""
-    if not patterns:
-        return {}
-    regex = re.compile(b"|".join(re.escape(p) for p in sorted(patterns, key=len, reverse=True)))
-    overlap = max(len(p) for p in patterns) - 1
+def leftovers(files: Iterable[Path], texts: Iterable[str], ids: Iterable[str]) -> dict[str, set[str]]:
+    """file → kinds of forgotten data found in its raw bytes (never the text itself). Artifact
+    ids (`layer-<16 hex>`) are found in one pass by their shape, however many there are."""
+    forms = _text_forms(texts)
+    by_hex = {i.rsplit("-", 1)[-1].encode(): i.encode() for i in ids}
+    text_re = re.compile(b"|".join(re.escape(p) for p in sorted(forms, key=len, reverse=True))) \
+        if forms else None
+    overlap = max([len(p) for p in forms] + [len(i) for i in by_hex.values()] + [1]) - 1
     found: dict[str, set[str]] = {}
     for path in files:
         try:
@@ -134,7 +137,12 @@ def leftovers(files: Iterable[Path], patterns: dict[bytes, str]) -> dict[str, se
                 if not block:
                     break
                 data = tail + block
-                for match in regex.finditer(data):
-                    found.setdefault(str(path), set()).add(patterns[match.group(0)])
-                tail = data[-overlap:] if overlap else b""
+                if text_re is not None and text_re.search(data):
+                    found.setdefault(str(path), set()).add("forgotten text")
+                for match in _ID_HEX.finditer(data):
+                    full = by_hex.get(match.group(0))
+                    if full and data[max(0, match.end() - len(full)):match.end()] == full:
+                        found.setdefault(str(path), set()).add("a forgotten artifact id")
+                        break
+                tail = data[-overlap:]
     return found

@@ -106,6 +106,9 @@ def _migrate(path: Path) -> None:
         conn.close()
 
 
+_TEXTS_PER_QUERY = 100
+
+
 def cache_key(request: LLMRequest, provider: str, model: str) -> str:
     return sha256_text(canonical_json([
         request.rendered_prompt_hash, request.system_hash, model,
@@ -203,18 +206,21 @@ class ResponseCache:
     def keys_mentioning(self, texts: Iterable[str], keys: Iterable[str] | None = None) -> set[str]:
         """Keys (among `keys`, default all) whose prompt, system prompt or answer contains any
         of `texts`; used only for entries without recorded sources."""
-        wanted = [t for t in texts if t]
-        if not wanted:
-            return set()
-        sql = "SELECT key FROM responses WHERE (" + " OR ".join(
-            "instr(prompt, ?) > 0 OR instr(system, ?) > 0 OR instr(response_json, ?) > 0"
-            for _ in wanted) + ")"
-        args: list = [t for t in wanted for _ in range(3)]
-        if keys is not None:
-            sql += " AND key IN (SELECT value FROM json_each(?))"
-            args.append(json.dumps(sorted(set(keys))))
-        with self._lock:
-            return {r[0] for r in self._db.execute(sql, args)}
+        wanted = [t for t in dict.fromkeys(texts) if t]
+        scope = json.dumps(sorted(set(keys))) if keys is not None else None
+        found: set[str] = set()
+        for start in range(0, len(wanted), _TEXTS_PER_QUERY):  # SQLite bounds host parameters
+            chunk = wanted[start:start + _TEXTS_PER_QUERY]
+            sql = "SELECT key FROM responses WHERE (" + " OR ".join(
+                "instr(prompt, ?) > 0 OR instr(system, ?) > 0 OR instr(response_json, ?) > 0"
+                for _ in chunk) + ")"
+            args: list = [t for t in chunk for _ in range(3)]
+            if scope is not None:
+                sql += " AND key IN (SELECT value FROM json_each(?))"
+                args.append(scope)
+            with self._lock:
+                found |= {r[0] for r in self._db.execute(sql, args)}
+        return found
 
     def keys_for_prompt_hashes(self, hashes: Iterable[str]) -> set[str]:
         with self._lock:

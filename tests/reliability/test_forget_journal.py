@@ -129,3 +129,39 @@ def test_the_journal_is_written_before_anything_is_deleted(built, monkeypatch):
     assert {a["layer"] for a in journal["artifacts"]} == {"transcripts", "episodes", "monthly", "core"}
     assert journal["files"][0]["action"] == "rewrite" and journal["cache_keys"]
     assert oct(journal_path(built).stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_new_forget_finishes_the_pending_one_first(built, monkeypatch, files_containing):
+    def broken(*args):
+        raise OSError("disk went away")
+
+    real = forget_module._phase_cache
+    monkeypatch.setattr(forget_module, "_phase_cache", broken)
+    with pytest.raises(OSError):
+        forget(built, "private-0")
+    monkeypatch.setattr(forget_module, "_phase_cache", real)
+    report = forget(built, "conv-3")
+    assert report.finished_pending == ["private-0"] and report.conversation_ids == ["conv-3"]
+    assert files_containing(built.root, MARKER) == [] and not journal_path(built).exists()
+    store = ArtifactStore(built.store)
+    try:
+        assert store.current("transcripts", "conv-3") is None
+        assert store.current("transcripts", "private-0") is None
+        assert len(store.current_index("episodes")) == 4
+    finally:
+        store.close()
+
+
+def test_the_old_context_document_goes_even_when_the_rebuild_fails(built, monkeypatch):
+    """context.md was written from the old core: it is zero-filled and removed before the
+    rebuild, so a failed rebuild cannot leave the forgotten memory in the agent's prompt."""
+    context = built.root / "context.md"
+    assert context.exists()
+    real = forget_module._phase_rebuild
+    monkeypatch.setattr(forget_module, "_phase_rebuild",
+                        lambda *a: {"rebuild": None, "rebuild_error": "provider down"})
+    report = forget(built, "private-0")
+    assert report.rebuild_error == "provider down" and not context.exists()
+    monkeypatch.setattr(forget_module, "_phase_rebuild", real)
+    run_build(built)
+    assert context.exists()
