@@ -361,9 +361,8 @@ def _phase_purge(paths: ProjectPaths, pipeline, journal: dict) -> dict:
             index.purge_free_pages()  # also rewrites the FTS segments
         finally:
             index.close()
-    dbs = verifying.sqlite_files(paths.state_dir)
-    if paths.store not in dbs and verifying.is_sqlite(paths.store):
-        dbs.append(paths.store)
+    dbs = [Path(f) for f in verifying.in_child(
+        "sqlite-files", {"folder": str(paths.state_dir), "also": [str(paths.store)]})]
     for db_path in dbs:
         verifying.purge(db_path, deadline, target)
     return {"purged": [str(p) for p in dbs]}
@@ -403,8 +402,9 @@ def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[t
 
 def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     checked = _checked_files(paths, pipeline, journal)
-    found = verifying.leftovers(checked, journal["verify_texts"],
-                                [a["id"] for a in journal["artifacts"]])
+    found = {path: set(kinds) for path, kinds in verifying.in_child("leftovers", {
+        "files": [str(p) for p in checked], "texts": journal["verify_texts"],
+        "ids": [a["id"] for a in journal["artifacts"]]}).items()}
     cids = set(journal["conversation_ids"])
     for data in journal["files"]:
         act = files.FileAction.from_json(data)

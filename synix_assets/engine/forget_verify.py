@@ -10,6 +10,11 @@ Verify: the raw bytes of every file Synix writes (all of `.synix/` with WAL and 
 export folders, context documents and other top-level files) are searched for the forgotten
 artifact ids and for distinctive lines of the forgotten conversations, as written and as JSON
 escapes them. Links are never followed.
+
+Raw reads of project files (the SQLite header check, the byte search) run in a child process:
+closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's locks
+on databases and `-shm` files it still has open included, which could let another process (the
+UI, a reader) corrupt them.
 """
 from __future__ import annotations
 
@@ -18,16 +23,19 @@ import os
 import re
 import sqlite3
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterable
 
-from synix_resources.errors import ForgetBlocked
+from synix_resources.errors import ForgetBlocked, ForgetUnverified
 
 WAIT_ENV = "SYNIX_FORGET_WAIT_S"
 DEFAULT_WAIT_S = 60.0
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _READ_BLOCK = 1 << 22
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding synix_assets
 
 
 def wait_seconds() -> float:
@@ -146,3 +154,32 @@ def leftovers(files: Iterable[Path], texts: Iterable[str], ids: Iterable[str]) -
                         break
                 tail = data[-overlap:]
     return found
+
+
+def in_child(command: str, payload: dict):
+    """Run `sqlite-files` or `leftovers` on `payload` in a child process (see the module doc)."""
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "synix_assets.engine.forget_verify", command],
+                          input=json.dumps(payload), capture_output=True, text=True, env=env,
+                          check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ForgetUnverified(f"the forget check could not read the project's files: {last}",
+                               hint="fix the cause and rerun `synix forget` (it stays pending)")
+    return json.loads(proc.stdout)
+
+
+def _main(command: str) -> None:
+    payload = json.load(sys.stdin)
+    if command == "sqlite-files":
+        result = [str(p) for p in sqlite_files(Path(payload["folder"]))]
+        result += [f for f in payload.get("also", []) if f not in result and is_sqlite(Path(f))]
+    else:
+        found = leftovers([Path(f) for f in payload["files"]], payload["texts"], payload["ids"])
+        result = {path: sorted(kinds) for path, kinds in found.items()}
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

@@ -1,8 +1,8 @@
 """Response cache in its own SQLite file: answers `replay=True` runs with zero calls.
 
 Keyed by (rendered prompt hash, system hash, model, temperature, max_tokens, provider). The
-same file holds Message Batches bookkeeping so a restarted process resumes polling a submitted batch.
-Nothing here ever holds an API key: only prompts, responses and ids are written.
+same file holds Message Batches bookkeeping so a restarted process resumes polling a submitted
+batch. Nothing here ever holds an API key: only prompts, responses and ids are written.
 
 Derivation for "forget": every entry records where its input came from (`response_sources`: the
 request's source ids and the SHA-256 of each source text). An answer fed into a later request (a
@@ -60,6 +60,9 @@ CREATE TABLE IF NOT EXISTS batch_items (
 );
 """
 
+# Texts per `keys_mentioning` query: 3 host parameters each, well under SQLite's limit.
+_TEXTS_PER_QUERY = 100
+
 # One row per source of a cached request, in request order (what its input derived from).
 SOURCES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS response_sources (
@@ -85,7 +88,7 @@ def c001_responses_and_batches(db: Database) -> None:
 @CACHE_MIGRATIONS
 def c002_response_sources(db: Database) -> None:
     """Entries written before this migration have no rows here; forget falls back to matching
-    their text (`delete_matching`)."""
+    their text (`keys_mentioning`)."""
     _statements(db, SOURCES_SCHEMA)
 
 
@@ -104,9 +107,6 @@ def _migrate(path: Path) -> None:
         CACHE_MIGRATIONS.apply(Database(conn))
     finally:
         conn.close()
-
-
-_TEXTS_PER_QUERY = 100
 
 
 def cache_key(request: LLMRequest, provider: str, model: str) -> str:

@@ -31,3 +31,14 @@ def test_walk_lists_regular_files_and_never_follows_links(tmp_path):
     (project / "linked-dir").symlink_to(outside, target_is_directory=True)
     (project / "linked-file.txt").symlink_to(outside / "secret.txt")
     assert forget_verify.walk(project) == [project / "sub" / "a.txt"]
+
+
+def test_the_check_runs_in_a_child_process_with_the_same_answer(tmp_path):
+    """Raw reads happen in a child: closing a descriptor would drop this process's SQLite locks."""
+    import sqlite3
+
+    (tmp_path / "a.txt").write_text("the line Zqxjarvelmonk was here")
+    sqlite3.connect(str(tmp_path / "x.db")).execute("CREATE TABLE t (x)").connection.close()
+    payload = {"files": [str(tmp_path / "a.txt")], "texts": ["line Zqxjarvelmonk was"], "ids": []}
+    assert forget_verify.in_child("leftovers", payload) == {str(tmp_path / "a.txt"): ["forgotten text"]}
+    assert forget_verify.in_child("sqlite-files", {"folder": str(tmp_path)}) == [str(tmp_path / "x.db")]
