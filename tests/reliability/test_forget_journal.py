@@ -42,7 +42,9 @@ def built(tmp_path_factory, claude_export, make_conversations):
     claude_export(live / "exports" / "private.json",
                   make_conversations(2, prefix="private", months=("2025-01",), marker_at={0: MARKER}))
     run_build(paths)
-    shutil.copytree(live, template, symlinks=True)
+    # Copied by a child process: closing a descriptor of a database this process still has open
+    # would drop its SQLite locks (and let the next process corrupt the file).
+    subprocess.run(["cp", "-a", str(live), str(template)], check=True)
     return paths
 
 
