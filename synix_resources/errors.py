@@ -86,3 +86,15 @@ class BuildFailed(SynixError):
 
 class ServeError(SynixError):
     """A web server cannot start as asked (port in use, listening beyond loopback without a token)."""
+
+
+class ForgetIncomplete(SynixError):
+    """A `synix forget` could not finish; its journal keeps it pending until a rerun does."""
+
+
+class ForgetBlocked(ForgetIncomplete):
+    """Another process holds a database open, so forgotten text cannot be purged from it yet."""
+
+
+class ForgetUnverified(ForgetIncomplete):
+    """After a forget, the forgotten text or ids were still found in a project file."""

@@ -16,6 +16,7 @@ from typing import Callable
 
 from synix_assets.engine import progress
 from synix_assets.engine.context import BuildContext
+from synix_assets.engine.forget import finish_pending_forget
 from synix_assets.engine.layers import plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import projection_stale
@@ -96,6 +97,7 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     """Build the project; raises BuildFailed (after storing everything that succeeded) if any
     partition failed. `instance`/`run_tags`: the Dagster instance and extra run tags when the
     build runs inside a Dagster run (the `synix_build_all` job); else the project's own home."""
+    finish_pending_forget(paths, llm_config=llm_config)  # an interrupted forget comes first
     started = time.monotonic()
     notify = progress or (lambda *a: None)
     pipeline = load_pipeline(paths.pipeline_file)
