@@ -107,8 +107,10 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
         stopped = None
     except KeyboardInterrupt:  # before the build started
         stopped = BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(), hint=RESUME_HINT)
-    except (BuildFailed, BuildInterrupted) as exc:
-        if exc.report is None and not isinstance(exc, BuildInterrupted):
+    except BuildInterrupted as exc:
+        stopped = exc
+    except BuildFailed as exc:
+        if exc.report is None:
             raise
         stopped = exc
     report = stopped.report if stopped is not None else report
@@ -119,6 +121,9 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
             render.run_summary(out, report, pipeline)
         render.skipped_inputs(err, report.skipped_inputs)
     if isinstance(stopped, BuildInterrupted):
+        for layer, v in (report.layers if report is not None else {}).items():
+            if v.get("unfinished"):
+                err.print(f"{escape(layer)}: {v['unfinished']} partition(s) left to build", highlight=False)
         err.print(stopped.one_line(), markup=False, highlight=False)
         ctx.exit(stopped.exit_code)
     if stopped is not None:

@@ -180,15 +180,16 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     settle_abandoned_runs(paths, store)  # a killed earlier build must not stay "running"
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
-    instance = dagster_instance(paths)
-    from synix_assets.dagster_defs.build import build_defs, resources_for
-    from synix_resources.llm.resource import LLMResource
-
-    llm_resource = LLMResource(**llm_settings)
-    ctx.llm = llm_resource.get_client()
-    defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
-    launch = _Launcher(defs, instance, store, run_id, batch, run_config, report.dagster_runs)
+    instance = None
     try:
+        instance = dagster_instance(paths)
+        from synix_assets.dagster_defs.build import build_defs, resources_for
+        from synix_resources.llm.resource import LLMResource
+
+        llm_resource = LLMResource(**llm_settings)
+        ctx.llm = llm_resource.get_client()
+        defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
+        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
             _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
     except KeyboardInterrupt:
@@ -223,7 +224,7 @@ def _finish(ctx, instance, report, started, status: str, error: str | None) -> N
     if error:
         stats["error"] = error
     ctx.store.finish_run(ctx.run_id, status, stats)
-    if status != "completed":
+    if status != "completed" and instance is not None:
         close_open_runs(instance, ctx.run_id, message=f"Synix run {ctx.run_id} {status}",
                         failed=status != INTERRUPTED)
 
@@ -296,17 +297,16 @@ def _forget_current(store, layer: str) -> None:
 class _Launcher:
     """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
 
-    def __init__(self, defs, instance, store, run_id: str, batch: bool, run_config: dict,
-                 dagster_runs: list[str]):
-        self.defs, self.instance, self.store, self.run_id = defs, instance, store, run_id
-        self.batch, self.run_config = batch, run_config
+    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str]):
+        self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance
+        self.run_config = run_config
         self.dagster_runs = dagster_runs
 
     def tags(self) -> dict[str, str]:
         from synix_assets.dagster_defs.assets import BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG
 
-        tags = {RUN_ID_TAG: self.run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
-        if self.batch:
+        tags = {RUN_ID_TAG: self.ctx.run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
+        if self.ctx.batch:
             tags[BATCH_TAG] = "1"
         return tags
 
@@ -335,8 +335,8 @@ class _Launcher:
 
     def run(self, pipeline, names: list[str], tags: dict | None = None):
         """Materialize these layers/projections in one run; raises KeyboardInterrupt if a signal
-        came meanwhile and LayerIncomplete if a step failed other than by recorded partition
-        failures."""
+        came meanwhile and LayerIncomplete if a step failed leaving partitions neither built nor
+        recorded as failed."""
         import dagster as dg
 
         from synix_assets.dagster_defs.assets import layer_key
@@ -359,16 +359,20 @@ class _Launcher:
         for event in result.all_events:
             if not event.is_step_failure:
                 continue
-            error = event.event_specific_data.error
-            if error is None:
-                raise LayerIncomplete(by_step.get(event.step_key, event.step_key), "the step failed")
-            if error.cls_name in INTERRUPT_ERRORS:
-                raise KeyboardInterrupt
             name = by_step.get(event.step_key, event.step_key)
-            if error.cls_name == "Failure" and name in pipeline.steps:
-                if self.store.failures(layer=name, run_id=self.run_id):
-                    continue  # partitions failed and were recorded: downstream is blocked per partition
-            raise LayerIncomplete(name, _cause(error))
+            error = event.event_specific_data.error
+            if error is not None and error.cls_name in INTERRUPT_ERRORS:
+                raise KeyboardInterrupt
+            cause = _cause(error) if error is not None else "its step failed"
+            if name not in pipeline.steps:  # a projection
+                raise LayerIncomplete(name, cause)
+            # A layer finished when every partition it had to build was built or recorded as
+            # failed (downstream then blocks per partition); anything else left is unfinished.
+            failed = {f.group_key for f in self.ctx.store.failures(layer=name, run_id=self.ctx.run_id)}
+            left = [k for k in plan_layer(self.ctx, name, self.scan, None).stale_keys if k not in failed]
+            if left:
+                shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+                raise LayerIncomplete(name, f"{cause} ({len(left)} partition(s) not built: {shown})")
 
 
 def _cause(error) -> str:
