@@ -225,8 +225,8 @@ def _finish(ctx, instance, report, started, status: str, error: str | None) -> N
         stats["error"] = error
     ctx.store.finish_run(ctx.run_id, status, stats)
     if status != "completed" and instance is not None:
-        close_open_runs(instance, ctx.run_id, message=f"Synix run {ctx.run_id} {status}",
-                        failed=status != INTERRUPTED)
+        close_open_runs(instance, ctx.run_id, outcome=status, cancel=status == INTERRUPTED,
+                        message=f"Synix run {ctx.run_id} {status}" + (f": {error}" if error else ""))
 
 
 def _failure_line(failures: list[dict]) -> str:

@@ -65,7 +65,7 @@ class RunsMixin:
                   run_id: str | None = None) -> str:
         """Record a run as running and return its id (new uuid4 hex unless given; restarting a known id resets its status).
 
-        The calling process is recorded as the run's owner (`stats["owner"]`), so that a run whose
+        The calling process is recorded as the run's owner (`Run.owner`), so that a run whose
         process was killed can be told from one still going (`abandoned_runs`)."""
         run_id = run_id or uuid.uuid4().hex
         owner = _dumps(this_process())
@@ -85,7 +85,7 @@ class RunsMixin:
         restarted): nothing will ever finish them."""
         with self._read("listing running runs") as conn:
             rows = conn.execute(f"{self._RUN_COLS} WHERE status = 'running'").fetchall()
-        return [run for run in map(self._run, rows) if process_gone(run.stats.get("owner"))]
+        return [run for run in map(self._run, rows) if process_gone(run.owner)]
 
     def built_in_run(self, run_id: str) -> dict[str, int]:
         """Artifacts written by this run, per layer (what an interrupted run got done)."""
@@ -121,9 +121,11 @@ class RunsMixin:
 
     @staticmethod
     def _run(row: tuple) -> Run:
+        stats = json.loads(row[7])
+        owner = stats.pop("owner", None)  # kept beside the stats in the row, not one of them
         return Run(run_id=row[0], pipeline=row[1], steps=json.loads(row[2]), status=row[3],
                    dagster_run_id=row[4], started_at=row[5], finished_at=row[6],
-                   stats=json.loads(row[7]))
+                   stats=stats, owner=owner)
 
     _RUN_COLS = ("SELECT run_id, pipeline, steps, status, dagster_run_id, started_at, "
                  "finished_at, stats FROM runs")

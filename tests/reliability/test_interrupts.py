@@ -59,13 +59,14 @@ def _wait_until(proc, condition, what: str, limit_s: float = 180) -> None:
         time.sleep(0.05)
 
 
-def _dagster_runs(paths):
-    """(status name, synix run id, steps it started) of every Dagster run of the project."""
+def _dagster_runs(paths, with_outcome: bool = False):
+    """(status name, synix run id, steps it started[, synix/outcome tag]) of every Dagster run."""
     from synix_assets.engine.runner import dagster_instance
 
     instance = dagster_instance(paths)
     return [(r.status.name, r.tags.get("synix/run_id"),
-             {e.step_key for e in instance.all_logs(r.run_id) if e.step_key})
+             {e.step_key for e in instance.all_logs(r.run_id) if e.step_key},
+             *((r.tags.get("synix/outcome"),) if with_outcome else ()))
             for r in instance.get_runs()]
 
 
@@ -115,8 +116,10 @@ def _assert_stopped_cleanly(paths, proc, expected_code: int) -> dict[str, int]:
         store.close()
     run = _latest_run(paths)
     assert run["status"] == "interrupted"
-    runs = _dagster_runs(paths)
-    assert runs and all(status in ("SUCCESS", "FAILURE", "CANCELED") for status, _, _ in runs), runs
+    runs = _dagster_runs(paths, with_outcome=True)
+    assert runs and all(status in ("SUCCESS", "FAILURE", "CANCELED") for status, _, _, _ in runs), runs
+    # the run Dagster ended as FAILURE is marked as the interrupted one it was
+    assert all(outcome == "interrupted" for status, _, _, outcome in runs if status != "SUCCESS")
     return counts
 
 
@@ -171,5 +174,5 @@ def test_kill_9_mid_build_is_marked_interrupted_by_the_next_synix_runs(demo_proj
     run = _latest_run(paths)  # `synix runs` notices the owner process is gone
     assert run["run_id"] == killed.run_id and run["status"] == "interrupted"
     assert f"pid {proc.pid}" in run["error"]
-    runs = [(s, rid) for s, rid, _ in _dagster_runs(paths)]
-    assert ("FAILURE", killed.run_id) in runs and all(s != "STARTED" for s, _ in runs)
+    runs = [(s, rid, outcome) for s, rid, _, outcome in _dagster_runs(paths, with_outcome=True)]
+    assert ("FAILURE", killed.run_id, "interrupted") in runs and all(s != "STARTED" for s, _, _ in runs)

@@ -180,8 +180,9 @@ def test_failing_run_prints_one_line_and_debug_shows_dagsters_records(small_proj
     quiet = _cli(paths, "run")
     assert quiet.returncode == 1
     assert "Traceback" not in quiet.stderr and "STEP_FAILURE" not in quiet.stderr
+    assert " - dagster - " not in quiet.stderr
     errors = [l for l in quiet.stderr.splitlines() if l.startswith("error:")]
     assert len(errors) == 1 and "episodes/conv-1" in errors[0]
     debug = _cli(paths, "--debug", "run")
     assert debug.returncode == 1
-    assert "STEP_FAILURE" in debug.stderr  # Dagster's own records, on request
+    assert " - dagster - ERROR - " in debug.stderr  # Dagster's own records, on request

@@ -30,9 +30,9 @@ def test_a_run_started_by_a_process_that_died_is_abandoned_and_ours_is_not(tmp_p
         ArtifactStore({str(path)!r}).start_run("p", ["episodes"], run_id="dead")
     """)
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
-    assert store.get_run("dead").stats["owner"]["pid"] != os.getpid()
+    assert store.get_run("dead").owner["pid"] != os.getpid()
     assert [r.run_id for r in store.abandoned_runs()] == ["dead"]
-    assert store.get_run(mine).stats["owner"]["pid"] == os.getpid()
+    assert store.get_run(mine).owner["pid"] == os.getpid()
     store.finish_run("dead", "interrupted", {"error": "gone"})
     assert store.abandoned_runs() == []
     assert store.get_run("dead").status == "interrupted"
@@ -42,7 +42,7 @@ def test_a_run_started_by_a_process_that_died_is_abandoned_and_ours_is_not(tmp_p
 def test_a_reused_pid_or_an_unknown_owner_is_judged_correctly(tmp_path):
     store = ArtifactStore(tmp_path / "synix.db")
     reused = store.start_run("p", ["episodes"])
-    owner = store.get_run(reused).stats["owner"]
+    owner = store.get_run(reused).owner
     _set_owner(store.path, reused, {**owner, "start": owner["start"] - 1})  # same pid, older process
     other_host = store.start_run("p", ["episodes"])
     _set_owner(store.path, other_host, {**owner, "host": "elsewhere", "pid": 999_999_999})
@@ -53,5 +53,5 @@ def test_a_reused_pid_or_an_unknown_owner_is_judged_correctly(tmp_path):
     store.record_layer_stats(reused, "episodes", {"built": 3})
     store.start_run("p", ["episodes"], run_id=reused)
     again = store.get_run(reused)
-    assert again.stats["layers"]["episodes"]["built"] == 3 and again.stats["owner"] == owner
+    assert again.stats == {"layers": {"episodes": {"built": 3}}} and again.owner == owner
     store.close()
