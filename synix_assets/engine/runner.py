@@ -380,7 +380,10 @@ def _cause(error) -> str:
     while error.cause is not None:
         error = error.cause
     text = " ".join(error.message.split())
-    return text if text.startswith(error.cls_name) else f"{error.cls_name}: {text}"
+    head, sep, rest = text.partition(f"{error.cls_name}: ")
+    if sep and (not head or head.endswith(".")):  # "pkg.module.Error: msg" → "Error: msg"
+        return f"{error.cls_name}: {rest}"
+    return f"{error.cls_name}: {text}"
 
 
 def _run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> None:
