@@ -8,6 +8,7 @@ observed by wrapping the fake provider's single attempt (the real client code ru
 from __future__ import annotations
 
 import json
+import runpy
 
 import pytest
 
@@ -189,3 +190,19 @@ def test_editing_a_template_file_rebuilds_only_the_layers_using_it(built, monkey
     report = run_build(paths)
     built_layers = {k: v["built"] for k, v in report.layers.items() if v.get("built")}
     assert built_layers == {"fo_template": 1}
+
+
+def test_template_prompts_survive_a_toml_round_trip_relative_to_the_pipeline(built):
+    from synix_assets.pipeline.api import Pipeline
+    from synix_assets.pipeline.loader import load_pipeline
+
+    paths, _, _ = built
+    pipeline = load_pipeline(paths.pipeline_file)
+    text = pipeline.to_toml()
+    assert 'prompt = "template:prompts/transform.txt"' in text
+    defined = runpy.run_path(str(paths.pipeline_file))  # prompts defined in pipeline.py itself
+    namespace = {name: defined[name] for name in
+                 ("ep_fn", "ep_versioned", "mo_fn", "mo_versioned", "fo_fn", "fo_versioned")}
+    again = Pipeline.from_toml(text, base_dir=paths.root, namespace=namespace)
+    for layer in pipeline.steps:
+        assert again.version(layer) == pipeline.version(layer), layer
