@@ -98,3 +98,20 @@ class ForgetBlocked(ForgetIncomplete):
 
 class ForgetUnverified(ForgetIncomplete):
     """After a forget, the forgotten text or ids were still found in a project file."""
+
+
+class PromptError(SynixError):
+    """A step's prompt function raised, or returned something other than a str, for one partition."""
+
+
+class BuildInterrupted(SynixError):
+    """A build stopped by Ctrl-C or SIGTERM; what finished is kept and the next run resumes.
+
+    `exit_code` is the shell's convention for death by that signal (130 for SIGINT, 143 for
+    SIGTERM); `report` holds what was built before the signal."""
+
+    def __init__(self, message: str, *, signal_number: int, hint: str | None = None, report=None):
+        self.signal_number = signal_number
+        self.exit_code = 128 + signal_number
+        self.report = report
+        super().__init__(message, hint=hint)

@@ -8,13 +8,13 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 from __future__ import annotations
 
 from synix_assets.engine import progress
-from synix_assets.engine.llm_step import apply_pii, make_request, merged_pii, record_of
+from synix_assets.engine.llm_step import apply_pii, call_prompt, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
 from synix_assets.pipeline import builtin_prompts
 from synix_assets.pipeline.records import Record
-from synix_resources.errors import LLMError, LLMRefusal
+from synix_resources.errors import LLMError, LLMRefusal, PromptError
 from synix_resources.fingerprints import fold_key, sequence_fingerprint
 from synix_resources.llm.mapreduce import estimate_tokens
 
@@ -100,7 +100,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             rec = records[0]
             # The state is a source too: an extractive summariser must be able to keep it.
             prior = [("state", state)] if state != EMPTY_STATE else []
-            req = make_request(ctx, layer, step.prompt(rec, state), [rec], f"{layer}/{rec.group_key}",
+            req = make_request(ctx, layer, call_prompt(step, rec, state), [rec], f"{layer}/{rec.group_key}",
                                render=_step_render(step, rec, state), extra_sources=prior)
             last = ctx.llm.complete(req)
             _add(totals, last)
@@ -120,10 +120,10 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             progress.finished(layer, pos + 1 - start)
             if (pos + 1) % every == 0:
                 ctx.store.put_checkpoint(layer, version, pos + 1, sequence_fingerprint(hashes[:pos + 1]), state)
-    except LLMError as err:
+    except (LLMError, PromptError) as err:  # the states reached so far stay checkpointed
         ctx.store.record_failure(ctx.run_id, layer, GROUP, err.one_line())
         result.outcomes.append(PartitionOutcome(
-            GROUP, "failed", error=err.one_line(), llm_calls=totals["calls"] + 1,
+            GROUP, "failed", error=err.one_line(), llm_calls=totals["calls"] + isinstance(err, LLMError),
             tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
             flags=("refusal",) if isinstance(err, LLMRefusal) else ()))
         return result
@@ -176,7 +176,7 @@ def _step_render(step, rec: Record, state: str):
     def render(sources: list[tuple[str, str]]) -> str:
         by_id = dict(sources)
         text = by_id.get(rec.artifact_id, rec.content)
-        return step.prompt(Record(rec.artifact_id, rec.layer, rec.group_key, text, rec.metadata),
+        return call_prompt(step, Record(rec.artifact_id, rec.layer, rec.group_key, text, rec.metadata),
                            by_id.get("state", state))
     return render
 

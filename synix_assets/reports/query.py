@@ -109,7 +109,10 @@ def artifact_dict(store, ref: str) -> dict:
 def runs_view(paths: ProjectPaths, run_id: str | None = None, limit: int = 20) -> dict:
     if run_id is not None:
         checked_ref(run_id, "run id")
+    from synix_assets.engine.dagster_runs import settle_abandoned_runs
+
     with open_store(paths) as store:
+        settle_abandoned_runs(paths, store)  # a killed build shows as interrupted, not running
         if run_id is None:
             return {"runs": [_run_dict(r) for r in store.list_runs(limit=limit)]}
         run = store.get_run(run_id)
@@ -138,7 +141,8 @@ def _run_dict(run) -> dict:
             "cached": sum(v.get("cached", 0) for v in layers.values()),
             "failed": sum(v.get("failed", 0) for v in layers.values()),
             "llm_calls": stats.get("llm_calls", sum(v.get("llm_calls", 0) for v in layers.values())),
-            "cost_usd": round(sum(v.get("cost_usd", 0) for v in layers.values()), 6)}
+            "cost_usd": round(sum(v.get("cost_usd", 0) for v in layers.values()), 6),
+            **({"error": stats["error"]} if stats.get("error") else {})}
 
 
 def hit_dict(hit) -> dict:

@@ -153,13 +153,18 @@ class LLMClient(ABC):
             return results  # type: ignore[return-value]
         workers = min(self.concurrency, len(requests))
         results: list[LLMResponse | LLMError | None] = [None] * len(requests)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synix-llm") as pool:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synix-llm")
+        try:
             futures = {pool.submit(self._complete_or_error, r): i for i, r in enumerate(requests)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
                 if on_result is not None:
                     on_result(i, results[i])
+        finally:
+            # On Ctrl-C (or any error) the queued requests are dropped, not sent: only the calls
+            # already in flight finish (and land in the response cache).
+            pool.shutdown(wait=True, cancel_futures=True)
         return results  # type: ignore[return-value]
 
     # shared machinery --------------------------------------------------------------------------

@@ -302,9 +302,11 @@ class SearchIndex:
     # -- sync -------------------------------------------------------------------------------
 
     @maps_disk_full("updating the search index")
-    def sync(self, name: str, docs: Iterable[IndexDoc]) -> SyncStats:
+    def sync(self, name: str, docs: Iterable[IndexDoc], *, reindex: bool = False) -> SyncStats:
         """Make collection `name` hold exactly `docs`: only changed docs are re-indexed, docs no
-        longer present are removed, and a sync with nothing to change writes nothing."""
+        longer present are removed, and a sync with nothing to change writes nothing.
+        `reindex=True` writes every doc again (after embeddings were switched on or off) and
+        drops the vectors no unit uses any more, in the same transaction."""
         self._upgrade_unit_titles()
         existing = {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(
             "SELECT artifact_id, id, content_hash, meta_hash FROM docs WHERE collection = ?",
@@ -317,7 +319,7 @@ class SearchIndex:
                 raise SearchError(f"artifact {doc.artifact_id} given twice to sync({name!r})")
             seen.add(doc.artifact_id)
             old = existing.get(doc.artifact_id)
-            if old and old[1] == doc.content_hash and old[2] == doc.meta_hash():
+            if old and not reindex and old[1] == doc.content_hash and old[2] == doc.meta_hash():
                 unchanged += 1
             else:
                 to_write.append((doc, old[0] if old else None))
@@ -354,6 +356,9 @@ class SearchIndex:
                 else:
                     added += 1
                 self._insert_doc(name, doc, units, keys)
+            if reindex:
+                self.db.execute("DELETE FROM vectors WHERE key NOT IN "
+                                "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
             self._bump_generation()
         return SyncStats(added=added, updated=updated, removed=len(gone), unchanged=unchanged)
 

@@ -3,7 +3,6 @@
 demo from a temporary Dagster home (synced from the store by the sensor)."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
