@@ -78,3 +78,11 @@ class BuildFailed(SynixError):
     def __init__(self, message: str, *, hint: str | None = None, report=None):
         self.report = report
         super().__init__(message, hint=hint)
+
+
+class EvalError(SynixError):
+    """An eval cannot run as asked (no project for the memory, a baseline that needs a model)."""
+
+
+class EvalResultsError(SynixError):
+    """The eval results file cannot be read, or holds no run to report."""

@@ -499,9 +499,12 @@ class SearchIndex:
                             dedup=layer_list is None, restrict=None)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
-                   limit: int = 10) -> SearchResults:
+                   limit: int = 10, per: str = "artifact") -> SearchResults:
         """Below one artifact: without a query its direct parents; with one, the hits among
-        everything in its ancestry (non-searchable leaves included), best first."""
+        everything in its ancestry (non-searchable leaves included), best first;
+        `per="passage"` gives one hit per matched unit (a transcript's messages)."""
+        if per not in ("artifact", "passage"):
+            raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
         row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
                               [artifact_id]).fetchone()
         if row is None:
@@ -513,7 +516,7 @@ class SearchIndex:
                                  requested_mode="fts")
         parsed = parse_query(query)
         restrict = set(ancestry) | set(parents)
-        return self._ranked(parsed, mode, _Filters(None, None, None, None), limit, "artifact",
+        return self._ranked(parsed, mode, _Filters(None, None, None, None), limit, per,
                             dedup=False, restrict=restrict)
 
     def _check_layers(self, layers) -> list[str] | None:
