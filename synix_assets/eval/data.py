@@ -269,6 +269,8 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None,
         if not gold_sessions and not abstention:
             bench.skipped_questions += 1
             continue
+        # evidence turns are the `has_answer` turns of the evidence sessions
+        gold_turns = [t for t in gold_turns if t.rsplit("_", 1)[0] in set(map(str, gold_sessions))]
         question = Question(qid, str(item.get("question") or "").strip(),
                             str(item.get("question_type") or "unknown"), str(item.get("answer", "")),
                             tuple(map(str, gold_sessions)), tuple(gold_turns),

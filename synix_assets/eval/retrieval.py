@@ -132,8 +132,9 @@ class MemoryRetriever:
                 and {a.artifact_id for a in leaves} == set(hit.provenance)
         return self._complete[hit.artifact_id]
 
-    def _under(self, hit, question: str, mode: str) -> tuple[list, list]:
-        """(sessions, turns) below one hit, best first: drilled turns, then unmatched sources."""
+    def credit(self, hit, question: str, mode: str) -> tuple[list, list]:
+        """(sessions, turns) one hit is credited with, best first: the turns its drill-down
+        reaches and their sessions, then the sources the question's words did not reach."""
         sessions, turns = [], []
 
         def add(session, turn):
@@ -160,7 +161,7 @@ class MemoryRetriever:
         self.index.clear_query_cache()
         start = time.perf_counter()
         hits = self.index.search(question, mode=mode, limit=depth)
-        below = [self._under(h, question, mode) for h in hits[:DRILL_HITS]]
+        below = [self.credit(h, question, mode) for h in hits[:DRILL_HITS]]
         out = Ranking()
         # Read the hits in rounds: each hit's best session and best TURNS_PER_ROUND turns, then
         # the next ones, so one wrong hit cannot fill the top k with its own turns.

@@ -94,7 +94,9 @@ def build(paths: EvalPaths, *, llm_config: dict | None = None, progress=None):
     """The normal build of the scratch project (one road: the runner `synix run` uses)."""
     from synix_assets.engine.runner import run_build
 
-    return run_build(paths, llm_config=llm_config, progress=progress)
+    # Answers the shared cache already holds are reused: another pipeline's (branch's) episodes,
+    # or this pipeline's after the scratch folder was deleted, cost no calls.
+    return run_build(paths, llm_config={"reuse_cache": True, **(llm_config or {})}, progress=progress)
 
 
 def search_index_path(paths: ProjectPaths) -> Path:

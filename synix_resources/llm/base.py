@@ -50,7 +50,7 @@ class LLMClient(ABC):
 
     def __init__(self, *, model: str, concurrency: int = 16, retry: RetryPolicy | None = None,
                  limiter: RateLimiter | None = None, cache: ResponseCache | None = None,
-                 replay: bool = False, context_tokens: int | None = None,
+                 replay: bool = False, reuse_cache: bool = False, context_tokens: int | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
                  secrets: Sequence[str] = ()):
         if concurrency < 1:
@@ -61,6 +61,7 @@ class LLMClient(ABC):
         self.limiter = limiter
         self.cache = cache
         self.replay = replay
+        self.reuse_cache = reuse_cache  # answer from the cache when it has the answer, else call
         self.context_tokens = context_tokens  # overrides the price table's context window
         self.temperature_override = temperature
         self.max_tokens_override = max_tokens
@@ -163,6 +164,8 @@ class LLMClient(ABC):
         model = self.model_for(request)
         key = cache_key(request, self.provider, model)
         if self.replay:
+            return self.replayed(request, key, model)
+        if self.reuse_cache and self.cache is not None and self.cache.get(key) is not None:
             return self.replayed(request, key, model)
         started = time.monotonic()
         estimated_tokens = mapreduce.estimate_tokens(request.prompt + (request.system or ""))

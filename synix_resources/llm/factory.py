@@ -52,7 +52,7 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
                 concurrency: int = 16, requests_per_minute: float = 0,
                 tokens_per_minute: float = 0, max_attempts: int = 6,
                 fake_latency_s: float = 0.0, fake_failure_rate: float = 0.0,
-                replay: bool = False, cache_path: str = "", context_tokens: int = 0,
+                replay: bool = False, reuse_cache: bool = False, cache_path: str = "", context_tokens: int = 0,
                 retry: RetryPolicy | None = None, env: Mapping[str, str] | None = None,
                 **provider_options) -> LLMClient:
     """Build the configured LLMClient (outside Dagster too, e.g. the CLI).
@@ -67,6 +67,7 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
     key = env.get("SYNIX_LLM_API_KEY") or api_key
     common = dict(
         concurrency=concurrency, temperature=temperature, max_tokens=max_tokens, replay=replay,
+        reuse_cache=reuse_cache,
         retry=retry or RetryPolicy(max_attempts=max_attempts),
         limiter=(RateLimiter(requests_per_minute, tokens_per_minute)
                  if requests_per_minute or tokens_per_minute else None),

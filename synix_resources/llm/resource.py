@@ -42,6 +42,8 @@ class LLMResource(dg.ConfigurableResource):
     fake_latency_s: float = 0.0
     fake_failure_rate: float = 0.0
     replay: bool = Field(default=False, description="answer from the response cache, no calls")
+    reuse_cache: bool = Field(default=False, description="answer from the response cache when it "
+                              "holds the answer, else call (eval workspaces share a project's cache)")
     cache_path: str = Field(default="", description="SQLite response cache; empty = none")
     context_tokens: int = Field(default=0, description="override the model's context window")
 
@@ -58,7 +60,7 @@ class LLMResource(dg.ConfigurableResource):
                     requests_per_minute=self.requests_per_minute,
                     tokens_per_minute=self.tokens_per_minute, max_attempts=self.max_attempts,
                     fake_latency_s=self.fake_latency_s, fake_failure_rate=self.fake_failure_rate,
-                    replay=self.replay, cache_path=self.cache_path,
+                    replay=self.replay, reuse_cache=self.reuse_cache, cache_path=self.cache_path,
                     context_tokens=self.context_tokens)
             return self._client
 
