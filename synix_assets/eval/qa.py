@@ -75,7 +75,8 @@ class QA:
     def __init__(self, benchmark: str, options: dict | None = None, *, cache_path: Path | None = None):
         options = dict(options or {})
         env = options.pop("env", None)
-        self.client = make_client(cache_path=str(cache_path) if cache_path else "", env=env, **options)
+        self.client = make_client(cache_path=str(cache_path) if cache_path else "", reuse_cache=True,
+                                  env=env, **options)
         self.benchmark = benchmark
         self.identity = f"{self.client.provider}:{self.client.model}"
         self.protocol = ("LongMemEval evaluate_qa.py (yes/no per question type)" if benchmark == "longmemeval"

@@ -144,3 +144,71 @@ def test_longmemeval_fixture_through_the_pipeline_reports_its_own_metrics(env):
     with ResultsStore(results_path(project.state_dir)) as store:
         md = report.markdown(store.latest())
     assert "LongMemEval metrics" in md and "| main | fts |" in md
+
+
+class FakeAnthropic:
+    """The Messages API behind the real SDK: answers from the memory in the prompt, judges by
+    whether the gold answer is in the generated one; records every request."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+
+    def __call__(self, request):
+        import httpx2
+
+        body = json.loads(request.content)
+        self.sent.append(body)
+        prompt = body["messages"][0]["content"]
+        prompt = prompt if isinstance(prompt, str) else prompt[0]["text"]
+        if "Your task is to label an answer" in prompt:
+            gold = prompt.rsplit("Gold answer: ", 1)[1].split("\n")[0].lower()
+            answer = prompt.rsplit("Generated answer: ", 1)[1].split("\n")[0].lower()
+            text = '{"label": "CORRECT"}' if gold in answer else '{"label": "WRONG"}'
+        else:
+            memory, question = prompt.split("Question:")[0], prompt.split("Question:")[1].lower()
+            answers = {"puppy": "Biscuit", "sister": "Lisbon", "bird": "a parrot", "instrument": "cello",
+                       "pottery": "May 2023"}
+            text = next((a for k, a in answers.items() if k in question and a.split()[-1] in memory),
+                        "not mentioned")
+        return httpx2.Response(200, json={
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 0,
+                      "cache_creation_input_tokens": 0}})
+
+
+def test_qa_answers_from_memory_and_is_judged_through_the_anthropic_sdk(locomo):
+    import httpx2
+
+    project, data, first = locomo
+    assert "no model is configured" in first["run"]["qa_note"]  # offline: retrieval only, and why
+    api = FakeAnthropic()
+    settings = EvalSettings(modes=("fts",), systems=("memory", "raw-rag", "full-context"), qa=True,
+                            qa_mode="fts", qa_options={
+                                "provider": "anthropic", "api_key": "sk-ant-test", "env": {},
+                                "http_client": httpx2.Client(transport=httpx2.MockTransport(api))})
+    result = run_eval(load_locomo(data), project=project, branch="main", settings=settings)
+    run = result["run"]
+    assert run["qa_note"] is None and run["qa_model"] == "anthropic:claude-sonnet-4-6"
+    assert "Mem0 LoCoMo" in run["qa_protocol"]
+    answers = [b for b in api.sent if "Memory excerpts" in b["messages"][0]["content"]]
+    assert len(answers) == 5 * 3  # 5 questions x 3 systems; equal verdict prompts come from the cache
+    judge = next(b for b in api.sent if "Your task is to label" in b["messages"][0]["content"])
+    assert "Gold answer:" in judge["messages"][0]["content"]
+    answer = next(b for b in api.sent if "Memory excerpts" in b["messages"][0]["content"])
+    assert "Biscuit" in answer["messages"][0]["content"]
+    for system in ("memory", "raw-rag", "full-context"):
+        entry = result["systems"][system]["fts" if system != "full-context" else "full"]
+        assert entry["qa_accuracy"] is not None and entry["tokens_per_question"] == 240.0
+        assert entry["usd_per_question"] > 0
+    rows = [r for r in result["questions"] if r["system"] == "full-context"]
+    assert [r["qa"]["answer"] for r in rows] == ["Biscuit", "cello", "May 2023", "a parrot", "Lisbon"]
+    assert result["systems"]["full-context"]["full"]["qa_accuracy"] == 1.0
+    # the memory's answers also read the context document the pipeline built
+    memory_prompts = [b for b in api.sent if "context document" in b["messages"][0]["content"]]
+    assert len(memory_prompts) == 5
+    # an unchanged re-run answers and judges from the shared response cache
+    api.sent.clear()
+    again = run_eval(load_locomo(data), project=project, branch="main", settings=settings)
+    assert api.sent == [] and again["systems"]["raw-rag"]["fts"]["qa_accuracy"] == \
+        result["systems"]["raw-rag"]["fts"]["qa_accuracy"]
