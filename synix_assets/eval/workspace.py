@@ -79,15 +79,20 @@ def case_folder(project: ProjectPaths, benchmark: str, case_id: str) -> Path:
 def prepare(project: ProjectPaths, benchmark: str, case: Case, *, embeddings: bool = True) -> EvalPaths:
     """Create (or refresh) the case's scratch project; files are rewritten only when changed."""
     root = case_folder(project, benchmark, case.case_id)
-    root.mkdir(parents=True, exist_ok=True)
     exports = root / EXPORT_DIR
     write_export(case, exports / "sessions.json")
+    return scratch_project(project, root, exports, embeddings=embeddings)
+
+
+def scratch_project(project: ProjectPaths, root: Path, exports: Path, *, embeddings: bool = True) -> EvalPaths:
+    """A scratch project at `root` running `project`'s pipeline over the exports in `exports`."""
+    root.mkdir(parents=True, exist_ok=True)
     text = _PIPELINE_PY.format(source=str(project.pipeline_file.resolve()), exports=str(exports),
                                root=str(root), embeddings=embeddings)
     target = root / "pipeline.py"
     if not target.exists() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")
-    return EvalPaths(root, shared_cache=project.llm_cache)
+    return EvalPaths(root, shared_cache=project.llm_cache.resolve())
 
 
 def build(paths: EvalPaths, *, llm_config: dict | None = None, progress=None):
@@ -97,10 +102,6 @@ def build(paths: EvalPaths, *, llm_config: dict | None = None, progress=None):
     # Answers the shared cache already holds are reused: another pipeline's (branch's) episodes,
     # or this pipeline's after the scratch folder was deleted, cost no calls.
     return run_build(paths, llm_config={"reuse_cache": True, **(llm_config or {})}, progress=progress)
-
-
-def search_index_path(paths: ProjectPaths) -> Path:
-    return paths.search
 
 
 def context_doc_path(paths: ProjectPaths) -> Path | None:
