@@ -121,6 +121,10 @@ def test_two_pipelines_are_compared_side_by_side(locomo, env):
     md = report.markdown(entries)
     for system in ("main", "topical", "raw-rag"):
         assert f"| locomo | {system} | fts |" in md
+    page = report.html_report(entries)
+    for needle in ("main (fts)", "topical (fts)", "raw-rag (fts)", "altitude of the top hit", "recall by k",
+                   "session recall@5 by category", "S@5", "T@10", "provenance", "build LLM calls"):
+        assert needle in page
     json_out = report.to_json(entries)
     assert set(json_out["results"]["locomo"]) == {"main", "topical", "raw-rag"}
     assert json_out["results"]["locomo"]["topical"]["fts"]["session_recall@5"] is not None
