@@ -31,6 +31,21 @@ def question_scores(gold: Iterable[str], ranked: list[str], ks: Iterable[int]) -
     return out
 
 
+def freshness(gold: Iterable[str], ranked: list[str], dates: dict[str, str | None], k: int) -> float | None:
+    """Memory freshness (design §9.2) for a question whose evidence spans sessions of different
+    dates (knowledge updates, temporal questions): 1.0 when the newest evidence session is in
+    the top k and ahead of every older one, else 0.0; None when it does not apply."""
+    dated = sorted({(dates.get(g) or "", g) for g in gold if dates.get(g)})
+    if len(dated) < 2 or dated[0][0] == dated[-1][0]:
+        return None
+    newest = dated[-1][1]
+    top = ranked[:k]
+    if newest not in top:
+        return 0.0
+    at = top.index(newest)
+    return 1.0 if all(g not in top[:at] for _, g in dated[:-1]) else 0.0
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -67,6 +82,9 @@ def summarise(rows: list[dict], ks: Iterable[int] = KS) -> dict:
     out["altitude_top10"] = dict(sorted(topk.items()))
     hits = sum(r.get("hits_checked", 0) for r in rows)
     out["provenance_complete"] = round(sum(r.get("hits_complete", 0) for r in rows) / hits, 4) if hits else None
+    fresh = [r["fresh"] for r in scored if r.get("fresh") is not None]
+    out["freshness"] = round(sum(fresh) / len(fresh), 4) if fresh else None
+    out["freshness_questions"] = len(fresh)
     qa = [r["qa"] for r in rows if r.get("qa")]
     if qa:
         out["qa_accuracy"] = round(sum(1 for x in qa if x["correct"]) / len(qa), 4)

@@ -64,13 +64,13 @@ LME_COLUMNS = [("S all@5", "session_recall_all@5"), ("S all@10", "session_recall
 
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     head = ["benchmark", "system", "mode", "questions", *(c for c, _ in MAIN_COLUMNS), "p50 ms",
-            "provenance", "QA acc", "$ / q", "build LLM calls"]
+            "provenance", "fresh", "QA acc", "$ / q", "build LLM calls", "build s"]
     body = []
     for r in rows:
         body.append([r["benchmark"], r["system"], r["mode"], str(r["questions"]),
                      *(_f(r.get(k)) for _, k in MAIN_COLUMNS), _f(r.get("p50_ms"), 1),
-                     _pct(r.get("provenance_complete")), _f(r.get("qa_accuracy")),
-                     _f(r.get("usd_per_question"), 4), _f(r.get("build_llm_calls"))])
+                     _pct(r.get("provenance_complete")), _f(r.get("freshness")), _f(r.get("qa_accuracy")),
+                     _f(r.get("usd_per_question"), 4), _f(r.get("build_llm_calls")), _f(r.get("build_seconds"), 1)])
     return head, body
 
 
@@ -103,7 +103,8 @@ def markdown(entries: list[dict]) -> str:
     parts = ["# Synix eval report", ""]
     head, body = table_rows(rows)
     parts += ["Recall: did an evidence session (S) / turn (T) come within the first k read; a memory hit "
-              "counts for the sessions it derives from (provenance).", "", _md_table(head, body), ""]
+              "counts for the sessions it derives from (provenance). fresh: the newest evidence session "
+              "ranked ahead of older ones (questions whose evidence spans dates).", "", _md_table(head, body), ""]
     lme = [r for r in rows if r["benchmark"].startswith("longmemeval")]
     if lme:
         parts += ["## LongMemEval metrics (abstention questions excluded)", "",

@@ -95,6 +95,7 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
                 continue
             retrievers = {}
             context_doc = ""
+            session_dates = {s.session_id: s.date for s in case.sessions}
             if "memory" in settings.systems:
                 notify(Progress(done, total, time.monotonic() - started, "build",
                                 f"case {c_index + 1}/{len(bench.cases)} ({case.case_id})"))
@@ -120,6 +121,8 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
                             if notice:
                                 notices[f"{system}/{mode}"] = notice
                             row = _row(bench, case.case_id, q, system, mode, ranking, settings.ks)
+                            row["fresh"] = metrics.freshness(q.evidence_sessions, ranking.sessions,
+                                                             session_dates, max(settings.ks))
                             if answerer is not None and mode == settings.qa_mode:
                                 row["qa"] = answerer.answer_and_judge(
                                     q, ranking.passages, context_doc if system == "memory" else "")

@@ -142,6 +142,7 @@ def test_longmemeval_fixture_through_the_pipeline_reports_its_own_metrics(env):
     # "boat": both evidence sessions share its words; "violin": one session names Maya's violin
     assert raw["session_recall@5"] == 1.0 and raw["session_recall_all@5"] == 1.0
     assert 0 < raw["session_ndcg@5"] <= 1.0 and raw["turn_recall@10"] == 1.0
+    assert raw["freshness_questions"] == 1  # the boat question: evidence in January and April
     memory = result["systems"]["memory"]["fts"]
     assert memory["provenance_complete"] == 1.0 and memory["session_recall@10"] == 1.0
     assert set(memory["by_category"]) == {"knowledge-update", "single-session-user"}
