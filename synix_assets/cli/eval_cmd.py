@@ -121,10 +121,12 @@ def _print(result: dict, db) -> None:
     out = render.console()
     run = result["run"]
     head, body = table_rows(rows_of([result]))
-    table = render.make_table(*head[1:], title=f"{run['benchmark']} — {run['questions']} questions "
+    keep = [i for i in range(1, len(head)) if any(row[i] != "–" for row in body)]  # drop empty columns
+    head, body = [head[i] for i in keep], [[row[i] for i in keep] for row in body]
+    table = render.make_table(*head, title=f"{run['benchmark']} — {run['questions']} questions "
                               "(S = session, T = turn recall@k)", left=("system", "mode"))
     for row in body:
-        table.add_row(*row[1:])
+        table.add_row(*row)
     out.print(table)
     if run.get("builds"):
         out.print(f"built {len(run['builds'])} memories through the pipeline in {run['build_seconds']:.1f} s, "
