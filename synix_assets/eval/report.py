@@ -187,7 +187,7 @@ def _html_table(head: list[str], body: list[list[str]]) -> str:
 
 def html_report(entries: list[dict]) -> str:
     rows = rows_of(entries)
-    label = lambda r: f"{r['system']} ({r['mode']})"  # noqa: E731
+    label = lambda r: f"{r['system']} ({r['mode']})"
     sections = []
     for bench in dict.fromkeys(r["benchmark"] for r in rows):
         mine = [r for r in rows if r["benchmark"] == bench]

@@ -1,6 +1,4 @@
 """Benchmark files → cases, and cases → an export the parsers read with turn ids kept."""
-import json
-
 import pytest
 
 from synix_assets.eval.data import load_locomo, load_longmemeval, normalise_evidence

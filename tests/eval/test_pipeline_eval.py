@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+from eval_fixtures import LOCOMO_TINY, longmemeval_items
 
 from synix_assets.eval import report, workspace
 from synix_assets.eval.data import load_locomo, load_longmemeval
@@ -15,8 +16,6 @@ from synix_assets.eval.runner import EvalSettings, run_eval
 from synix_assets.project import ProjectPaths
 from synix_assets.scaffold import init_project
 from synix_resources.store.artifact_store import ArtifactStore
-
-from conftest import LOCOMO_TINY, longmemeval_items  # tests/eval/conftest.py
 
 SETTINGS = EvalSettings(modes=("fts",), systems=("memory", "raw-rag"))
 
