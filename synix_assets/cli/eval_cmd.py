@@ -235,10 +235,12 @@ def synixbench(ctx, results, as_json) -> None:
 @click.option("--branch", "branches", multiple=True, help="Only these branches (repeatable).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Also write an HTML report with charts to this file.")
+@click.option("--all-data", is_flag=True,
+              help="Also show runs on older data files (default: each benchmark's newest data file).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @project_option
 @click.pass_context
-def report(ctx, results, benchmark, branches, html_path, as_json) -> None:
+def report(ctx, results, benchmark, branches, html_path, all_data, as_json) -> None:
     """The latest recorded results side by side (markdown), without re-running anything.
 
     \b
@@ -256,6 +258,8 @@ def report(ctx, results, benchmark, branches, html_path, as_json) -> None:
     for f in files:
         with open_existing(f) as store:
             entries += store.latest(benchmark, list(branches) or None)
+    if not all_data:
+        entries = rep.newest_data(entries)
     if not entries:
         raise EvalResultsError(f"no recorded runs match in {', '.join(map(str, files))}",
                                hint="drop --benchmark/--branch or run an eval first")

@@ -15,6 +15,20 @@ BASELINES = ("raw-rag", "full-context")
 PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00")
 
 
+def newest_data(entries: list[dict]) -> list[dict]:
+    """Only the runs on each benchmark's most recently evaluated data file (a tiny smoke file and
+    the full benchmark are not one comparison)."""
+    newest: dict[tuple, tuple[str, str]] = {}
+    for e in entries:
+        r = e["run"]
+        key = (r["benchmark"], r.get("variant") or "")
+        stamp = (r.get("created_at") or "", r["data_hash"])
+        if key not in newest or stamp > newest[key]:
+            newest[key] = stamp
+    return [e for e in entries
+            if newest[(e["run"]["benchmark"], e["run"].get("variant") or "")][1] == e["run"]["data_hash"]]
+
+
 def rows_of(entries: Iterable[dict]) -> list[dict]:
     """One row per (benchmark, data, system, mode), newest run wins."""
     rows: dict[tuple, dict] = {}
