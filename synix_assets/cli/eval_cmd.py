@@ -119,6 +119,8 @@ def _print(result: dict, db) -> None:
     from synix_assets.eval.report import rows_of, table_rows
 
     out = render.console()
+    if not out.is_terminal:  # redirected to a file: never truncate the numbers
+        out.width = max(out.width, 200)
     run = result["run"]
     head, body = table_rows(rows_of([result]))
     keep = [i for i in range(1, len(head)) if any(row[i] != "–" for row in body)]  # drop empty columns
