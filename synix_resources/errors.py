@@ -115,3 +115,11 @@ class BuildInterrupted(SynixError):
         self.exit_code = 128 + signal_number
         self.report = report
         super().__init__(message, hint=hint)
+
+
+class EvalError(SynixError):
+    """An eval cannot run as asked (no project for the memory, a baseline that needs a model)."""
+
+
+class EvalResultsError(SynixError):
+    """The eval results file cannot be read, or holds no run to report."""

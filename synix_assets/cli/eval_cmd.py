@@ -1,13 +1,19 @@
-"""`synix eval locomo`: evidence recall of the search index on LoCoMo (eval/locomo.py)."""
+"""`synix eval`: LoCoMo, LongMemEval and SynixBench through the project's pipeline; reports.
+
+The logic lives in synix_assets/eval; this module parses options and prints.
+"""
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import click
 
-METRICS = ("session_recall@1", "session_recall@5", "session_recall@10",
-           "turn_recall@1", "turn_recall@5", "turn_recall@10")
+from synix_assets.cli.common import project_option
+
 MODES = ("fts", "semantic", "hybrid")
+BASELINES = ("raw-rag", "full-context")
 
 
 def _parse_modes(ctx, param, value: str) -> tuple[str, ...]:
@@ -20,65 +26,250 @@ def _parse_modes(ctx, param, value: str) -> tuple[str, ...]:
 
 
 @click.group(name="eval")
+@project_option
 def eval_group() -> None:
-    """Benchmark the search index on public memory benchmarks."""
+    """Measure the memory your pipeline builds on public memory benchmarks, against baselines."""
+
+
+def _common(fn):
+    options = [
+        click.option("--modes", default="hybrid", show_default=True, callback=_parse_modes,
+                     help="Comma-separated search modes to measure (fts, semantic, hybrid)."),
+        click.option("--baseline", "baselines", multiple=True, type=click.Choice(BASELINES),
+                     help="Also measure a baseline on the same questions (repeatable). raw-rag: the raw "
+                          "turns indexed, no pipeline; full-context: every session in the prompt (needs a model)."),
+        click.option("--no-memory", is_flag=True, help="Measure only the baselines (no project needed)."),
+        click.option("--name", default=None,
+                     help="Name the memory's results carry (default: the project folder's name)."),
+        click.option("--qa/--no-qa", default=None,
+                     help="Answer and judge each question with the configured model "
+                          "(default: on when a model is configured)."),
+        click.option("--results", type=click.Path(dir_okay=False), default=None,
+                     help="Results file (default: the project's .synix/eval/results.db)."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results."),
+        project_option,
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _project(ctx, required: bool):
+    from synix_assets.cli.common import project_paths
+    from synix_resources.errors import ProjectNotFound
+
+    try:
+        return project_paths(ctx)
+    except ProjectNotFound:
+        if required:
+            raise
+        return None
+
+
+def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json) -> None:
+    from synix_assets.eval import qa as qa_mod
+    from synix_assets.eval.results import results_path
+    from synix_assets.eval.runner import EvalSettings, run_eval
+
+    project = _project(ctx, required=not no_memory)
+    systems = tuple(([] if no_memory else ["memory"]) + list(dict.fromkeys(baselines)))
+    if not systems:
+        raise click.UsageError("--no-memory needs at least one --baseline")
+    use_qa = qa_mod.model_configured() if qa is None else qa
+    settings = EvalSettings(modes=modes, systems=systems, qa=use_qa,
+                            qa_mode="hybrid" if "hybrid" in modes else modes[0])
+    branch = name or (project.root.name if project else "baseline")
+    db = Path(results) if results else (results_path(project.state_dir) if project else None)
+    result = run_eval(bench, project=project, branch=branch, settings=settings, results_db=db,
+                      progress=None if as_json else _progress_printer())
+    if as_json:
+        click.echo(json.dumps(_json_out(result), indent=2))
+    else:
+        _print(result, db)
+
+
+def _progress_printer():
+    last = {"t": 0.0}
+
+    def show(p) -> None:
+        now = time.monotonic()
+        if p.stage == "build":
+            click.echo(f"building {p.detail} through the pipeline…", err=True)
+            return
+        if now - last["t"] < 2 and p.done != p.total:
+            return
+        last["t"] = now
+        eta = f", ETA {p.eta_s:.0f} s" if p.eta_s is not None else ""
+        click.echo(f"questions {p.done}/{p.total} ({p.elapsed_s:.0f} s{eta})", err=True)
+    return show
+
+
+def _json_out(result: dict) -> dict:
+    run = result["run"]
+    systems = {}
+    for system, modes in result["systems"].items():
+        systems[run["branch"] if system == "memory" else system] = modes
+    return {"questions": run["questions"], "run": run, "systems": systems}
+
+
+def _print(result: dict, db) -> None:
+    from rich.markup import escape
+
+    from synix_assets.cli import render
+    from synix_assets.eval.report import rows_of, table_rows
+
+    out = render.console()
+    if not out.is_terminal:  # redirected to a file: never truncate the numbers
+        out.width = max(out.width, 200)
+    run = result["run"]
+    head, body = table_rows(rows_of([result]))
+    keep = [i for i in range(1, len(head)) if any(row[i] != "–" for row in body)]  # drop empty columns
+    head, body = [head[i] for i in keep], [[row[i] for i in keep] for row in body]
+    table = render.make_table(*head, title=f"{run['benchmark']} — {run['questions']} questions "
+                              "(S = session, T = turn recall@k)", left=("system", "mode"))
+    for row in body:
+        table.add_row(*row)
+    out.print(table)
+    if run.get("builds"):
+        out.print(f"built {len(run['builds'])} memories through the pipeline in {run['build_seconds']:.1f} s, "
+                  f"{run['build_llm_calls']} LLM calls")
+    for key, notice in run.get("notices", {}).items():
+        out.print(f"[yellow]note:[/] {escape(key)}: {escape(notice)}")
+    if run.get("qa_note"):
+        out.print(f"[yellow]note:[/] {escape(run['qa_note'])}")
+    if db is not None:
+        out.print(f"recorded as run {run.get('run_id')} in {escape(str(db))}; `synix eval report` compares runs")
 
 
 @eval_group.command()
 @click.option("--data", "data", required=True, metavar="FILE",
               help="LoCoMo JSON file (a list of samples with 'conversation' and 'qa').")
-@click.option("--modes", default=",".join(MODES), show_default=True, callback=_parse_modes,
-              help="Comma-separated search modes to measure.")
-@click.option("--index-dir", type=click.Path(file_okay=False), default=None,
-              help="Keep the per-conversation indexes here (reruns skip re-embedding).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results.")
-def locomo(data: str, modes: tuple[str, ...], index_dir: str | None, as_json: bool) -> None:
-    """Evidence recall@1/5/10 (session and turn) and query latency per search mode.
+@click.option("--conversations", default=None, help="Comma-separated sample ids to use (default: all).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N questions per conversation.")
+@_common
+@click.pass_context
+def locomo(ctx, data, conversations, limit, **opts) -> None:
+    """Evidence recall@1/5/10 (session and turn) of the memory your pipeline builds from LoCoMo.
 
-    Each conversation is indexed the way transcripts are, every question of categories 1-4 is
-    asked as a search, and a hit counts when an evidence session / turn is in the top k.
-    Without the embedding model, semantic and hybrid fall back to full-text (noted).
+    Each conversation's sessions become dated conversations of a source, built through the
+    project's pipeline in a scratch workspace (.synix/eval/, sharing the LLM cache); every
+    question of categories 1-4 is searched as an agent would, and a hit counts for the evidence
+    sessions/turns it derives from.
 
     \b
     Examples:
-      synix eval locomo --data locomo10.json --modes fts,hybrid
-      synix eval locomo --data locomo10.json --json
+      synix eval locomo --data locomo10.json --baseline raw-rag
+      synix eval locomo --data locomo10.json --modes fts,hybrid --json
+      synix eval locomo --data locomo10.json --no-memory --baseline raw-rag --modes fts,semantic,hybrid
     """
-    from synix_assets.eval.locomo import run_locomo_eval
+    from synix_assets.eval.data import load_locomo
 
-    result = run_locomo_eval(data, modes=modes, ks=(1, 5, 10), index_dir=index_dir)
+    convs = [c.strip() for c in conversations.split(",")] if conversations else None
+    _run(ctx, load_locomo(data, conversations=convs, limit=limit), **opts)
+
+
+@eval_group.command()
+@click.option("--data", "data", required=True, metavar="FILE",
+              help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="The first N questions.")
+@_common
+@click.pass_context
+def longmemeval(ctx, data, limit, **opts) -> None:
+    """LongMemEval through the project's pipeline: each question's haystack is one memory.
+
+    Reports LongMemEval's own metrics (session/turn recall_any@k, recall_all@k, ndcg@k;
+    abstention questions excluded) next to ours.
+
+    \b
+    Examples:
+      synix eval longmemeval --data longmemeval_s.json --limit 50 --baseline raw-rag
+    """
+    from synix_assets.eval.data import load_longmemeval
+
+    _run(ctx, load_longmemeval(data, limit=limit), **opts)
+
+
+@eval_group.command()
+@click.option("--results", type=click.Path(dir_okay=False), default=None,
+              help="Results file (default: the project's .synix/eval/results.db).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@project_option
+@click.pass_context
+def synixbench(ctx, results, as_json) -> None:
+    """SynixBench: altitude questions over the bundled demo corpus, scored three ways.
+
+    Builds the demo conversations through the project's pipeline and checks, per question:
+    found at the requested altitude, the right kind of answer for that altitude, and a
+    provenance chain that reaches the expected source conversations.
+
+    \b
+    Example:
+      synix eval synixbench --json
+    """
+    from synix_assets.eval.results import results_path
+    from synix_assets.eval.synixbench import run_synixbench
+
+    project = _project(ctx, required=True)
+    db = Path(results) if results else results_path(project.state_dir)
+    result = run_synixbench(project, branch=project.root.name, results_db=db)
     if as_json:
-        out = {"questions": result["questions"],
-               "modes": {m: _mode_entry(e) for m, e in result["modes"].items()}}
-        click.echo(json.dumps(out, indent=2))
-    else:
-        _print_table(result)
-
-
-def _mode_entry(entry: dict) -> dict:
-    out = {k: entry[k] for k in (*METRICS, "p50_ms", "p95_ms", "by_category")}
-    if "notice" in entry:
-        out["notice"] = entry["notice"]
-    return out
-
-
-def _cell(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _print_table(result: dict) -> None:
-    from rich.markup import escape
-
+        click.echo(json.dumps(result, indent=2))
+        return
     from synix_assets.cli import render
 
     out = render.console()
-    table = render.make_table("mode", "S@1", "S@5", "S@10", "T@1", "T@5", "T@10", "p50 ms",
-                              "p95 ms", title=f"LoCoMo evidence recall — {result['questions']} "
-                              "questions (S = session, T = turn)", left=("mode",))
-    for mode, entry in result["modes"].items():
-        table.add_row(mode, *(_cell(entry[k]) for k in METRICS),
-                      f"{entry['p50_ms']:.1f}", f"{entry['p95_ms']:.1f}")
+    table = render.make_table("id", "kind", "altitude", "found", "fits", "provenance",
+                              title=f"SynixBench {result['version']} — {result['questions']} questions",
+                              left=("id", "kind", "altitude"))
+    for q in result["per_question"]:
+        table.add_row(q["id"], q["kind"], q["altitude"], *("yes" if q[k] else "no" for k in
+                                                           ("found_at_altitude", "fits_altitude", "provenance_ok")))
     out.print(table)
-    for mode, entry in result["modes"].items():
-        if "notice" in entry:
-            out.print(f"[yellow]note:[/] {mode}: {escape(entry['notice'])}")
+    s = result["scores"]
+    out.print(f"found at altitude {s['found_at_altitude']:.2f} · fits the altitude {s['fits_altitude']:.2f} · "
+              f"provenance {s['provenance_ok']:.2f}")
+
+
+@eval_group.command()
+@click.option("--results", "results", multiple=True, type=click.Path(dir_okay=False),
+              help="Results file(s) to read (repeatable; default: the project's).")
+@click.option("--benchmark", default=None, help="Only this benchmark (locomo, longmemeval, synixbench).")
+@click.option("--branch", "branches", multiple=True, help="Only these branches (repeatable).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write an HTML report with charts to this file.")
+@click.option("--all-data", is_flag=True,
+              help="Also show runs on older data files (default: each benchmark's newest data file).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@project_option
+@click.pass_context
+def report(ctx, results, benchmark, branches, html_path, all_data, as_json) -> None:
+    """The latest recorded results side by side (markdown), without re-running anything.
+
+    \b
+    Examples:
+      synix eval report
+      synix eval report --html report.html
+      synix eval report --results main/.synix/eval/results.db --results topical/.synix/eval/results.db
+    """
+    from synix_assets.eval import report as rep
+    from synix_assets.eval.results import open_existing, results_path
+    from synix_resources.errors import EvalResultsError
+
+    files = [Path(r) for r in results] or [results_path(_project(ctx, required=True).state_dir)]
+    entries = []
+    for f in files:
+        with open_existing(f) as store:
+            entries += store.latest(benchmark, list(branches) or None)
+    if not all_data:
+        entries = rep.newest_data(entries)
+    if not entries:
+        raise EvalResultsError(f"no recorded runs match in {', '.join(map(str, files))}",
+                               hint="drop --benchmark/--branch or run an eval first")
+    if html_path:
+        Path(html_path).write_text(rep.html_report(entries), encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(rep.to_json(entries), indent=2))
+    else:
+        click.echo(rep.markdown(entries))
+        if html_path:
+            click.echo(f"HTML report written to {html_path}", err=True)

@@ -1,4 +1,4 @@
-"""`synix eval locomo` on a tiny LoCoMo-shaped file whose recall is known by construction."""
+"""`synix eval` from the command line: baselines without a project, errors, and reports."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from synix_assets.cli.main import main
-from synix_resources.search.embeddings import embeddings_available
+import xml.etree.ElementTree as ET
+import re
 
 SAMPLE = {
     "sample_id": "conv-cli",
@@ -44,43 +45,40 @@ def data_file(tmp_path):
 
 
 def run(*args):
-    return CliRunner().invoke(main, ["eval", "locomo", *args], catch_exceptions=True)
+    return CliRunner().invoke(main, ["eval", *args], catch_exceptions=True)
 
 
-def test_json_has_one_object_with_known_recall(data_file):
-    result = run("--data", str(data_file), "--modes", "fts", "--json")
+def baseline(data_file, tmp_path, *extra):
+    return run("locomo", "--data", str(data_file), "--no-memory", "--baseline", "raw-rag",
+               "--results", str(tmp_path / "results.db"), *extra)
+
+
+def test_raw_rag_json_keeps_the_metric_names_with_known_recall(data_file, tmp_path):
+    result = baseline(data_file, tmp_path, "--modes", "fts", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert out["questions"] == 3 and list(out["modes"]) == ["fts"]
-    fts = out["modes"]["fts"]
+    assert out["questions"] == 3 and list(out["systems"]) == ["raw-rag"]
+    fts = out["systems"]["raw-rag"]["fts"]
     assert fts["session_recall@1"] == round(2 / 3, 4)
     assert fts["turn_recall@10"] == round(2 / 3, 4)
     assert fts["by_category"]["3"]["turn_recall@10"] == 0.0
     assert fts["by_category"]["4"]["turn_recall@1"] == 1.0
     assert fts["p95_ms"] >= fts["p50_ms"] >= 0
+    assert "no model is configured" in out["run"]["qa_note"]
 
 
-def test_json_reports_every_metric_for_each_requested_mode(data_file):
-    result = run("--data", str(data_file), "--modes", "fts,hybrid", "--json")
-    out = json.loads(result.stdout)
-    assert list(out["modes"]) == ["fts", "hybrid"]
-    for entry in out["modes"].values():
-        assert {"session_recall@1", "session_recall@5", "session_recall@10", "turn_recall@1",
-                "turn_recall@5", "turn_recall@10", "p50_ms", "p95_ms",
-                "by_category"} <= set(entry)
-        assert set(entry["by_category"]) == {"1", "2", "3", "4"}
+def test_memory_without_a_project_is_one_clean_error(data_file, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("locomo", "--data", str(data_file), "--modes", "fts")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "pipeline.py" in lines[0]
 
 
-@pytest.mark.skipif(not embeddings_available(), reason="embedding model not installed")
-def test_hybrid_finds_the_paraphrased_evidence_full_text_misses(data_file):
-    out = json.loads(run("--data", str(data_file), "--modes", "hybrid", "--json").stdout)
-    assert out["modes"]["hybrid"]["turn_recall@10"] == 1.0  # 4 turns: all are in the top 10
-
-
-def test_table_lists_each_mode(data_file):
-    result = run("--data", str(data_file), "--modes", "fts")
-    assert result.exit_code == 0, result.output
-    assert "LoCoMo" in result.stdout and "fts" in result.stdout and "S@5" in result.stdout
+def test_full_context_without_a_model_is_one_clean_error(data_file, tmp_path):
+    result = baseline(data_file, tmp_path, "--baseline", "full-context", "--modes", "fts")
+    assert result.exit_code == 1 and "needs a model" in result.stderr
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("content, needle", [
@@ -93,7 +91,7 @@ def test_bad_file_is_one_clean_line(tmp_path, content, needle):
     path = tmp_path / "data.json"
     if content is not None:
         path.write_text(content)
-    result = run("--data", str(path), "--modes", "fts")
+    result = baseline(path, tmp_path, "--modes", "fts")
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
@@ -101,10 +99,35 @@ def test_bad_file_is_one_clean_line(tmp_path, content, needle):
 
 
 def test_unknown_mode_is_a_usage_error(data_file):
-    result = run("--data", str(data_file), "--modes", "fts,bm25")
+    result = run("locomo", "--data", str(data_file), "--modes", "fts,bm25")
     assert result.exit_code == 2 and "'bm25' is not a mode" in result.stderr
 
 
-def test_help_shows_an_example():
-    result = CliRunner().invoke(main, ["eval", "locomo", "--help"])
-    assert result.exit_code == 0 and "synix eval locomo --data" in result.stdout
+def test_help_shows_examples():
+    for command in ("locomo", "longmemeval", "synixbench", "report"):
+        result = CliRunner().invoke(main, ["eval", command, "--help"])
+        assert result.exit_code == 0 and f"synix eval {command}" in result.stdout
+
+
+def test_report_shows_every_recorded_system_and_metric_in_markdown_html_and_json(data_file, tmp_path):
+    assert baseline(data_file, tmp_path, "--modes", "fts,hybrid").exit_code == 0
+    db = str(tmp_path / "results.db")
+    md = run("report", "--results", db, "--html", str(tmp_path / "report.html"))
+    assert md.exit_code == 0, md.output
+    for needle in ("| locomo | raw-rag | fts |", "| locomo | raw-rag | hybrid |", "S@5", "T@10",
+                   "p50 ms", "provenance", "by category"):
+        assert needle in md.stdout
+    page = (tmp_path / "report.html").read_text()
+    svgs = re.findall(r"<svg.*?</svg>", page, re.S)
+    assert len(svgs) >= 3 and all(ET.fromstring(svg) is not None for svg in svgs)  # well-formed
+    for needle in ("recall by k", "by category", "raw-rag (fts)", "raw-rag (hybrid)", "T@10"):
+        assert needle in page
+    out = json.loads(run("report", "--results", db, "--json").stdout)
+    entry = out["results"]["locomo"]["raw-rag"]["hybrid"]
+    assert {"session_recall@5", "turn_recall@10", "session_recall_all@10", "session_ndcg@10",
+            "p50_ms"} <= set(entry)
+
+
+def test_report_without_results_is_one_clean_error(tmp_path):
+    result = run("report", "--results", str(tmp_path / "none.db"))
+    assert result.exit_code == 1 and "no eval results" in result.stderr

@@ -1,0 +1,279 @@
+"""Benchmark files → `Case`s: the sessions one memory is built from and the questions asked of it.
+
+LoCoMo (export-formats.md §3): one case per sample; its sessions are `session_<N>`, turn ids are
+the `dia_id`s, evidence is normalised (split on ';'/whitespace, leading zeros dropped, ids that do
+not exist dropped and counted). LongMemEval (§4; `_s`, `_m` and `oracle` share one schema): one
+case per question, its haystack sessions in haystack order; evidence sessions are
+`answer_session_ids`, evidence turns the `has_answer` turns, turn ids `<session>_<1-based index>`
+(assistant turns counted), as the official retrieval code names them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable
+
+from synix_resources.errors import ExportFormatError
+
+LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "inference", "4": "single-hop"}
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_DIA_ID = re.compile(r"^D(\d+):0*(\d+)$")
+
+
+@dataclass(frozen=True)
+class Turn:
+    turn_id: str
+    speaker: str   # a name (LoCoMo) or "user"/"assistant" (LongMemEval)
+    role: str      # "user" | "assistant": who the turn is in the exported conversation
+    text: str
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    date: str | None  # ISO-8601, UTC
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    question_id: str
+    text: str
+    category: str
+    answer: str
+    evidence_sessions: tuple[str, ...]
+    evidence_turns: tuple[str, ...]
+    date: str | None = None       # when the question is asked (LongMemEval)
+    abstention: bool = False
+
+
+@dataclass
+class Case:
+    """One memory to build (a LoCoMo sample, a LongMemEval haystack) and its questions."""
+
+    case_id: str
+    sessions: list[Session]
+    questions: list[Question]
+
+    def turn_session(self) -> dict[str, str]:
+        return {t.turn_id: s.session_id for s in self.sessions for t in s.turns}
+
+
+@dataclass
+class Benchmark:
+    name: str                 # "locomo" | "longmemeval" | "synixbench"
+    path: str
+    data_hash: str
+    cases: list[Case]
+    skipped_questions: int = 0
+    dropped_evidence_ids: int = 0
+    variant: str = ""         # LongMemEval: "s", "m", "oracle" (from the file name), else ""
+    categories: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def questions(self) -> int:
+        return sum(len(c.questions) for c in self.cases)
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_json(path: str | Path, what: str) -> tuple[Path, object]:
+    path = Path(path)
+    if not path.is_file():
+        raise ExportFormatError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file",
+                                hint=f"pass the {what} JSON file with --data")
+    try:
+        return path, json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportFormatError(f"{path}: not a readable {what} JSON file ({exc})",
+                                hint=f"download the {what} file again") from exc
+
+
+# -- LoCoMo ------------------------------------------------------------------------------------
+
+def locomo_date(raw: str | None) -> str | None:
+    """"1:56 pm on 8 May, 2023" → "2023-05-08T13:56:00Z"."""
+    if not raw:
+        return None
+    try:
+        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+
+
+def locomo_turn_text(turn: dict) -> str:
+    text = str(turn.get("text") or "")
+    if turn.get("blip_caption"):
+        text += f" [shares photo: {turn['blip_caption']}]"
+    return text
+
+
+def normalise_evidence(raw: Iterable, valid: set[str]) -> tuple[list[str], int]:
+    """Split on ';' and whitespace, parse D<s>:<t> (leading zeros dropped), keep ids that exist.
+    Returns (ids, number dropped)."""
+    ids, dropped = [], 0
+    for item in raw or []:
+        for part in re.split(r"[;\s]+", str(item)):
+            if not part:
+                continue
+            m = _DIA_ID.match(part)
+            dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+            if dia in valid:
+                if dia not in ids:
+                    ids.append(dia)
+            else:
+                dropped += 1
+    return ids, dropped
+
+
+def locomo_samples(path: str | Path) -> tuple[Path, list[dict]]:
+    path, data = _read_json(path, "LoCoMo")
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(s, dict) and isinstance(s.get("conversation"), dict)
+                                             for s in data):
+        raise ExportFormatError(f"{path}: not LoCoMo data — expected a list of samples "
+                                "with 'conversation' and 'qa'",
+                                hint="pass locomo10.json (snap-research/LoCoMo) with --data")
+    return path, data
+
+
+def locomo_sessions(sample: dict) -> list[Session]:
+    """The sample's sessions in order (iterating `session_<N>` keys, not date keys: conv-26 has
+    date keys without sessions)."""
+    conv = sample["conversation"]
+    speaker_a = conv.get("speaker_a")
+    out = []
+    for n in sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.match(k))):
+        raw = conv[f"session_{n}"]
+        if not isinstance(raw, list) or not raw:
+            continue
+        turns = []
+        for i, t in enumerate(raw):
+            speaker = str(t.get("speaker", ""))
+            role = "user" if (speaker == speaker_a if speaker_a else i % 2 == 0) else "assistant"
+            turns.append(Turn(str(t.get("dia_id", f"D{n}:{i + 1}")), speaker, role, locomo_turn_text(t)))
+        out.append(Session(f"session_{n}", locomo_date(conv.get(f"session_{n}_date_time")), tuple(turns)))
+    return out
+
+
+def load_locomo(path: str | Path, *, conversations: Iterable[str] | None = None,
+                categories: Iterable[str] = tuple(LOCOMO_CATEGORIES), limit: int | None = None) -> Benchmark:
+    """Questions of `categories` (default 1–4) with valid evidence; `conversations` keeps those
+    sample ids; `limit` caps the questions per sample."""
+    path, samples = locomo_samples(path)
+    if conversations is not None:
+        wanted = set(conversations)
+        samples = [s for s in samples if str(s.get("sample_id")) in wanted]
+    cats = {str(c) for c in categories}
+    bench = Benchmark("locomo", str(path), file_hash(path), [],
+                      categories={c: LOCOMO_CATEGORIES.get(c, c) for c in sorted(cats)})
+    for s_index, sample in enumerate(samples):
+        sample_id = str(sample.get("sample_id") or f"sample-{s_index}")
+        sessions = locomo_sessions(sample)
+        case = Case(sample_id, sessions, [])
+        turn_session = case.turn_session()
+        for q_index, qa in enumerate(sample.get("qa") or []):
+            category = str(qa.get("category"))
+            if category not in cats:
+                continue
+            evidence, dropped = normalise_evidence(qa.get("evidence"), set(turn_session))
+            bench.dropped_evidence_ids += dropped
+            question = str(qa.get("question") or "").strip()
+            if not evidence or not question:
+                bench.skipped_questions += 1
+                continue
+            if limit is not None and len(case.questions) >= limit:
+                continue
+            case.questions.append(Question(
+                f"{sample_id}#{q_index}", question, category, str(qa.get("answer", "")),
+                tuple(dict.fromkeys(turn_session[e] for e in evidence)), tuple(evidence)))
+        bench.cases.append(case)
+    return bench
+
+
+# -- LongMemEval -------------------------------------------------------------------------------
+
+LONGMEMEVAL_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
+                     "temporal-reasoning", "knowledge-update", "multi-session")
+
+
+def longmemeval_date(raw: str | None) -> str | None:
+    """"2023/05/20 (Sat) 02:21" → "2023-05-20T02:21:00Z"."""
+    if not raw:
+        return None
+    text = re.sub(r"\s*\([A-Za-z]{3}\)\s*", " ", str(raw)).strip()
+    for fmt in ("%Y/%m/%d %H:%M", "%Y/%m/%d"):
+        try:
+            return datetime.strptime(text, fmt).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            continue
+    return None
+
+
+def _variant(path: Path) -> str:
+    name = path.name.lower()
+    for v in ("oracle", "_m", "_s"):
+        if v in name:
+            return v.strip("_")
+    return ""
+
+
+def load_longmemeval(path: str | Path, *, limit: int | None = None,
+                     include_abstention: bool = False) -> Benchmark:
+    """One case per question (its haystack is its memory). Abstention (`_abs`) questions have no
+    evidence and are excluded from retrieval, as in the official evaluation."""
+    path, data = _read_json(path, "LongMemEval")
+    if not isinstance(data, list) or not all(isinstance(x, dict) and "haystack_sessions" in x for x in data):
+        raise ExportFormatError(f"{path}: not LongMemEval data — expected a list of instances "
+                                "with 'question' and 'haystack_sessions'",
+                                hint="pass longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json")
+    bench = Benchmark("longmemeval", str(path), file_hash(path), [], variant=_variant(path),
+                      categories={t: t for t in LONGMEMEVAL_TYPES})
+    for index, item in enumerate(data):
+        if limit is not None and len(bench.cases) >= limit:
+            break
+        qid = str(item.get("question_id") or f"q{index}")
+        abstention = qid.endswith("_abs")
+        if abstention and not include_abstention:
+            bench.skipped_questions += 1
+            continue
+        ids = list(item.get("haystack_session_ids") or [])
+        dates = list(item.get("haystack_dates") or [])
+        sessions, gold_turns = [], []
+        for s_index, raw in enumerate(item.get("haystack_sessions") or []):
+            sid = str(ids[s_index]) if s_index < len(ids) else f"session-{s_index}"
+            turns = []
+            for t_index, t in enumerate(raw or []):
+                role = "assistant" if t.get("role") == "assistant" else "user"
+                turn = Turn(f"{sid}_{t_index + 1}", role, role, str(t.get("content") or ""))
+                turns.append(turn)
+                if t.get("has_answer"):
+                    gold_turns.append(turn.turn_id)
+            sessions.append(Session(sid, longmemeval_date(dates[s_index] if s_index < len(dates) else None),
+                                    tuple(turns)))
+        # oracle files list sessions unsorted; a memory is built in time order
+        sessions.sort(key=lambda s: s.date or "")
+        known = {s.session_id for s in sessions}
+        gold_sessions = tuple(s for s in item.get("answer_session_ids") or [] if str(s) in known)
+        if not gold_sessions and not abstention:
+            bench.skipped_questions += 1
+            continue
+        # evidence turns are the `has_answer` turns of the evidence sessions
+        gold_turns = [t for t in gold_turns if t.rsplit("_", 1)[0] in set(map(str, gold_sessions))]
+        question = Question(qid, str(item.get("question") or "").strip(),
+                            str(item.get("question_type") or "unknown"), str(item.get("answer", "")),
+                            tuple(map(str, gold_sessions)), tuple(gold_turns),
+                            longmemeval_date(item.get("question_date")), abstention)
+        bench.cases.append(Case(qid, sessions, [question]))
+    return bench

@@ -1,0 +1,192 @@
+"""Run an eval: build each case through the project's pipeline, ask every question of the memory
+and of the baselines, score, and record the run (results.py).
+
+A "branch" is a project (a pipeline definition): `run_eval(bench, project=…, branch=…)` evaluates
+that pipeline; comparing branches is running it per project and reading the results side by side.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from synix_assets.eval import metrics, workspace
+from synix_assets.eval.data import Benchmark
+from synix_assets.eval.retrieval import MemoryRetriever, RawRag
+from synix_assets.pipeline.loader import load_pipeline
+from synix_assets.project import ProjectPaths
+from synix_resources.errors import EvalError
+from synix_resources.fingerprints import sha256_text
+
+SYSTEMS = ("memory", "raw-rag", "full-context")
+MODES = ("fts", "semantic", "hybrid")
+
+
+@dataclass
+class EvalSettings:
+    modes: tuple[str, ...] = ("hybrid",)
+    systems: tuple[str, ...] = ("memory", "raw-rag")
+    ks: tuple[int, ...] = metrics.KS
+    qa: bool = False                 # answer + judge with the configured model
+    qa_mode: str = "hybrid"          # the retrieval mode whose hits the QA answer reads
+    llm_config: dict = field(default_factory=dict)   # the build's LLM (as `synix run`)
+    qa_options: dict = field(default_factory=dict)   # make_client options of the QA model
+
+    def to_json(self) -> dict:
+        return {"modes": list(self.modes), "systems": list(self.systems), "ks": list(self.ks),
+                "qa": self.qa, "qa_mode": self.qa_mode}
+
+
+@dataclass
+class Progress:
+    """What a progress callback gets: questions done of total, and the time left."""
+
+    done: int
+    total: int
+    elapsed_s: float
+    stage: str = "questions"
+    detail: str = ""
+
+    @property
+    def eta_s(self) -> float | None:
+        return self.elapsed_s / self.done * (self.total - self.done) if self.done else None
+
+
+def pipeline_version(project: ProjectPaths) -> str:
+    """A hash of every layer's version (prompt, model settings, config) and the projections."""
+    pipeline = load_pipeline(project.pipeline_file)
+    parts = [f"{layer}:{pipeline.version(layer)}" for layer in pipeline.layer_order()]
+    parts += [f"{n}:{p.kind}:{getattr(p, 'from_', '')}" for n, p in sorted(pipeline.projections.items())]
+    return sha256_text("\n".join(parts))[:16]
+
+
+def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
+             settings: EvalSettings, results_db: Path | None = None,
+             progress: Callable[[Progress], None] | None = None) -> dict:
+    """Evaluate `project`'s pipeline (system "memory") and the baselines on `bench`.
+
+    Returns {"run": {...}, "systems": {system: {mode: summary + by_category}}, "questions": [...]}
+    and records it in `results_db` when given.
+    """
+    from synix_assets.eval import qa as qa_mod
+
+    notify = progress or (lambda p: None)
+    if "memory" in settings.systems and project is None:
+        raise EvalError("evaluating the memory needs a project (its pipeline.py)",
+                        hint="run inside a Synix project or pass -p DIR; or use --no-memory for baselines only")
+    if "full-context" in settings.systems and not settings.qa:
+        raise EvalError("the full-context baseline answers from the whole conversation, so it needs a model",
+                        hint="configure a model (ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER) and pass --qa")
+    answerer = qa_mod.QA(bench.name, settings.qa_options, cache_path=project.llm_cache if project else None) \
+        if settings.qa else None
+    started = time.monotonic()
+    total = bench.questions
+    done = 0
+    rows: list[dict] = []
+    builds: list[dict] = []
+    notices: dict[str, str] = {}
+    tmp = tempfile.TemporaryDirectory(prefix="synix-eval-") if project is None else None
+    scratch = Path(tmp.name) if tmp else None
+    try:
+        for c_index, case in enumerate(bench.cases):
+            if not case.questions:
+                continue
+            retrievers = {}
+            context_doc = ""
+            session_dates = {s.session_id: s.date for s in case.sessions}
+            if "memory" in settings.systems:
+                notify(Progress(done, total, time.monotonic() - started, "build",
+                                f"case {c_index + 1}/{len(bench.cases)} ({case.case_id})"))
+                paths = workspace.prepare(project, bench.name, case)
+                t0 = time.monotonic()
+                report = workspace.build(paths, llm_config=settings.llm_config)
+                builds.append({"case": case.case_id, "seconds": round(time.monotonic() - t0, 3),
+                               **{k: v for k, v in report.to_json().items()
+                                  if k in ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "layers")},
+                               "noop": report.noop})
+                retrievers["memory"] = MemoryRetriever(case, paths.search, paths.store)
+                doc = workspace.context_doc_path(paths)
+                context_doc = doc.read_text(encoding="utf-8") if doc and doc.exists() else ""
+            if "raw-rag" in settings.systems:
+                folder = workspace.case_folder(project, bench.name, case.case_id) if project else scratch
+                retrievers["raw-rag"] = RawRag(case, folder / "raw-rag.sqlite",
+                                               embeddings="auto" if set(settings.modes) - {"fts"} else False)
+            try:
+                for q in case.questions:
+                    for system, retriever in retrievers.items():
+                        for mode in settings.modes:
+                            ranking, notice = retriever.rank(q.text, mode, depth=max(settings.ks))
+                            if notice:
+                                notices[f"{system}/{mode}"] = notice
+                            row = _row(bench, case.case_id, q, system, mode, ranking, settings.ks)
+                            row["fresh"] = metrics.freshness(q.evidence_sessions, ranking.sessions,
+                                                             session_dates, max(settings.ks))
+                            if answerer is not None and mode == settings.qa_mode:
+                                row["qa"] = answerer.answer_and_judge(
+                                    q, ranking.passages, context_doc if system == "memory" else "")
+                            rows.append(row)
+                    if answerer is not None and "full-context" in settings.systems:
+                        row = _row(bench, case.case_id, q, "full-context", "full", None, settings.ks)
+                        row["qa"] = answerer.answer_and_judge(q, qa_mod.full_context(case), "")
+                        rows.append(row)
+                    done += 1
+                    notify(Progress(done, total, time.monotonic() - started))
+            finally:
+                for r in retrievers.values():
+                    r.close()
+    finally:
+        if answerer is not None:
+            answerer.close()
+        if tmp is not None:
+            tmp.cleanup()
+    run = {"benchmark": bench.name, "variant": bench.variant, "branch": branch,
+           "pipeline_version": pipeline_version(project) if project else None,
+           "project": str(project.root) if project else None,
+           "data_file": bench.path, "data_hash": bench.data_hash, "settings": settings.to_json(),
+           "questions": total, "skipped_questions": bench.skipped_questions,
+           "dropped_evidence_ids": bench.dropped_evidence_ids,
+           "cases": len([c for c in bench.cases if c.questions]),
+           "seconds": round(time.monotonic() - started, 3), "builds": builds,
+           "build_llm_calls": sum(b.get("llm_calls", 0) for b in builds),
+           "build_seconds": round(sum(b["seconds"] for b in builds), 3),
+           "qa_note": None if settings.qa else qa_mod.OFFLINE_NOTE, "notices": notices}
+    if answerer is not None:
+        run["qa_model"] = answerer.identity
+        run["qa_protocol"] = answerer.protocol
+    result = {"run": run, "systems": summarise_rows(rows, settings.ks), "questions": rows}
+    if results_db is not None:
+        from synix_assets.eval.results import ResultsStore
+
+        with ResultsStore(results_db) as store:
+            result["run"]["run_id"] = store.record(result)
+    return result
+
+
+def summarise_rows(rows: Iterable[dict], ks: Iterable[int] = metrics.KS) -> dict:
+    """{system: {mode: summary + by_category}} from per-question rows."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["system"], r["mode"]), []).append(r)
+    out: dict = {}
+    for (system, mode), rs in groups.items():
+        entry = metrics.summarise(rs, ks)
+        entry["by_category"] = metrics.summarise_by_category(rs, ks)
+        out.setdefault(system, {})[mode] = entry
+    return out
+
+
+def _row(bench: Benchmark, case_id: str, q, system: str, mode: str, ranking, ks) -> dict:
+    row = {"question_id": q.question_id, "case": case_id, "category": q.category, "system": system,
+           "mode": mode, "question": q.text}
+    if ranking is None:
+        row.update(scores=None, ms=0.0)
+        return row
+    row.update(
+        scores={"session": metrics.question_scores(q.evidence_sessions, ranking.sessions, ks),
+                "turn": metrics.question_scores(q.evidence_turns, ranking.turns, ks)},
+        ms=round(ranking.ms, 3), layers=ranking.layers[:max(ks)],
+        hits_checked=ranking.hits_checked, hits_complete=ranking.hits_complete,
+        sessions=ranking.sessions[:max(ks)], turns=ranking.turns[:max(ks)])
+    return row
