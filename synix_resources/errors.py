@@ -78,3 +78,7 @@ class BuildFailed(SynixError):
     def __init__(self, message: str, *, hint: str | None = None, report=None):
         self.report = report
         super().__init__(message, hint=hint)
+
+
+class BranchError(SynixError):
+    """A branch name is invalid, unknown or taken, or a branch operation is not allowed."""

@@ -81,6 +81,7 @@ class Run:
     started_at: str
     finished_at: str | None
     stats: dict[str, Any]
+    branch: str = "main"
 
 
 @dataclass(frozen=True)
