@@ -72,12 +72,11 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     """
     from synix_assets.cli import render
     from synix_assets.engine.runner import run_build
-    from synix_assets.pipeline.loader import load_pipeline
     from synix_assets.reports.plan import require_exports
     from synix_resources.errors import BuildFailed
 
     paths = project_paths(ctx)
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     require_exports(pipeline)
     out = render.console()
     err = render.console(stderr=True)

@@ -16,7 +16,6 @@ from synix_assets.dagster_defs.assets import layer_asset, projection_asset, sour
 from synix_assets.dagster_defs.checks import staleness_check
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
-from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.resource import ArtifactStoreResource
@@ -31,7 +30,7 @@ def build_defs(project_dir: str | Path, *, resources: dict | None = None) -> dg.
     paths = ProjectPaths(Path(project_dir).resolve())
     if os.environ.get("DAGSTER_HOME"):  # run workers and the UI write events here too
         storage.tune(Path(os.environ["DAGSTER_HOME"]))
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     identity = llm_identity()
     assets = [*source_specs(pipeline),
               *(layer_asset(pipeline, paths, layer, identity) for layer in pipeline.layer_order()),

@@ -25,12 +25,11 @@ from pathlib import Path
 
 from synix_assets.engine.ingest import PARSER_VERSION, SourceReader, file_sha256
 from synix_assets.engine.locking import project_lock
-from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, SynixError
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.search.index import SearchIndex
-from synix_resources.store.artifact_store import Artifact, ArtifactStore
+from synix_resources.store.artifact_store import Artifact
 
 log = logging.getLogger("synix.forget")
 TOMBSTONES = "forget:tombstones"
@@ -62,11 +61,11 @@ class ForgetReport:
 def forget(paths: ProjectPaths, target: str, dry_run: bool = False, *,
            llm_config: dict | None = None) -> ForgetReport:
     """Forget `target` (a conversation id or an export file path); `dry_run` only lists."""
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     report = ForgetReport(target, dry_run)
     with project_lock(paths.lock):
-        store = ArtifactStore(paths.store)
+        store = paths.open_store()
         try:
             files, cids, whole_file = _resolve(pipeline, store, paths, target)
             report.conversation_ids = sorted(cids)
@@ -335,7 +334,7 @@ def _restore_materializations(paths: ProjectPaths, pipeline, layers: list[str]) 
     from synix_assets.dagster_defs.partitions import partitions_for
 
     instance = _instance(paths)
-    store = ArtifactStore(paths.store)
+    store = paths.open_store()
     try:
         for layer in layers:
             key = layer_key(layer)

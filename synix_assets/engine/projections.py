@@ -163,7 +163,7 @@ def render_context_doc(ctx, name: str) -> tuple[str, list]:
 
 def write_context_doc(ctx, name: str) -> ProjectionResult:
     proj = ctx.pipeline.projections[name]
-    path = ctx.pipeline.resolve(proj.path)
+    path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
     key = sha256_text(text)
     if path.exists() and ctx.store.get_meta(f"projection:{name}:key") == key:
@@ -193,5 +193,5 @@ def projection_stale(ctx, name: str) -> bool:
         return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
     text, _ = render_context_doc(ctx, name)
     return ctx.store.get_meta(f"projection:{name}:key") != sha256_text(text) or \
-        not ctx.pipeline.resolve(proj.path).exists()
+        not ctx.paths.output_file(ctx.pipeline, proj.path).exists()
 

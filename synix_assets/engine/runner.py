@@ -19,12 +19,10 @@ from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import projection_stale
-from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, PipelineDefinitionError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.factory import make_client
-from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.run")
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
@@ -96,13 +94,13 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     partition failed."""
     started = time.monotonic()
     notify = progress or (lambda *a: None)
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     layers = _selected_layers(pipeline, select, from_layer)
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     if lock_timeout_s is None:
         lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
     with project_lock(paths.lock, timeout_s=lock_timeout_s):
-        store = ArtifactStore(paths.store)
+        store = paths.open_store()
         llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
         try:
             return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,

@@ -87,14 +87,12 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
     from synix_assets.engine.layers import plan_all
     from synix_assets.engine.projections import projection_stale
     from synix_assets.engine.upstream import avg_out_tokens
-    from synix_assets.pipeline.loader import load_pipeline
     from synix_resources.llm.pricing import estimate_cost
-    from synix_resources.store.artifact_store import ArtifactStore
 
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     require_exports(pipeline)
     client = plan_client(llm_config)
-    store = ArtifactStore(paths.store)
+    store = paths.open_store()
     try:
         ctx = BuildContext(pipeline, store, client, paths)
         scan = ctx.reader.scan()
@@ -124,7 +122,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             pending = any(plans[l].stale or plans[l].retire for l in upstream if l in plans)
             info = {"kind": proj.kind, "stale": pending or projection_stale(ctx, name)}
             if proj.kind == "context_doc":
-                info["path"] = str(pipeline.resolve(proj.path))
+                info["path"] = str(paths.output_file(pipeline, proj.path))
             report.projections[name] = info
         return report
     finally:

@@ -7,10 +7,9 @@ from synix_assets.project import ProjectPaths
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
     from synix_assets.reports.plan import make_plan
-    from synix_resources.store.artifact_store import ArtifactStore
 
     plan = make_plan(paths, llm_config=llm_config)
-    store = ArtifactStore(paths.store)
+    store = paths.open_store()
     try:
         stored = store.layers()
         runs = store.list_runs(limit=1)

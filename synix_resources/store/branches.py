@@ -136,6 +136,9 @@ class BranchesMixin:
                          "(?, ?, ?, ?)", (name, from_branch, now, json.dumps(info or {})))
             self._copy_pointers(conn, from_branch, name)
             self._copy_meta(conn, from_branch, name)
+            # A new branch has not been built yet, whatever its parent's state.
+            conn.execute("DELETE FROM meta WHERE key = ?",
+                         (branch_meta_key(name, "build:fingerprint"),))
         return BranchInfo(name, from_branch, now, info or {})
 
     def set_branch_info(self, name: str, info: dict[str, Any]) -> None:

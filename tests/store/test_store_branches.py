@@ -83,7 +83,7 @@ def test_meta_failures_and_runs_are_per_branch(store):
     store.set_meta("ingest:file:x", "shared")
     store.create_branch("b")
     b = store.on_branch("b")
-    assert b.get_meta("build:fingerprint") == "main-fp"  # copied at creation
+    assert b.get_meta("build:fingerprint") is None  # a new branch is not built yet
     b.set_meta("build:fingerprint", "b-fp")
     assert store.get_meta("build:fingerprint") == "main-fp"
     assert b.get_meta("ingest:file:x") == "shared"
