@@ -267,6 +267,18 @@ class BranchesMixin:
                 shared=sum(1 for g in set(mine) & set(theirs) if mine[g] == theirs[g])))
         return out
 
+    def current_costs(self, layer: str) -> dict[str, tuple[int, int, int, float]]:
+        """group_key → (llm calls, tokens in, tokens out, $) recorded in the audit of this
+        branch's current artifact of each group of `layer` (0 for mechanical steps)."""
+        sql, params = _pointers_sql(self.branch)
+        with self._read(f"reading costs of {layer}") as conn:
+            rows = conn.execute(
+                f"SELECT p.group_key, au.artifact_id IS NOT NULL, COALESCE(au.input_tokens, 0), "
+                f"COALESCE(au.output_tokens, 0), COALESCE(au.cost_usd, 0) FROM ({sql}) p "
+                f"LEFT JOIN audit au ON au.artifact_id = p.artifact_id WHERE p.layer = ?",
+                (*params, layer)).fetchall()
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3]), float(r[4])) for r in rows}
+
     def unreferenced(self) -> list[str]:
         """Ids of artifacts no branch points at, directly or as an ancestor of what it points at."""
         with self._read("finding unreferenced artifacts") as conn:
