@@ -4,8 +4,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from synix_assets.dagster_defs.storage import write_instance_yaml
+from synix_assets.dagster_defs.storage import write_dotenv, write_instance_yaml
 from synix_resources.errors import ExportFormatError, SynixError
+from synix_resources.private import private_dir
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 DEMO_EXPORTS = Path(__file__).resolve().parent / "demo"
@@ -19,8 +20,9 @@ from synix_assets.dagster_defs.build import build_defs
 defs = build_defs(Path(__file__).resolve().parent)
 '''
 
-WORKSPACE_YAML = """# Dagster workspace of this Synix project. Start the UI with `synix ui`, or with
-#   DAGSTER_HOME=$PWD/.synix/dagster dagster dev -w workspace.yaml
+WORKSPACE_YAML = """# Dagster workspace of this Synix project. Start the UI with `synix ui`, or `dagster dev` in
+# this folder (its .env points DAGSTER_HOME at .synix/dagster). Whole build from the CLI:
+#   dagster job execute -f definitions.py -j synix_build_all
 load_from:
   - python_file:
       relative_path: definitions.py
@@ -51,8 +53,9 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     if (root / "pipeline.py").exists() and not force:
         raise SynixError(f"{root / 'pipeline.py'} already exists",
                          hint="choose a new folder, or pass --force to overwrite the pipeline file")
-    (root / "exports").mkdir(parents=True, exist_ok=True)
-    (root / ".synix" / "dagster").mkdir(parents=True, exist_ok=True)
+    private_dir(root / "exports")  # copies of the user's chats
+    private_dir(root / ".synix")  # memory, audit and prompts: for the user alone
+    private_dir(root / ".synix" / "dagster")
     for export in exports:
         src = Path(export)
         dest = root / "exports" / src.name
@@ -60,11 +63,21 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
             dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
         shutil.copy2(src, dest)
     (root / "pipeline.py").write_text(text, encoding="utf-8")
-    (root / "definitions.py").write_text(DEFINITIONS_PY, encoding="utf-8")
-    (root / "workspace.yaml").write_text(WORKSPACE_YAML, encoding="utf-8")
-    write_instance_yaml(root / ".synix" / "dagster")
-    (root / ".gitignore").write_text(".synix/\n", encoding="utf-8")
+    write_dagster_files(root, force=True)
+    (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
     return root
+
+
+def write_dagster_files(root: str | Path, *, force: bool = False) -> None:
+    """definitions.py, workspace.yaml, the Dagster home's dagster.yaml and the `.env` pointing
+    DAGSTER_HOME at it; existing definitions/workspace files are kept unless `force`."""
+    root = Path(root)
+    for name, text in (("definitions.py", DEFINITIONS_PY), ("workspace.yaml", WORKSPACE_YAML)):
+        if force or not (root / name).exists():
+            (root / name).write_text(text, encoding="utf-8")
+    home = root / ".synix" / "dagster"
+    write_instance_yaml(home)
+    write_dotenv(root, home)
 
 
 def switch_template(root: str | Path, template: str) -> None:

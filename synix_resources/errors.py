@@ -34,6 +34,10 @@ class StoreError(SynixError):
     """The artifact store cannot be opened, written or migrated."""
 
 
+class DiskFullError(StoreError):
+    """A write failed because the disk (or the user's quota) is full; it was rolled back."""
+
+
 class StoreLockedError(StoreError):
     """Another process holds the store's write lock for longer than the busy timeout."""
 
@@ -82,3 +86,36 @@ class BuildFailed(SynixError):
 
 class BranchError(SynixError):
     """A branch name is invalid, unknown or taken, or a branch operation is not allowed."""
+
+
+class ServeError(SynixError):
+    """A web server cannot start as asked (port in use, listening beyond loopback without a token)."""
+
+
+class ForgetIncomplete(SynixError):
+    """A `synix forget` could not finish; its journal keeps it pending until a rerun does."""
+
+
+class ForgetBlocked(ForgetIncomplete):
+    """Another process holds a database open, so forgotten text cannot be purged from it yet."""
+
+
+class ForgetUnverified(ForgetIncomplete):
+    """After a forget, the forgotten text or ids were still found in a project file."""
+
+
+class PromptError(SynixError):
+    """A step's prompt function raised, or returned something other than a str, for one partition."""
+
+
+class BuildInterrupted(SynixError):
+    """A build stopped by Ctrl-C or SIGTERM; what finished is kept and the next run resumes.
+
+    `exit_code` is the shell's convention for death by that signal (130 for SIGINT, 143 for
+    SIGTERM); `report` holds what was built before the signal."""
+
+    def __init__(self, message: str, *, signal_number: int, hint: str | None = None, report=None):
+        self.signal_number = signal_number
+        self.exit_code = 128 + signal_number
+        self.report = report
+        super().__init__(message, hint=hint)

@@ -31,6 +31,7 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
     """
     from synix_assets import scaffold
     from synix_assets.parsers.detect import detect_format
+    from synix_assets.cli import render
     from synix_assets.cli.render import console
 
     sources = [Path(e) for e in exports]
@@ -41,11 +42,12 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
         sources += scaffold.demo_exports()
     root = scaffold.init_project(directory, exports=sources, template=template, force=force)
     out = console()
-    out.print(f"Created [bold]{root}[/] ({template} pipeline, {len(sources)} export file(s)).")
+    out.print(f"Created [bold]{render.safe(root)}[/] ({template} pipeline, {len(sources)} export file(s)).")
     if not sources:
-        out.print(f"Copy your exports into {root / 'exports'} (ChatGPT conversations.json, Claude export).")
+        out.print(f"Copy your exports into {render.safe(root / 'exports')} (ChatGPT conversations.json, "
+                  "Claude export).")
     out.print("Next:")
-    out.print(f"  cd {directory}")
+    out.print(f"  cd {render.safe(directory)}")
     out.print("  synix plan                  # what a build would do, and cost")
     out.print("  synix run                   # build the memory")
     out.print('  synix search "some topic"   # search it, with provenance')
@@ -70,44 +72,68 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
       synix run --from monthly --full
       synix run --json
     """
-    from synix_assets.cli import render
-    from synix_assets.engine.runner import run_build
-    from synix_assets.reports.plan import require_exports
-    from synix_resources.errors import BuildFailed
+    from synix_assets.engine import interrupts
 
-    paths = project_paths(ctx)
-    pipeline = paths.load_pipeline()
-    require_exports(pipeline)
+    # Watched from the first line: Ctrl-C or SIGTERM anywhere in `synix run` ends with the resume
+    # message and 128+signal, never with a traceback or a status that looks like success.
+    with interrupts.watching():
+        _run_command(ctx, select, from_layer, full, batch, replay, as_json)
+
+
+def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
+    from synix_assets.cli import render
+    from synix_assets.cli.main import _debug
+    from synix_assets.engine import interrupts
+    from synix_assets.engine.runner import INTERRUPTED, RESUME_HINT, run_build
+    from synix_assets.reports.plan import require_exports
+    from synix_resources.errors import BuildFailed, BuildInterrupted
+
     out = render.console()
     err = render.console(stderr=True)
-    show_bars = not as_json and out.is_terminal and not out.no_color
-    progress = render.BarProgress(out) if show_bars else (None if as_json else render.PlainProgress(out))
+    debug = _debug(ctx)
     try:
+        paths = project_paths(ctx)
+        pipeline = paths.load_pipeline()
+        require_exports(pipeline)
+        show_bars = not as_json and out.is_terminal and not out.no_color
+        progress = render.BarProgress(out) if show_bars else (None if as_json else render.PlainProgress(out))
+        options = dict(select=select, from_layer=from_layer, full=full, batch=batch, replay=replay,
+                       progress=progress, dagster_logs=debug)
         if show_bars:
             with progress:
-                report = run_build(paths, select=select, from_layer=from_layer, full=full, batch=batch,
-                                   replay=replay, progress=progress)
+                report = run_build(paths, **options)
         else:
-            report = run_build(paths, select=select, from_layer=from_layer, full=full, batch=batch,
-                               replay=replay, progress=progress)
-        failed = None
+            report = run_build(paths, **options)
+        stopped = None
+    except KeyboardInterrupt:  # before the build started
+        stopped = BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(), hint=RESUME_HINT)
+    except BuildInterrupted as exc:
+        stopped = exc
     except BuildFailed as exc:
         if exc.report is None:
             raise
-        report, failed = exc.report, exc
-    bad_files = [s for s in report.skipped_inputs if "error" in s]
-    if as_json:
-        _echo_json(report.to_json())
-    else:
-        render.run_summary(out, report, pipeline)
-    render.skipped_inputs(err, report.skipped_inputs)
-    if failed is not None:
-        render.failures(err, report.failures)
-        err.print(f"[bold red]error:[/] {failed.one_line()}")
+        stopped = exc
+    report = stopped.report if stopped is not None else report
+    if report is not None:
+        if as_json:
+            _echo_json(report.to_json())
+        else:
+            render.run_summary(out, report, pipeline)
+        render.skipped_inputs(err, report.skipped_inputs)
+    if isinstance(stopped, BuildInterrupted):
+        for layer, v in (report.layers if report is not None else {}).items():
+            if v.get("unfinished"):
+                err.print(f"{render.safe(layer)}: {v['unfinished']} partition(s) left to build", highlight=False)
+        err.print(render.plain(stopped.one_line(), one_line=True), markup=False, highlight=False)
+        ctx.exit(stopped.exit_code)
+    if stopped is not None:
+        render.failures(err, [f for f in report.failures if f["group_key"] != "*"])
+        render.error_line(err, stopped.one_line())
         ctx.exit(1)
+    bad_files = [s for s in report.skipped_inputs if "error" in s]
     if bad_files:
-        err.print(f"[bold red]error:[/] {len(bad_files)} export file(s) could not be read; "
-                  "everything else was built — fix or remove them and run again")
+        render.error_line(err, f"{len(bad_files)} export file(s) could not be read; everything else "
+                               "was built — fix or remove them and run again")
         ctx.exit(1)
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
 from rich.rule import Rule
 
 from synix_assets.cli import render
@@ -23,9 +22,9 @@ class DemoView:
 
     def _init(self, data: dict) -> None:
         self.out.print(Rule("[bold]synix demo[/]"))
-        self.out.print(f"$ synix init {escape(data['root'])} --demo")
+        self.out.print(f"$ synix init {render.safe(data['root'])} --demo")
         self.out.print(f"  project with the monthly pipeline and {len(data['exports'])} bundled exports "
-                       f"({escape(', '.join(data['exports']))})")
+                       f"({render.safe(', '.join(data['exports']))})")
         if data["provider"] == "extractive":
             self.out.print(f"  LLM provider: extractive ({render.EXTRACTIVE_NOTE})")
         self._load_pipeline(data["root"])
@@ -36,7 +35,7 @@ class DemoView:
         self.pipeline = load_pipeline(Path(root) / "pipeline.py")
 
     def _run_start(self, data: dict) -> None:
-        self.out.print(Rule(escape(data["title"]), align="left"))
+        self.out.print(Rule(render.safe(data["title"]), align="left"))
         self.out.print("$ synix run")
 
     def _run(self, data: dict) -> None:
@@ -44,25 +43,26 @@ class DemoView:
 
     def _search(self, data: dict) -> None:
         result = data["result"]
-        self.out.print(Rule(escape(data["title"]), align="left"))
-        self.out.print(f"$ synix search {escape(repr(result['query']))} --limit 5")
+        self.out.print(Rule(render.safe(data["title"]), align="left"))
+        self.out.print(f"$ synix search {render.safe(repr(result['query']))} --limit 5")
         render.search_results(self.out, {**result, "hits": result["hits"][:2]})
         scoped = data.get("rollup")
         if scoped is not None:
-            self.out.print(f"$ synix search {escape(repr(result['query']))} --layers {data['rollup_layer']}")
+            self.out.print(f"$ synix search {render.safe(repr(result['query']))} --layers {data['rollup_layer']}")
             for hit in scoped["hits"]:
                 style = render.level_style(hit["level"])
                 titles = sorted({s.get("title") or "?" for s in hit["sources"]})
-                self.out.print(f"  [{style}]{escape(hit['title'])}[/] {escape(hit['artifact_id'])} ← "
-                               f"{len(titles)} conversation(s): {escape('; '.join(titles[:3]))}"
+                self.out.print(f"  [{style}]{render.safe(hit['title'], one_line=True)}[/] "
+                               f"{render.safe(hit['artifact_id'])} ← {len(titles)} conversation(s): "
+                               f"{render.safe('; '.join(titles[:3]), one_line=True)}"
                                f"{' …' if len(titles) > 3 else ''}")
 
     def _context(self, data: dict) -> None:
         lines = data["text"].strip().splitlines()
         self.out.print(Rule("The context document (the agent's system prompt)", align="left"))
-        self.out.print(f"{escape(data['path'])}: {len(lines)} lines")
+        self.out.print(f"{render.safe(data['path'])}: {len(lines)} lines")
         for line in lines[:8]:
-            self.out.print(f"  [dim]{escape(line[:76])}[/]")
+            self.out.print(f"  [dim]{render.safe(line[:76], one_line=True)}[/]")
         if len(lines) > 8:
             self.out.print("  [dim]…[/]")
 
@@ -74,6 +74,6 @@ class DemoView:
 
     def finish(self, root) -> None:
         self.out.print(Rule("Done"))
-        self.out.print(f"Your demo project is in {escape(str(root))}. Try:")
-        self.out.print(f"  cd {escape(str(root))}")
+        self.out.print(f"Your demo project is in {render.safe(str(root))}. Try:")
+        self.out.print(f"  cd {render.safe(str(root))}")
         self.out.print('  synix search "sourdough"     synix status     synix lineage <id>     synix ui')

@@ -9,44 +9,72 @@ from synix_assets.cli.common import project_option, project_paths
 
 
 @click.command()
-@click.argument("target")
+@click.argument("target", required=False)
 @click.option("--dry-run", is_flag=True, help="List what would be deleted and rebuilt; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the report.")
 @project_option
 @click.pass_context
-def forget(ctx, target: str, dry_run: bool, as_json: bool) -> None:
+def forget(ctx, target: str | None, dry_run: bool, as_json: bool) -> None:
     """Forget a conversation (by id) or a whole export file, with everything derived from it.
 
     Deletes its transcripts, episodes and every artifact built from them, takes them out of the
-    search index and the LLM response cache, rewrites or deletes the export, rebuilds the
-    rollups, core and context document without them, and purges free pages of every database.
+    search index, the LLM response cache and Dagster's history, rewrites or deletes the export
+    (a link is removed, never followed), rebuilds the rollups, core and context document without
+    them, purges free pages of every database and checks that nothing is left. Interrupted, it
+    stays pending: `synix forget` without an id (or the next `synix run`) finishes it.
 
     \b
     Examples:
       synix forget 347c7a0d-a98c-5ab8-bfcf-c1de69c3734a --dry-run
       synix forget exports/old_export.json
+      synix forget            # finish a forget that was interrupted
       synix forget 347c7a0d-a98c-5ab8-bfcf-c1de69c3734a --json
     """
-    from synix_assets.cli import render
     from synix_assets.engine.forget import forget as forget_target
 
     report = forget_target(project_paths(ctx), target, dry_run=dry_run)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, default=str))
     else:
-        out = render.console()
-        verb = "would delete" if dry_run else "deleted"
-        out.print(f"[bold]{target}[/]: {len(report.conversation_ids)} conversation(s), "
-                  f"{verb} {len(report.artifacts)} artifact(s)")
-        for art in report.artifacts[:50]:
-            out.print(f"  {art['layer']:<12} {art['id']}  {art['group_key']}")
-        if len(report.artifacts) > 50:
-            out.print(f"  … and {len(report.artifacts) - 50} more")
-        for f in report.files_deleted:
-            out.print(f"  export {verb}: {f}")
-        for f in report.files_rewritten:
-            out.print(f"  export rewritten without it: {f}")
-        if not dry_run and report.rebuild is not None:
-            out.print(f"rebuilt without it: {report.rebuild.get('layers', {})}")
+        _print(report)
     if report.rebuild_error:
         raise click.ClickException(report.rebuild_error)
+
+
+def _print(report) -> None:
+    from rich.markup import escape
+
+    from synix_assets.cli import render
+
+    out = render.console()
+    for done in report.finished_pending:
+        out.print(f"finished the interrupted forget of {escape(done)}")
+    if report.nothing_pending:
+        out.print("no forget is pending" + (" (dry run)" if report.dry_run else ""))
+        return
+    if report.already_forgotten:
+        out.print(f"{escape(report.target)} was already forgotten; nothing to do")
+        return
+    verb = "would delete" if report.dry_run else "deleted"
+    resumed = " (finished an interrupted forget)" if report.resumed else ""
+    out.print(f"[bold]{escape(report.target)}[/]: {len(report.conversation_ids)} conversation(s), "
+              f"{verb} {len(report.artifacts)} artifact(s){resumed}")
+    for art in report.artifacts[:50]:
+        out.print(f"  {escape(art['layer']):<12} {art['id']}  {escape(art['group_key'])}")
+    if len(report.artifacts) > 50:
+        out.print(f"  … and {len(report.artifacts) - 50} more")
+    for f in report.files_deleted:
+        out.print(f"  export {verb}: {escape(f)}")
+    for f in report.files_rewritten:
+        out.print(f"  export {'would be ' if report.dry_run else ''}rewritten without it: {escape(f)}")
+    link_verb = "would remove" if report.dry_run else "removed"
+    for link in report.links_removed:
+        out.print(f"  {link_verb} the link {escape(link['link'])} (it points to "
+                  f"{escape(str(link['points_to']))}; that file is not Synix's and was not touched)")
+    for f in report.files_outside:
+        out.print(f"  left untouched (outside the project): {escape(f['path'])} — it still holds "
+                  f"the conversation; Synix will not read it again")
+    if not report.dry_run and report.rebuild is not None:
+        out.print(f"rebuilt without it: {report.rebuild.get('layers', {})}")
+    if not report.dry_run:
+        out.print(f"verified: no trace in {report.verified_files} project file(s)")

@@ -35,8 +35,25 @@ class SynixGroup(click.Group):
         except Exception as exc:  # the one place an unexpected failure is reported, not hidden
             if _debug(ctx):
                 raise
+            full = _disk_full(ctx, exc)
+            if full is not None:
+                _error(full.one_line())
+                ctx.exit(full.exit_code)
             _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
             ctx.exit(70)
+
+
+def _disk_full(ctx: click.Context, exc: Exception):
+    """The storage error for a full disk that surfaced outside Synix's own writers (Dagster's run
+    and event storage during `synix run`), else None."""
+    from synix_assets.cli.common import project_paths
+    from synix_resources.disk import disk_full_from
+
+    try:
+        state = project_paths(ctx).state_dir
+    except SynixError:  # no project here: the disk can still be full
+        state = None
+    return disk_full_from(exc, state)
 
 
 def _debug(ctx: click.Context) -> bool:
@@ -44,11 +61,18 @@ def _debug(ctx: click.Context) -> bool:
 
 
 def _error(text: str) -> None:
-    from rich.markup import escape
+    from synix_assets.cli.render import console, error_line
 
-    from synix_assets.cli.render import console
+    error_line(console(stderr=True), text)
 
-    console(stderr=True).print(f"[bold red]error:[/] {escape(text)}", soft_wrap=True)
+
+class _SafeFormatter(logging.Formatter):
+    """Log lines carry data (file names, conversation ids): made safe for the terminal too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from synix_assets.cli.render import plain
+
+        return plain(super().format(record), one_line=True)
 
 
 def _once():
@@ -70,7 +94,7 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*is currently in (beta|preview)")
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_once())  # each Dagster run rebuilds the LLM client and repeats its notice
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    handler.setFormatter(_SafeFormatter("warning: %(message)s"))
     synix_log = logging.getLogger("synix")
     synix_log.handlers[:] = [handler]
     synix_log.propagate = False
@@ -111,6 +135,10 @@ def _register() -> None:
     for cmd in (build_cmds.init, build_cmds.run, build_cmds.plan, build_cmds.demo,
                 read_cmds.status, read_cmds.search, read_cmds.lineage, read_cmds.get,
                 read_cmds.runs, ui_cmd.ui, forget_cmd.forget):
+        main.add_command(cmd)
+    from synix_assets.cli import serve_cmd
+
+    for cmd in (serve_cmd.serve, serve_cmd.mcp, serve_cmd.ask):
         main.add_command(cmd)
 
 

@@ -1,4 +1,4 @@
-"""`synix ui`: the Dagster UI for this project (dagster dev on 127.0.0.1), until Ctrl-C."""
+"""`synix ui`: the Dagster UI for this project (dagster dev behind a guarded loopback proxy), until Ctrl-C/SIGTERM."""
 from __future__ import annotations
 
 import os
@@ -17,10 +17,9 @@ HOST = "127.0.0.1"
 
 def ui_command(paths, port: int) -> tuple[list[str], dict]:
     """The `dagster dev` command line and environment for a project."""
-    from synix_assets.dagster_defs.storage import PLANNED_SUBSET_ENV
-
-    env = {**PLANNED_SUBSET_ENV, **os.environ, "DAGSTER_HOME": str(paths.dagster_home),
-           "SYNIX_PROJECT": str(paths.root)}
+    # `dagster dev` itself warns (FutureWarning) that `dg dev` supersedes it: noise for our users
+    env = {"PYTHONWARNINGS": "ignore::FutureWarning", **os.environ,
+           "DAGSTER_HOME": str(paths.dagster_home), "SYNIX_PROJECT": str(paths.root)}
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(paths.root / "workspace.yaml"),
            "-h", HOST, "-p", str(port)]
     return cmd, env
@@ -41,10 +40,15 @@ def _open_when_up(url: str, port: int, proc: subprocess.Popen, timeout_s: float 
 @click.command()
 @click.option("--port", type=click.IntRange(1, 65535), default=3000, show_default=True, help="Web server port.")
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also accept this Host (a reverse proxy's public name; see docs/serve.md).")
 @project_option
 @click.pass_context
-def ui(ctx, port, no_open) -> None:
+def ui(ctx, port, no_open, allow_hosts) -> None:
     """Open the Dagster UI for this project: asset graph, runs, staleness checks.
+
+    Served on 127.0.0.1 behind a guard that refuses other Host names (DNS rebinding) and
+    cross-origin requests; for remote access use an SSH tunnel (docs/serve.md).
 
     \b
     Example:
@@ -52,26 +56,21 @@ def ui(ctx, port, no_open) -> None:
     """
     from synix_assets import scaffold
     from synix_assets.cli.render import console
+    from synix_assets.web.serving import check_port_free, free_port
+    from synix_assets.web.ui_server import run_guarded_ui
 
     paths = project_paths(ctx)
-    if not (paths.root / "workspace.yaml").exists():  # projects made before `synix init` wrote it
-        (paths.root / "workspace.yaml").write_text(scaffold.WORKSPACE_YAML, encoding="utf-8")
-        (paths.root / "definitions.py").write_text(scaffold.DEFINITIONS_PY, encoding="utf-8")
-    paths.dagster_home.mkdir(parents=True, exist_ok=True)
-    cmd, env = ui_command(paths, port)
+    scaffold.write_dagster_files(paths.root)  # a moved project gets its .env fixed
+    check_port_free(HOST, port)
+    # Dagster listens on an internal loopback port; only the guarded proxy is exposed.
+    upstream = free_port(HOST)
+    cmd, env = ui_command(paths, upstream)
     url = f"http://{HOST}:{port}"
     console().print(f"Dagster UI for {paths.root} at [bold]{url}[/] (Ctrl-C to stop)")
-    proc = subprocess.Popen(cmd, cwd=str(paths.root), env=env)
-    if not no_open:
-        threading.Thread(target=_open_when_up, args=(url, port, proc), daemon=True).start()
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        # The child got the same SIGINT; give it time to shut its own processes down.
-        try:
-            code = proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            code = proc.wait()
-        code = 0
-    ctx.exit(code)
+
+    def started(proc) -> None:
+        if not no_open:
+            threading.Thread(target=_open_when_up, args=(url, upstream, proc), daemon=True).start()
+
+    ctx.exit(run_guarded_ui(cmd, env, paths.root, host=HOST, port=port, upstream_port=upstream,
+                            allowed_hosts=tuple(allow_hosts), on_started=started))

@@ -1,47 +1,50 @@
 """One Dagster asset per layer and per projection, compiled from a Pipeline.
 
-Synix's materialization keys decide what is rebuilt; Dagster runs, records and displays. An asset
-run over a partition range builds only the partitions whose keys changed, and records a
-materialization (with its Synix metadata) for exactly those, so a no-op costs no events. A run
-started from the Dagster UI or CLI (no `synix/emit` tag) also records the cached partitions it
-was asked for, so the person who asked sees them.
+Synix's materialization keys decide what is rebuilt; Dagster runs, records and displays. Every
+asset body calls the same per-layer engine code whoever launched the run (`synix run`, the UI,
+`dagster asset materialize`, the export sensor's build job), and records:
+
+- one materialization per partition, with that partition's own metadata (artifact, title, date,
+  preview, model, tokens) and Dagster's provenance tags (`records.Provenance`), so Dagster's
+  stale/unsynced view agrees with `synix plan`. Runs launched by `synix run` (tag `synix/emit`)
+  record only the partitions they rebuilt — a no-op records nothing — plus every partition of a
+  layer whose code version changed without its content changing, so none is left "stale";
+- the `synix_up_to_date` check result (what `synix plan` would still rebuild in this layer),
+  emitted by the asset itself after every build, so it never shows "Not evaluated";
+- a failed step when any partition failed: Dagster then marks exactly the partitions it did not
+  record as failed (the cached ones of the request are recorded so they are not).
 """
 
 import os
+from datetime import timedelta
 
 import dagster as dg
 
+from synix_assets.dagster_defs.checks import CHECK_NAME, check_result
+from synix_assets.dagster_defs.graph import dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import partitions_for
+from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import build_layer, is_source_merge
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
+from synix_assets.pipeline.prompts import prompt_identity
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.resource import ArtifactStoreResource
 
 RUN_ID_TAG = "synix/run_id"
-EMIT_TAG = "synix/emit"  # "changed": only built partitions get a materialization event
+EMIT_TAG = "synix/emit"  # "changed": only rebuilt partitions get a materialization event
 FULL_LAYER_TAG = "synix/full_layer"  # "1": build the whole layer, incl. retiring vanished groups
 BATCH_TAG = "synix/batch"
 GROUP = "memory"
 
-
-RESERVED = {"context", "conf", "config", "meta", "arg_dict", "dict", "input_arg_dict",
-            "output_arg_dict", "int", "str", "float", "bool", "input", "output", "type"}
-
-
-def dagster_name(name: str) -> str:
-    """Synix names may contain '-'; Dagster names may not, nor be a reserved word."""
-    clean = name.replace("-", "_")
-    return f"synix_{clean}" if clean in RESERVED else clean
+__all__ = ["layer_asset", "projection_asset", "source_specs", "layer_key", "source_key",
+           "dagster_name", "RUN_ID_TAG", "EMIT_TAG", "FULL_LAYER_TAG", "BATCH_TAG", "GROUP"]
 
 
-def layer_key(layer: str) -> dg.AssetKey:
-    return dg.AssetKey([dagster_name(layer)])
-
-
-def source_key(name: str) -> dg.AssetKey:
-    return dg.AssetKey(["sources", name])
+def owners(pipeline) -> list[str]:
+    team = "".join(c if c.isalnum() else "_" for c in (pipeline.agent or pipeline.name or "synix"))
+    return [f"team:{team}"]
 
 
 def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMResource) -> BuildContext:
@@ -51,65 +54,54 @@ def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMRes
                         batch=tags.get(BATCH_TAG) == "1")
 
 
-def _metadata(ctx, layer: str, outcome) -> dict:
-    md = {"synix/status": outcome.status, "artifact_id": outcome.artifact_id or "",
-          "cache": "hit" if outcome.status == "cached" else "built",
+def _outcome_metadata(outcome) -> dict:
+    md = {"synix/status": outcome.status, "cache": "hit" if outcome.status == "cached" else "built",
           "provider": outcome.provider, "model": outcome.model,
           "llm_calls": outcome.llm_calls, "tokens_in": outcome.tokens_in,
           "tokens_out": outcome.tokens_out, "cost_usd": float(outcome.cost_usd),
           "input_count": outcome.input_count}
     if outcome.provider == "extractive":
         md["note"] = "extractive summary (selected sentences, no LLM)"
-    if outcome.preview:
-        md["preview"] = dg.MetadataValue.md(outcome.preview)
     if outcome.reason:
         md["reason"] = outcome.reason
     return md
 
 
-def _events(ctx, context, layer: str, partitioned: bool, result, version: str):
-    """Synix-launched runs of a partitioned layer: one materialization per *built* partition, so
-    a no-op records nothing. Unpartitioned layers and runs launched from the UI, `dagster asset
-    materialize` or the sensor may chain assets, which needs the output: one MaterializeResult
-    for the requested partitions (with the partition's own metadata when there is exactly one)."""
-    if context.run.tags.get(EMIT_TAG) == "changed" and partitioned:
-        for o in result.outcomes:
-            if o.status != "built":
-                continue
-            tags = {"dagster/code_version": version}
-            if o.content_hash:
-                tags["dagster/data_version"] = o.content_hash[:16]
-            yield dg.AssetMaterialization(
-                asset_key=layer_key(layer), partition=o.group_key if partitioned else None,
-                metadata=_metadata(ctx, layer, o), tags=tags)
-        return
-    outcomes = [o for o in result.outcomes if o.status in ("built", "cached")]
-    if not outcomes and not partitioned:
-        return  # blocked or failed: nothing new to record, and what follows must not run on it
-    if len(outcomes) == 1:
-        o = outcomes[0]
-        if o.status == "cached":
-            art = ctx.store.current(layer, o.group_key)
-            if art is not None:
-                o.artifact_id, o.content_hash = art.artifact_id, art.content_hash
-        yield dg.MaterializeResult(metadata=_metadata(ctx, layer, o),
-                                   data_version=dg.DataVersion(o.content_hash[:16]) if o.content_hash else None)
-        return
-    totals = result.totals()
-    yield dg.MaterializeResult(metadata={
-        "built": totals["built"], "cached": totals["cached"], "failed": totals["failed"],
-        "llm_calls": totals["llm_calls"], "tokens_in": totals["tokens_in"],
-        "tokens_out": totals["tokens_out"], "cost_usd": float(totals["cost_usd"]),
-        "partitions": dg.MetadataValue.json({o.group_key: {"status": o.status, "artifact_id": o.artifact_id}
-                                             for o in result.outcomes[:500]})})
+def describe(pipeline, layer: str, identity: str) -> str:
+    """Step kind, inputs, partitioning, prompt and model: what a person needs to know in the UI."""
+    step = pipeline.steps[layer]
+    lines = [step.description] if step.description else []
+    lines.append(f"Synix {step.kind} step (level {pipeline.level(layer)}) reading "
+                 f"{', '.join(step.from_)}; one partition per {pipeline.partitioning(layer)}.")
+    if step.kind != "merge":
+        prompt = getattr(step.prompt, "__name__", None) or type(step.prompt).__name__
+        settings = pipeline.llm_settings(step)
+        lines.append(f"Prompt: `{prompt}` ({prompt_identity(step.prompt)[:24]}). "
+                     f"Model: {settings['model'] or 'provider default'} via {identity}.")
+    return "\n\n".join(lines)
 
 
-def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
-    """Runs launched from the UI/CLI/sensor get a Synix run record too; True if this asset owns it."""
-    if ctx.store.get_run(ctx.run_id) is not None:
-        return False
-    ctx.store.start_run(pipeline.name, [layer], run_id=ctx.run_id, dagster_run_id=context.run.run_id)
-    return True
+def _lock_timeout() -> float:
+    return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+
+
+def _children(pipeline, name: str) -> set[dg.AssetKey]:
+    names = [*pipeline.steps, *pipeline.projections]
+    return {layer_key(n) for n in names if any(p.name == name for p in parents(pipeline, n))}
+
+
+def _feeds_this_run(context, children: set[dg.AssetKey]) -> bool:
+    """True when an asset downstream of this one runs later in the same run: it waits for this
+    step's output, so the step must produce one."""
+    if context.run.job_name.startswith("synix_build_"):
+        return False  # a per-layer job: nothing else runs after this step
+    selected = context.run.asset_selection  # empty for some ad-hoc runs: assume a chain
+    return not selected or bool(children & set(selected))
+
+
+def _recorded_code_version(instance, key: dg.AssetKey) -> str | None:
+    event = instance.get_latest_materialization_event(key)
+    return event.asset_materialization.tags.get("dagster/code_version") if event else None
 
 
 def _failure(layer: str, result) -> dg.Failure:
@@ -123,46 +115,71 @@ def _failure(layer: str, result) -> dg.Failure:
                   "errors": dg.MetadataValue.json({o.group_key: o.error for o in failed})})
 
 
-def _lock_timeout() -> float:
-    return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
+    """Runs launched from the UI/CLI/sensor get a Synix run record too; True if this asset owns it."""
+    if ctx.store.get_run(ctx.run_id) is not None:
+        return False
+    ctx.store.start_run(pipeline.name, [layer], run_id=ctx.run_id, dagster_run_id=context.run.run_id)
+    return True
 
 
-def layer_asset(pipeline, paths, layer: str, llm_identity: str) -> dg.AssetsDefinition:
+def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity: str) -> dg.AssetsDefinition:
     step = pipeline.steps[layer]
     part = partitions_for(pipeline, layer)
-    deps = []
-    for up in step.from_:
-        if up in pipeline.sources:
-            deps.append(dg.AssetDep(source_key(up)))
-        elif partitions_for(pipeline, up) == part and part is not None:
-            deps.append(dg.AssetDep(layer_key(up)))
-        else:
-            deps.append(dg.AssetDep(layer_key(up), partition_mapping=dg.AllPartitionMapping()))
-    identity = "" if step.kind == "merge" else llm_identity
-    version = pipeline.version(layer, identity)
-    description = step.description or f"{step.kind} of {', '.join(step.from_)} (level {pipeline.level(layer)})"
+    key = layer_key(layer)
+    deps = [dg.AssetDep(p.key, partition_mapping=dg.AllPartitionMapping()) if p.kind == "fan_in"
+            else dg.AssetDep(p.key) for p in parents(pipeline, layer)]
+    children = _children(pipeline, layer)
+    fan_in = any(p.kind == "fan_in" for p in parents(pipeline, layer))
+    version = versions[layer]
+    top = part is None and not children - {layer_key(n) for n in pipeline.projections}
+    freshness = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=7), warn_window=timedelta(days=1)) \
+        if top else None
 
     @dg.asset(name=dagster_name(layer), deps=deps, partitions_def=part, group_name=GROUP,
-              code_version=version[:16], description=description, output_required=False,
+              code_version=version, description=describe(pipeline, layer, identity),
+              output_required=False, owners=owners(pipeline), freshness_policy=freshness,
               backfill_policy=dg.BackfillPolicy.single_run() if part is not None else None,
-              kinds={"synix", step.kind}, metadata={"synix/level": pipeline.level(layer),
-                                                    "synix/kind": step.kind},
+              kinds={"synix", step.kind},
+              check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
+                  "Partitions whose Synix materialization key changed (what `synix plan` would "
+                  "rebuild), evaluated by every build of this layer."))],
+              metadata={"synix/level": pipeline.level(layer), "synix/kind": step.kind,
+                        "synix/partitioning": pipeline.partitioning(layer)},
               tags={"synix/level": str(pipeline.level(layer))})
     def _layer(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with project_lock(paths.lock, timeout_s=_lock_timeout()):
-            yield from _build_layer(context, store, llm)
+            yield from _build(context, store, llm)
 
-    def _build_layer(context, store, llm):
+    def _build(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
         owned = _ensure_run(ctx, pipeline, layer, context)
-        full = (context.run.tags.get(FULL_LAYER_TAG) == "1") if context.run else False
+        tags = context.run.tags
+        full = tags.get(FULL_LAYER_TAG) == "1"
         keys = None if (part is None or full) else set(context.partition_keys)
         scan = ctx.reader.scan() if is_source_merge(pipeline, layer) else None
+        prov = Provenance(pipeline, ctx.store, layer, version, context.instance)  # cursors before building
+        restamp = _recorded_code_version(context.instance, key) not in (None, version)
         result = build_layer(ctx, layer, scan, keys)
         ctx.store.record_layer_stats(ctx.run_id, layer, result.totals())
         context.log.info(f"{layer}: {result.totals()}")
-        yield from _events(ctx, context, layer, part is not None, result, version[:16])
+        # A partition reading a fan-in edge looks stale to Dagster once any upstream partition
+        # changed (it cannot tell which months a conversation feeds), so each build of such a
+        # layer records every current partition: Synix just verified them against the new inputs.
+        only_changed = (tags.get(EMIT_TAG) == "changed" and not restamp and not result.failed
+                        and not fan_in)
+        record = [o for o in result.outcomes
+                  if o.status == "built" or (o.status == "cached" and not only_changed)]
+        if part is None:
+            yield from _single(ctx, layer, record, prov)
+        else:
+            if record and not result.failed and not result.count("blocked") \
+                    and _feeds_this_run(context, children):
+                yield dg.MaterializeResult()  # lets downstream steps of this run start
+            yield from _partitions(ctx, layer, record, prov)
+        # the whole plan, so partitions whose upstream is not built yet count as stale too
+        yield check_result(layer, plan_all(ctx, scan if scan is not None else ctx.reader.scan())[layer])
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
         if result.failed:
@@ -171,34 +188,68 @@ def layer_asset(pipeline, paths, layer: str, llm_identity: str) -> dg.AssetsDefi
     return _layer
 
 
-def projection_asset(pipeline, paths, name: str) -> dg.AssetsDefinition:
+def _partitions(ctx, layer: str, outcomes, prov: Provenance):
+    arts = {a.artifact_id: a for a in ctx.store.get_many(
+        [o.artifact_id for o in outcomes if o.artifact_id and o.status == "built"])}
+    for o in outcomes:
+        art = arts.get(o.artifact_id) if o.status == "built" else ctx.store.current(layer, o.group_key)
+        if art is None:
+            continue
+        yield dg.AssetMaterialization(
+            asset_key=layer_key(layer), partition=o.group_key,
+            metadata={**artifact_metadata(art), **_outcome_metadata(o)},
+            tags=prov.tags(o.group_key, art.content_hash))
+
+
+def _single(ctx, layer: str, outcomes, prov: Provenance):
+    if not outcomes:
+        return  # nothing rebuilt (or blocked/failed): nothing new to record
+    o = outcomes[0]
+    art = ctx.store.get(o.artifact_id) if o.status == "built" else ctx.store.current(layer, o.group_key)
+    if art is None:
+        return
+    yield dg.MaterializeResult(metadata={**artifact_metadata(art), **_outcome_metadata(o)},
+                               data_version=dg.DataVersion(data_version(art.content_hash)))
+
+
+def projection_asset(pipeline, paths, name: str, versions: dict[str, str]) -> dg.AssetsDefinition:
     proj = pipeline.projections[name]
-    layers = proj.from_ if isinstance(proj.from_, tuple) else (proj.from_,)
-    deps = [dg.AssetDep(layer_key(l), partition_mapping=dg.AllPartitionMapping())
-            if partitions_for(pipeline, l) is not None else dg.AssetDep(layer_key(l)) for l in layers]
-    what = "search index" if proj.kind == "search_index" else f"context document {proj.path}"
+    ups = parents(pipeline, name)
+    deps = [dg.AssetDep(p.key, partition_mapping=dg.AllPartitionMapping()) if p.kind == "fan_in"
+            else dg.AssetDep(p.key) for p in ups]
+    what = "search index (the agent's RAG)" if proj.kind == "search_index" \
+        else f"context document {proj.path} (the agent's system prompt)"
+    version = versions[name]
 
     @dg.asset(name=dagster_name(name), deps=deps, group_name="projections", output_required=False,
-              description=f"Projection: {what} from {', '.join(layers)}",
-              kinds={"synix", proj.kind}, code_version=proj.kind)
+              description=f"Synix projection: {what}, from {', '.join(p.name for p in ups)}. "
+                          f"Rewritten only when the artifacts it reads changed.",
+              kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline))
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         with project_lock(paths.lock, timeout_s=_lock_timeout()):
             yield from _run(context, store, llm)
 
     def _run(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
+        empty = [p.name for p in ups if not ctx.store.current_index(p.name)]
+        if empty and context.run.tags.get(EMIT_TAG) != "changed":  # `synix run` reports its own
+            raise dg.Failure(description=(
+                f"{name}: nothing to project yet — layer(s) {', '.join(empty)} have no artifacts. "
+                f"Build the memory first: `synix run`, or the `synix_build_all` job "
+                f"(`dagster job execute -j synix_build_all …`)."))
         result = run_projection(ctx, name)
-        metadata = {**result.detail, "changed": result.changed}
-        if context.run.tags.get(EMIT_TAG) != "changed":
-            yield dg.MaterializeResult(metadata=metadata)
-        elif result.changed:
-            yield dg.AssetMaterialization(asset_key=layer_key(name), metadata=metadata)
+        # Recorded even when unchanged: `synix run` launches a projection only after a layer it
+        # reads was rebuilt, and Dagster would otherwise keep showing it behind those inputs.
+        yield dg.MaterializeResult(metadata={**result.detail, "changed": result.changed},
+                                   data_version=dg.DataVersion(data_version(
+                                       ctx.store.get_meta(f"projection:{name}:key"))))
 
     return _projection
 
 
 def source_specs(pipeline) -> list[dg.AssetSpec]:
-    return [dg.AssetSpec(source_key(s.name), group_name="sources",
-                         description=f"{s.format} exports at {pipeline.resolve(s.path)}",
+    return [dg.AssetSpec(source_key(s.name), group_name="sources", owners=owners(pipeline),
+                         description=f"{s.format} exports in {pipeline.resolve(s.path)}, observed by "
+                                     f"the synix_exports_sensor (files, conversations).",
                          metadata={"path": str(pipeline.resolve(s.path)), "format": s.format})
             for s in pipeline.sources.values()]

@@ -1,34 +1,36 @@
-"""Exact staleness in the Dagster UI: one asset check per layer, computed from Synix's keys.
+"""Exact staleness in the Dagster UI: the `synix_up_to_date` check of every layer, computed from
+Synix's keys and emitted by the layer's own asset after each build (so it is always evaluated).
 
-Dagster's own staleness misses fan-in edges; this check reports what `synix plan` reports.
+Dagster's own stale status cannot follow a fan-in edge wider than 100 partitions and treats a
+month as reading every conversation; this check reports what `synix plan` reports.
 """
+from __future__ import annotations
 
 import dagster as dg
 
-from synix_assets.dagster_defs.assets import layer_key
-from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import plan_all
-from synix_resources.llm.resource import LLMResource
-from synix_resources.store.resource import ArtifactStoreResource
+CHECK_NAME = "synix_up_to_date"
 
 
-def staleness_check(pipeline, paths, layer: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=layer_key(layer), name="synix_up_to_date", blocking=False,
-                    description="Partitions whose Synix materialization key changed (what `synix plan` "
-                                "would rebuild), including fan-in edges Dagster does not track.")
-    def _check(store: ArtifactStoreResource, llm: LLMResource) -> dg.AssetCheckResult:
-        ctx = BuildContext(pipeline, store.get_store(), llm.get_client(), paths)
-        plans = plan_all(ctx, ctx.reader.scan())
-        mine = plans[layer]
-        reasons: dict[str, int] = {}
-        for w in mine.stale:
-            reasons[w.reason] = reasons.get(w.reason, 0) + 1
-        return dg.AssetCheckResult(
-            passed=not mine.stale and not mine.blocked,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={"stale": len(mine.stale), "cached": len(mine.cached),
-                      "blocked": len(mine.blocked), "estimated_llm_calls": mine.est_calls,
-                      "reasons": dg.MetadataValue.json(reasons),
-                      "stale_partitions": dg.MetadataValue.json(mine.stale_keys[:50])})
+def _fields(layer: str, plan) -> dict:
+    reasons: dict[str, int] = {}
+    for w in plan.stale:
+        reasons[w.reason] = reasons.get(w.reason, 0) + 1
+    return dict(
+        check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=f"{layer}: {len(plan.stale)} partition(s) to rebuild, {len(plan.blocked)} blocked "
+                    f"by a failed upstream partition, {len(plan.cached)} current.",
+        metadata={"stale": len(plan.stale), "cached": len(plan.cached),
+                  "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
+                  "reasons": dg.MetadataValue.json(reasons),
+                  "stale_partitions": dg.MetadataValue.json(plan.stale_keys[:50])})
 
-    return _check
+
+def check_result(layer: str, plan) -> dg.AssetCheckResult:
+    """The check as the layer's own asset emits it after a build."""
+    return dg.AssetCheckResult(**_fields(layer, plan))
+
+
+def check_evaluation(layer: str, asset_key: dg.AssetKey, plan) -> dg.AssetCheckEvaluation:
+    """The same check reported by the export sensor the moment new exports change the plan."""
+    return dg.AssetCheckEvaluation(asset_key=asset_key, **_fields(layer, plan))

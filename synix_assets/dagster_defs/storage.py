@@ -11,15 +11,13 @@ with a full fsync and closes the last connection to the file, which checkpoints 
   built, keeps full durability), applied through a SQLAlchemy connect listener;
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
   the last close that forces a WAL checkpoint;
-- one ASSET_MATERIALIZATION_PLANNED event per asset per run carrying the partition subset,
-  instead of one per partition (`DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS`, a Dagster
-  switch read from the environment). Its trade-off: a failed run does not mark the planned
-  partitions failed in Dagster; Synix's store records each failed partition and the
-  `synix_up_to_date` check reports them.
+
+Dagster's per-partition ASSET_MATERIALIZATION_PLANNED events are kept (its switch
+DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS is left off): they are what lets Dagster mark the
+partitions of a failed step as failed rather than missing.
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -38,9 +36,6 @@ event_log_storage:
     base_dir:
       env: DAGSTER_HOME
 """
-
-PLANNED_SUBSET_ENV = {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "true"}
-os.environ.update({k: v for k, v in PLANNED_SUBSET_ENV.items() if k not in os.environ})
 
 _homes: set[str] = set()
 _keepers: dict[str, sqlite3.Connection] = {}
@@ -86,6 +81,19 @@ def keep_open(dagster_home: Path) -> None:
                 # A connection that has run nothing holds no WAL lock and would not count.
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 _keepers[key] = conn
+
+
+def write_dotenv(project_root: Path, dagster_home: Path) -> None:
+    """`dagster` commands run in the project folder read `.env` before creating their instance, so
+    `dagster dev`, `dagster asset materialize` and `dagster job execute` there use the project's own
+    Dagster home with no environment variable set. Rewritten when the project moved."""
+    env = Path(project_root) / ".env"
+    line = f"DAGSTER_HOME={Path(dagster_home).resolve()}"
+    lines = env.read_text(encoding="utf-8").splitlines() if env.exists() else []
+    if line in lines:
+        return
+    kept = [l for l in lines if not l.startswith("DAGSTER_HOME=")]
+    env.write_text("\n".join([*kept, line]) + "\n", encoding="utf-8")
 
 
 def write_instance_yaml(dagster_home: Path) -> None:

@@ -1,14 +1,16 @@
 """Aggregate (N:1 by key): period rollups (month/week/quarter) and topical rollups."""
 from __future__ import annotations
 
+from synix_assets.engine import reduction
 from synix_assets.engine import topics as topic_finder
-from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, make_request,
-                                          merged_pii, record_of)
+from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, call_prompt,
+                                          make_request, merged_pii, prompt_failed, record_of)
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.periods import period_of
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, date_of, version_changed
 from synix_assets.pipeline.records import Record
+from synix_resources.errors import PromptError
 from synix_resources.fingerprints import aggregate_key, combined_fingerprint
 
 
@@ -79,17 +81,23 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     todo = [w for w in p.stale if keys is None or w.group_key in keys]
     wanted = [i for w in todo for i in w.inputs]
     arts = {a.artifact_id: a for a in ctx.store.get_many(wanted)}
-    calls = []
+    calls, failed = [], []
+    prompts = []  # (the step's prompt over any records) per call, for inputs over the window
     for w in todo:
         members = sorted((arts[i] for i in w.inputs),
                          key=lambda a: (str(a.metadata.get("meta.time.created_at") or ""), a.group_key))
         records, found = apply_pii(step.config.get("pii"), [record_of(a) for a in members])
+        try:
+            prompt_text = call_prompt(step, records, w.group_key)
+        except PromptError as err:
+            failed.append(prompt_failed(ctx, layer, w.group_key, err, len(members)))
+            continue
 
         def render(sources, group=w.group_key, records=records):
             by_id = dict(sources)
             recs = [Record(r.artifact_id, r.layer, r.group_key, by_id.get(r.artifact_id, r.content),
                            r.metadata) for r in records]
-            return step.prompt(recs, group)
+            return call_prompt(step, recs, group)
 
         dates = [str(a.metadata.get("meta.time.created_at") or "") for a in members if a.metadata.get("meta.time.created_at")]
         meta = {"meta.time.created_at": min(dates) if dates else None,
@@ -103,13 +111,17 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             meta["meta.custom.pii"] = pii_counts
         if redacted and found:
             meta["meta.custom.pii_redacted"] = found
-        calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(records, w.group_key),
+        calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text,
                                                            records, f"{layer}/{w.group_key}", render),
                                  [a.artifact_id for a in members], meta, w.key, len(members)))
-    result = LayerResult(layer, call_and_store(ctx, layer, level, calls))
+        prompts.append((records, lambda recs, group=w.group_key: call_prompt(step, recs, group)))
+    calls, unfit = reduction.fit_to_window(
+        ctx, layer, level, [(c, recs, prompt_of) for c, (recs, prompt_of) in zip(calls, prompts)])
+    result = LayerResult(layer, failed + unfit + call_and_store(ctx, layer, level, calls))
     result.outcomes += [PartitionOutcome(g, "cached") for g in p.cached if keys is None or g in keys]
     result.outcomes += [PartitionOutcome(g, "blocked", reason=f"an input in {step.upstream} failed")
                         for g in p.blocked if keys is None or g in keys]
     if keys is None and p.retire:
         result.retired = ctx.store.retire(layer, p.retire)
+        reduction.retire_parts(ctx, layer, p.retire)
     return result

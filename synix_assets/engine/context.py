@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synix_assets.engine.ingest import SourceReader
+from synix_assets.engine.projections import tighten_context_docs
 from synix_assets.project import ProjectPaths
 
 
@@ -23,6 +24,7 @@ class BuildContext:
     def __post_init__(self) -> None:
         if self.reader is None:
             self.reader = SourceReader(self.pipeline, self.store)
+        tighten_context_docs(self.pipeline)
 
     @property
     def llm_identity(self) -> str:

@@ -8,12 +8,13 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 from __future__ import annotations
 
 from synix_assets.engine import progress
-from synix_assets.engine.llm_step import apply_pii, make_request, merged_pii, record_of
+from synix_assets.engine.llm_step import apply_pii, call_prompt, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
 from synix_assets.pipeline import builtin_prompts
-from synix_resources.errors import LLMError, LLMRefusal
+from synix_assets.pipeline.records import Record
+from synix_resources.errors import LLMError, LLMRefusal, PromptError
 from synix_resources.fingerprints import fold_key, sequence_fingerprint
 from synix_resources.llm.mapreduce import estimate_tokens
 
@@ -88,9 +89,10 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     start, state = _resume_point(ctx, layer, hashes)
     state = state or EMPTY_STATE
     version = ctx.version(layer)
-    max_tokens = step.config["max_state_tokens"]
+    max_tokens = state_limit(ctx, layer)
     every = step.config["checkpoint_every"]
     totals = {"calls": 0, "in": 0, "out": 0, "cost": 0.0, "compressions": 0}
+    reduced: list[dict] = []
     last = None
     try:
         for pos in range(start, len(arts)):
@@ -98,25 +100,30 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             rec = records[0]
             # The state is a source too: an extractive summariser must be able to keep it.
             prior = [("state", state)] if state != EMPTY_STATE else []
-            req = make_request(ctx, layer, step.prompt(rec, state), [rec], f"{layer}/{rec.group_key}",
-                               extra_sources=prior)
+            req = make_request(ctx, layer, call_prompt(step, rec, state), [rec], f"{layer}/{rec.group_key}",
+                               render=_step_render(step, rec, state), extra_sources=prior)
             last = ctx.llm.complete(req)
             _add(totals, last)
+            if last.map_reduce_parts:  # an input over the window was summarised in parts first
+                reduced.append({"input": rec.artifact_id, "parts": last.map_reduce_parts,
+                                "part_prompt_hashes": list(last.part_prompt_hashes)})
             state = last.text
             if estimate_tokens(state) > max_tokens:
                 comp = ctx.llm.complete(make_request(
                     ctx, layer, builtin_prompts.compress_state(state, max_tokens),
-                    [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)]))
+                    [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)],
+                    render=lambda sources, limit=max_tokens: builtin_prompts.compress_state(
+                        dict(sources)["state"], limit)))
                 _add(totals, comp)
                 totals["compressions"] += 1
                 state = comp.text
             progress.finished(layer, pos + 1 - start)
             if (pos + 1) % every == 0:
                 ctx.store.put_checkpoint(layer, version, pos + 1, sequence_fingerprint(hashes[:pos + 1]), state)
-    except LLMError as err:
+    except (LLMError, PromptError) as err:  # the states reached so far stay checkpointed
         ctx.store.record_failure(ctx.run_id, layer, GROUP, err.one_line())
         result.outcomes.append(PartitionOutcome(
-            GROUP, "failed", error=err.one_line(), llm_calls=totals["calls"] + 1,
+            GROUP, "failed", error=err.one_line(), llm_calls=totals["calls"] + isinstance(err, LLMError),
             tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
             flags=("refusal",) if isinstance(err, LLMRefusal) else ()))
         return result
@@ -127,6 +134,8 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         audit.update({"resumed_from": start, "llm_calls": totals["calls"],
                       "compressions": totals["compressions"], "fold_tokens_in": totals["in"],
                       "fold_tokens_out": totals["out"], "fold_cost_usd": totals["cost"]})
+        if reduced:
+            audit["reduced_inputs"] = reduced
     dates = [str(a.metadata.get("meta.time.created_at")) for a in arts if a.metadata.get("meta.time.created_at")]
     meta = {"meta.time.created_at": min(dates) if dates else None,
             "meta.time.last_at": max(str(a.metadata.get("meta.time.last_at") or a.metadata.get("meta.time.created_at") or "") for a in arts) or None,
@@ -146,6 +155,30 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
         input_count=len(arts), content_hash=art.content_hash, preview=text[:600]))
     return result
+
+
+def state_limit(ctx, layer: str) -> int:
+    """The state's token budget: the step's max_state_tokens, but never more than a third of
+    what the model's window leaves for the prompt, so state + next input + prompt fit."""
+    step = ctx.pipeline.steps[layer]
+    configured = step.config["max_state_tokens"]
+    settings = ctx.pipeline.llm_settings(step)
+    window = ctx.llm.context_window_for(settings["model"] or ctx.llm.model)
+    if not window:
+        return configured
+    system = settings["system"] or getattr(step.prompt, "__synix_system__", None) or ""
+    room = window - settings["max_tokens"] - estimate_tokens(system)
+    return max(100, min(configured, room // 3))
+
+
+def _step_render(step, rec: Record, state: str):
+    """Re-renders the fold prompt with summaries in place of an input or state over the window."""
+    def render(sources: list[tuple[str, str]]) -> str:
+        by_id = dict(sources)
+        text = by_id.get(rec.artifact_id, rec.content)
+        return call_prompt(step, Record(rec.artifact_id, rec.layer, rec.group_key, text, rec.metadata),
+                           by_id.get("state", state))
+    return render
 
 
 def _add(totals: dict, response) -> None:

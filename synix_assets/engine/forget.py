@@ -1,340 +1,358 @@
 """`synix forget`: remove a conversation (or a whole export file) and everything built from it.
 
-Steps, in this order, under the project's build lock:
-1. resolve the target to conversation ids and the export files that hold them;
-2. delete every version of their transcripts and, through provenance edges, every artifact derived
-   from them (superseded versions included), their fold checkpoints past the forgotten item, their
-   open failures and the ingest summaries of the old export bytes;
-3. take them out of the search index, the internal topic indexes, the LLM response cache and the
-   Dagster event log (runs that recorded them are deleted: SQLite event storage has no per-event
-   delete, see `docs/encryption.md` → "Forgetting");
-4. rewrite the export files without the conversations (or delete a file that is the target), so the
-   next build cannot ingest them again, and record tombstones;
-5. rebuild what used them (`run_build`) and purge free pages and WAL files of every SQLite file.
+A journaled operation, under the project's build lock:
+
+plan     resolve the target to conversation ids, the export files holding them (links and files
+         outside the project are never written through), every artifact derived from them
+         through provenance (superseded versions included), their fold checkpoints past the
+         forgotten item, Dagster runs and partitions naming them and the LLM-cache entries whose
+         input derived from them; write all of it to `.synix/forget.journal.json` (fsynced)
+         before anything is deleted.
+phases   store, index, cache, dagster, exports, internal, rebuild, restore, purge, verify — each
+         idempotent and recorded in the journal when done, so a kill or an error at any moment
+         is finished by a rerun of `synix forget` (with or without the id) or by the next
+         `synix run`, which finishes a pending forget before building.
+verify   the raw bytes of every file Synix writes are searched for the forgotten artifact ids and
+         distinctive lines of the conversations; only then is the journal deleted and success
+         reported.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
-import sqlite3
-import zipfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synix_assets.engine.ingest import PARSER_VERSION, SourceReader, file_sha256
+from synix_assets.engine import forget_files as files
+from synix_assets.engine import forget_journal as journaling
+from synix_assets.engine import forget_plan as planning
+from synix_assets.engine import forget_verify as verifying
 from synix_assets.engine.locking import project_lock
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import BuildFailed, SynixError
+from synix_resources.errors import BuildFailed, ForgetUnverified
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.search.index import SearchIndex
-from synix_resources.store.artifact_store import Artifact
+from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.forget")
-TOMBSTONES = "forget:tombstones"
-# Lines this long are distinctive enough to find a forgotten text inside a cached prompt.
-SNIPPET_MIN_CHARS = 24
-SNIPPETS_PER_ARTIFACT = 12
-_ID_KEYS = ("conversation_id", "id", "uuid")
+PHASES = ("store", "index", "cache", "dagster", "exports", "internal", "rebuild", "restore",
+          "purge", "verify")
+
+_active: set[str] = set()  # projects this process is forgetting in (the rebuild must not recurse)
+_active_lock = threading.Lock()
 
 
 @dataclass
 class ForgetReport:
-    target: str
+    target: str | None
     dry_run: bool
     conversation_ids: list[str] = field(default_factory=list)
     artifacts: list[dict] = field(default_factory=list)  # {"id", "layer", "group_key", "current"}
     files_deleted: list[str] = field(default_factory=list)
     files_rewritten: list[str] = field(default_factory=list)
+    links_removed: list[dict] = field(default_factory=list)  # {"link", "points_to"}
+    files_outside: list[dict] = field(default_factory=list)  # {"path", "points_to"}: untouched
     dagster_runs: list[str] = field(default_factory=list)
     index_docs_removed: int = 0
     cache_entries_removed: int = 0
     rebuild: dict | None = None
     rebuild_error: str | None = None
     purged: list[str] = field(default_factory=list)
+    verified_files: int = 0
+    resumed: bool = False  # finished a forget an earlier, interrupted call had started
+    finished_pending: list[str] = field(default_factory=list)  # targets of pending forgets finished first
+    nothing_pending: bool = False
+    already_forgotten: bool = False
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
 
-def forget(paths: ProjectPaths, target: str, dry_run: bool = False, *,
+# --- public API -------------------------------------------------------------------------------
+
+def forget(paths: ProjectPaths, target: str | None = None, dry_run: bool = False, *,
            llm_config: dict | None = None) -> ForgetReport:
-    """Forget `target` (a conversation id or an export file path); `dry_run` only lists."""
+    """Forget `target` (a conversation id or an export file path); `dry_run` only lists. A
+    pending forget (interrupted earlier) is finished first; with no target, only that."""
+    paths = paths.on_branch("main")  # a conversation is forgotten by every branch at once
     pipeline = paths.load_pipeline()
     paths.state_dir.mkdir(parents=True, exist_ok=True)
-    report = ForgetReport(target, dry_run)
-    with project_lock(paths.lock):
-        store = paths.open_store()
-        try:
-            files, cids, whole_file = _resolve(pipeline, store, paths, target)
-            report.conversation_ids = sorted(cids)
-            doomed = _doomed_artifacts(store, cids)
-            report.artifacts = [{"id": a.artifact_id, "layer": a.layer, "group_key": a.group_key,
-                                 "current": a.superseded_at is None} for a in doomed]
-            file_plan = _file_plan(files, cids, whole_file)
-            report.files_deleted = [str(p) for p, keep in file_plan if keep is None]
-            report.files_rewritten = [str(p) for p, keep in file_plan if keep is not None]
-            snippets = _snippets(doomed)
-            ids = {a.artifact_id for a in doomed}
-            report.dagster_runs = _dagster_runs_mentioning(paths, ids, snippets)
-            if dry_run:
-                return report
-            _forget_in_store(pipeline, store, doomed, file_plan)
-            store.set_meta(TOMBSTONES, sorted(set(store.get_meta(TOMBSTONES) or []) | cids))
-        finally:
-            store.close()
-        report.index_docs_removed = _forget_in_index(paths, ids, snippets)
-        report.cache_entries_removed = _forget_in_cache(paths, doomed, snippets)
-        wiped = _forget_in_dagster(paths, pipeline, report.dagster_runs, doomed)
-        _rewrite_exports(file_plan)
-        _drop_internal_indexes(paths)
-        report.rebuild, report.rebuild_error = _rebuild(paths, llm_config)
-        _restore_materializations(paths, pipeline, wiped)
-        # The rebuild may have launched Dagster runs; none of them saw the forgotten text.
-        report.purged = purge_sqlite_files(paths)
+    lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))  # as `synix run`
+    with project_lock(paths.lock, timeout_s=lock_timeout_s), _forgetting(paths):
+        pending = journaling.load(paths)
+        if dry_run:
+            return _dry_run(paths, pipeline, pending, target)
+        finished = _finish(paths, pipeline, pending, llm_config) if pending else None
+        if target is None:
+            return finished or ForgetReport(None, False, nothing_pending=True)
+        if finished is not None and _covers(pending, target):
+            return finished
+        journal = planning.plan(paths, pipeline, target)
+        if journal is None:
+            report = ForgetReport(target, False, conversation_ids=[target], already_forgotten=True)
+        else:
+            journaling.save(paths, journal)  # durable before anything is deleted
+            report = _finish(paths, pipeline, journal, llm_config)
+        if finished is not None:
+            report.finished_pending = [finished.target]
+        return report
+
+
+def _dry_run(paths: ProjectPaths, pipeline, pending: dict | None, target: str | None) -> ForgetReport:
+    if pending is not None and (target is None or _covers(pending, target)):
+        report = _report_of(pending)
+    elif target is None:
+        report = ForgetReport(None, True, nothing_pending=True)
+    else:
+        journal = planning.plan(paths, pipeline, target)
+        report = _report_of(journal) if journal else ForgetReport(
+            target, True, conversation_ids=[target], already_forgotten=True)
+        report.finished_pending = [pending["target"]] if pending else []
+    report.dry_run = True
     return report
 
 
-# --- what to forget ---------------------------------------------------------------------------
-
-def _resolve(pipeline, store, paths: ProjectPaths, target: str) -> tuple[list[Path], set[str], bool]:
-    """(export files holding the target, conversation ids to forget, target is a file)."""
-    reader = SourceReader(pipeline, store)
-    scan = reader.scan()
-    candidate = Path(target).expanduser()
-    for base in (Path.cwd(), paths.root, paths.root / "exports"):
-        path = candidate if candidate.is_absolute() else base / candidate
-        if path.is_file():
-            path = path.resolve()
-            known = {Path(f).resolve() for f in scan.files}
-            if path not in known:
-                raise SynixError(f"{path} is not an export file of the project {paths.root}",
-                                 hint="give a file from the project's export folders, or a "
-                                      "conversation id")
-            cids = {s.conversation_id for s in scan.summaries if Path(s.file).resolve() == path}
-            cids |= {a.metadata.get("meta.chat.conversation_id") for a in _leaves(store)
-                     if _same_file(a.metadata.get("meta.source.path"), path)} - {None}
-            return [path], cids, True
-    files = sorted({Path(s.file).resolve() for s in scan.summaries if s.conversation_id == target})
-    known = any(a.metadata.get("meta.chat.conversation_id") == target for a in _leaves(store))
-    if not files and not known:
-        raise SynixError(f"no conversation or export file {target!r} in the project {paths.root}",
-                         hint="see `synix status` / `synix search` for conversation ids")
-    return files, {target}, False
+def finish_pending_forget(paths: ProjectPaths, *, llm_config: dict | None = None) -> ForgetReport | None:
+    """Finish a forget that was interrupted (called first thing by every build); None if none
+    is pending or this process is already forgetting in this project."""
+    if not journaling.journal_path(paths).exists() or _is_active(paths):
+        return None
+    report = forget(paths, None, llm_config=llm_config)
+    log.warning("finished the interrupted forget of %s before building", report.target)
+    return report
 
 
-def _same_file(recorded, path: Path) -> bool:
-    return bool(recorded) and Path(recorded).resolve() == path
+def pending_forget(paths: ProjectPaths) -> str | None:
+    """The target of a pending forget, if any."""
+    journal = journaling.load(paths)
+    return journal["target"] if journal else None
 
 
-def _leaves(store) -> list[Artifact]:
-    """Every level-0 artifact (all versions) of every layer the store knows."""
-    return [a for layer in store.layers() for a in store.list_layer(layer, include_superseded=True)
-            if a.level == 0]
+class _forgetting:
+    def __init__(self, paths: ProjectPaths):
+        self.key = str(paths.root)
+
+    def __enter__(self):
+        with _active_lock:
+            _active.add(self.key)
+
+    def __exit__(self, *exc):
+        with _active_lock:
+            _active.discard(self.key)
 
 
-def _doomed_artifacts(store, cids: set[str]) -> list[Artifact]:
-    """Every version of the conversations' artifacts and everything derived from them."""
-    found: dict[str, Artifact] = {}
-    for layer in store.layers():
-        for art in store.list_layer(layer, include_superseded=True):
-            if art.metadata.get("meta.chat.conversation_id") in cids:
-                found[art.artifact_id] = art
-    for art in list(found.values()):
-        for down in store.descendants(art.artifact_id):
-            found.setdefault(down.artifact_id, down)
-    return sorted(found.values(), key=lambda a: (a.level, a.layer, a.group_key, a.artifact_id))
+def _is_active(paths: ProjectPaths) -> bool:
+    with _active_lock:
+        return str(paths.root) in _active
 
 
-def _snippets(arts: list[Artifact]) -> list[str]:
-    """Distinctive lines of the forgotten texts, used to find them in prompts and events."""
-    out: dict[str, None] = {}
-    for art in arts:
-        lines = sorted({ln.strip() for ln in art.content.splitlines()
-                        if len(ln.strip()) >= SNIPPET_MIN_CHARS}, key=lambda s: (-len(s), s))
-        for line in lines[:SNIPPETS_PER_ARTIFACT]:
-            out[line[:200]] = None
-    return list(out)
+def _covers(journal: dict, target: str) -> bool:
+    return target == journal["target"] or target in journal["conversation_ids"]
 
 
-def _file_plan(files: list[Path], cids: set[str], whole_file: bool):
-    """[(path, what to keep, or None to delete the file)]: a file that is the target, or that
-    holds nothing but forgotten conversations, goes; others are rewritten without them."""
-    plan = []
-    for path in files:
-        kept = None if whole_file else _without(path, cids)
-        plan.append((path, kept if kept and kept["items"] else None))
-    return plan
+def _report_of(journal: dict) -> ForgetReport:
+    actions = [files.FileAction.from_json(f) for f in journal["files"]]
+    results = journal.get("results", {})
+    return ForgetReport(
+        target=journal["target"], dry_run=False, conversation_ids=journal["conversation_ids"],
+        artifacts=journal["artifacts"],
+        files_deleted=[a.path for a in actions if a.action == files.DELETE],
+        files_rewritten=[a.path for a in actions if a.action == files.REWRITE],
+        links_removed=[{"link": a.path, "points_to": a.points_to} for a in actions
+                       if a.action == files.UNLINK],
+        files_outside=[{"path": a.path, "points_to": a.points_to} for a in actions
+                       if a.action == files.OUTSIDE],
+        dagster_runs=journal.get("dagster_runs", []),
+        index_docs_removed=results.get("index_docs_removed", 0),
+        cache_entries_removed=results.get("cache_entries_removed", 0),
+        rebuild=results.get("rebuild"), rebuild_error=results.get("rebuild_error"),
+        purged=results.get("purged", []), verified_files=results.get("verified_files", 0))
 
 
-def _matches(item, cids: set[str]) -> bool:
-    return isinstance(item, dict) and any(str(item.get(k)) in cids for k in _ID_KEYS if item.get(k))
+# --- phases -----------------------------------------------------------------------------------
+
+def _finish(paths: ProjectPaths, pipeline, journal: dict, llm_config: dict | None) -> ForgetReport:
+    resumed = bool(journal.get("done")) or journal.get("attempts", 0) > 0
+    journal["attempts"] = journal.get("attempts", 0) + 1
+    journaling.save(paths, journal)
+    steps = {"store": _phase_store, "index": _phase_index, "cache": _phase_cache,
+             "dagster": _phase_dagster, "exports": _phase_exports, "internal": _phase_internal,
+             "rebuild": lambda p, pl, j: _phase_rebuild(p, j, llm_config),
+             "restore": _phase_restore, "purge": _phase_purge, "verify": _phase_verify}
+    for phase in PHASES:
+        if phase in journal.get("done", []):
+            continue
+        results = steps[phase](paths, pipeline, journal) or {}
+        journaling.mark_done(paths, journal, phase, **results)
+    report = _report_of(journal)
+    report.resumed = resumed
+    journaling.discard(paths)
+    return report
 
 
-def _without(path: Path, cids: set[str]) -> dict | None:
-    """The export's conversations minus the forgotten ones ({"kind", "items", ...})."""
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
-            member = next(n for n in names if n.rsplit("/", 1)[-1] == "conversations.json")
-            items = json.loads(zf.read(member))
-        return {"kind": "zip", "member": member, "items": [i for i in items if not _matches(i, cids)]}
-    if path.suffix.lower() == ".jsonl":
-        lines = path.read_text(encoding="utf-8").splitlines()
-        kept = [ln for ln in lines if ln.strip() and not _jsonl_matches(ln, cids)]
-        return {"kind": "jsonl", "items": kept}
-    data = json.loads(path.read_text(encoding="utf-8-sig"))
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        return {"kind": "wrapped", "data": data,
-                "items": [i for i in data["conversations"] if not _matches(i, cids)]}
-    return {"kind": "list", "items": [i for i in data if not _matches(i, cids)]}
-
-
-def _jsonl_matches(line: str, cids: set[str]) -> bool:
+def _phase_store(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    cids = set(journal["conversation_ids"])
+    store = ArtifactStore(paths.store)
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(row, dict) and str(row.get("sessionId") or row.get("session_id")) in cids
+        # First: from now on no scan (a build, the sensor) reads these conversations again.
+        known = set(store.get_meta(planning.TOMBSTONES) or [])
+        store.set_meta(planning.TOMBSTONES, sorted(known | cids))
+        for layer, position in journal["fold_keep"].items():
+            _trim_checkpoints(store, layer, position)
+        for art in journal["artifacts"]:
+            store.clear_failure(art["layer"], art["group_key"])
+        store.delete(a["id"] for a in journal["artifacts"])  # and every branch's pointer to them
+        for key in journal["ingest_meta"]:
+            store.delete_meta(key)
+        for info in store.branches():
+            view = store.on_branch(info.name)
+            for art in journal["artifacts"]:
+                view.clear_failure(art["layer"], art["group_key"])
+            view.delete_meta("build:fingerprint")
+    finally:
+        store.close()
+    return {}
 
 
-# --- forgetting -------------------------------------------------------------------------------
-
-def _forget_in_store(pipeline, store, doomed: list[Artifact], file_plan) -> None:
-    ids = {a.artifact_id for a in doomed}
-    for layer, step in pipeline.steps.items():
-        if step.kind == "fold":
-            _trim_checkpoints(pipeline, store, layer, ids)
-    for art in doomed:
-        store.clear_failure(art.layer, art.group_key)
-    store.delete(ids)
-    # Parse summaries (titles, dates) of the old export bytes: never read again, so blank them.
-    for path, _ in file_plan:
-        st = path.stat()
-        for spelled in {str(path), *(str(f) for _, f, _ in SourceReader(pipeline, store).files()
-                                     if Path(f).resolve() == path)}:
-            store.delete_meta(f"ingest:stat:{spelled}:{st.st_size}:{st.st_mtime_ns}")
-        digest = file_sha256(path)
-        for source in pipeline.sources:
-            store.delete_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}")
-    store.delete_meta("build:fingerprint")
+def _other_branches(paths: ProjectPaths) -> list[ProjectPaths]:
+    """Every branch but main (snapshots such as main@previous included) that has a folder:
+    their projections hold copies of the forgotten text too."""
+    if not paths.branches_dir.is_dir():
+        return []
+    store = ArtifactStore(paths.store)
+    try:
+        names = [b.name for b in store.branches() if b.name != "main"]
+    finally:
+        store.close()
+    return [paths.on_branch(n) for n in names if paths.on_branch(n).branch_dir.is_dir()]
 
 
-def _trim_checkpoints(pipeline, store, layer: str, doomed_ids: set[str]) -> None:
-    """Keep the fold checkpoints that summarise only items before the first forgotten one."""
-    current = store.current(layer, "all")
-    if current is None:
-        store.clear_checkpoints(layer)
-        return
-    order = list(current.parent_ids)
-    first = min((i for i, pid in enumerate(order) if pid in doomed_ids), default=None)
-    if first is None and current.artifact_id not in doomed_ids:
-        return
+def _trim_checkpoints(store, layer: str, position: int) -> None:
+    """Keep the current version's checkpoints up to `position`; every other one (later ones,
+    older step versions) may summarise the forgotten text."""
     version = store.get_meta(f"layer:version:{layer}")
     keep = [cp for cp in (store.checkpoints(layer, version) if version else [])
-            if first is not None and cp.position <= first]
+            if cp.position <= position]
     store.clear_checkpoints(layer)
     for cp in keep:
         store.put_checkpoint(layer, version, cp.position, cp.prefix_fingerprint, cp.state)
 
 
-def _forget_in_index(paths: ProjectPaths, ids: set[str], snippets: list[str]) -> int:
-    if not paths.search.exists():
-        return 0
-    index = SearchIndex(paths.search, embeddings=False)
-    try:
-        removed = index.remove(ids)
-        for snippet in snippets:
-            removed += len(index.delete_where_content_contains(snippet))
-    finally:
-        index.close()
-    return removed
+def _phase_index(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    removed = 0
+    for branch in [paths, *_other_branches(paths)]:
+        if not branch.search.exists():
+            continue
+        index = SearchIndex(branch.search, embeddings=False)
+        try:
+            removed += index.remove(a["id"] for a in journal["artifacts"])
+            for text in journal["verify_texts"]:
+                removed += len(index.delete_where_content_contains(text))
+        finally:
+            index.close()
+    return {"index_docs_removed": journal.get("results", {}).get("index_docs_removed", 0) + removed}
 
 
-def _forget_in_cache(paths: ProjectPaths, doomed: list[Artifact], snippets: list[str]) -> int:
-    """Cached exchanges of the forgotten artifacts: by prompt hash from their audit, and every
-    prompt/answer containing their text (map-reduce parts and fold steps are not in the audit)."""
+def _phase_cache(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     if not paths.llm_cache.exists():
-        return 0
+        return {"cache_entries_removed": 0}
+    keys = set(journal["cache_keys"]) | planning.cache_keys(paths, journal)
     cache = ResponseCache(paths.llm_cache)
     try:
-        hashes = {(a.audit or {}).get("rendered_prompt_hash") for a in doomed} - {None}
-        removed = 0
-        with sqlite3.connect(str(paths.llm_cache)) as db:
-            keys = [r[0] for r in db.execute("SELECT key FROM responses WHERE prompt_hash IN "
-                                             "(SELECT value FROM json_each(?))",
-                                             (json.dumps(sorted(hashes)),))]
-        db.close()
-        for key in keys:
-            removed += cache.delete_key(key)
-        for snippet in snippets:
-            removed += cache.delete_matching(snippet)
+        removed = cache.delete_keys(keys)
     finally:
         cache.close()
-    return removed
+    done = journal.get("results", {}).get("cache_entries_removed", 0)
+    return {"cache_entries_removed": done + removed}
 
 
-def _instance(paths: ProjectPaths):
-    from synix_assets.engine.runner import dagster_instance
-
-    return dagster_instance(paths)
-
-
-def _dagster_runs_mentioning(paths: ProjectPaths, ids: set[str], snippets: list[str]) -> list[str]:
-    """Dagster runs whose events name a forgotten artifact or contain its text (previews)."""
-    if not ids or not (paths.dagster_home / "history").exists():
-        return []
-    import dagster as dg
-
-    instance = _instance(paths)
-    hits = []
-    for run in instance.get_runs():
-        text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run.run_id))
-        if any(i in text for i in ids) or any(json.dumps(s)[1:-1] in text for s in snippets):
-            hits.append(run.run_id)
-    return hits
-
-
-def _forget_in_dagster(paths: ProjectPaths, pipeline, run_ids: list[str], doomed) -> list[str]:
+def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     """Delete the runs, the conversations' dynamic partitions, and wipe the asset index of the
-    affected layers (it caches each asset's last materialization, preview included); returns the
-    wiped layers."""
-    if not (paths.dagster_home / "history").exists():
-        return []
+    affected layers (it caches each asset's last materialization, preview included)."""
+    if not planning.has_dagster(paths):
+        return {"wiped_layers": []}
     from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.dagster_defs.partitions import dynamic_name
 
-    instance = _instance(paths)
+    instance = planning.dagster_instance(paths)
+    run_ids = sorted(set(journal["dagster_runs"]) |
+                     set(planning.dagster_runs_mentioning(paths, journal)))
     for run_id in run_ids:
-        instance.delete_run(run_id)  # the run record and all its events
+        if run_id == planning.RUNLESS_RUN_ID:
+            instance.delete_run(run_id)  # every event reported outside a run
+            continue
+        if instance.get_run_by_id(run_id) is not None:
+            instance.delete_run(run_id)  # the run record and all its events
         for suffix in (".db", ".db-wal", ".db-shm"):
             shard = paths.dagster_home / "history" / "runs" / f"{run_id}{suffix}"
             shard.unlink(missing_ok=True)
         shutil.rmtree(paths.dagster_home / "storage" / run_id, ignore_errors=True)
-    partitions = {(dynamic_name(pipeline, a.layer), a.group_key) for a in doomed
-                  if a.layer in pipeline.steps}
-    for name, key in partitions:
-        if name and instance.has_dynamic_partition(name, key):
+    arts = [a for a in journal["artifacts"] if a["layer"] in pipeline.steps]
+    partitions = {(dynamic_name(pipeline, a["layer"]), a["group_key"]) for a in arts}
+    for name, key in sorted((n, k) for n, k in partitions if n):
+        if instance.has_dynamic_partition(name, key):
             instance.delete_dynamic_partition(name, key)
-    layers = sorted({a.layer for a in doomed if a.layer in pipeline.steps})
+    layers = sorted({a["layer"] for a in arts})
+    # runless events were restored materializations of any layer: restore them all again
+    restore = set(pipeline.steps) if planning.RUNLESS_RUN_ID in run_ids else set(layers)
+    wiped = sorted(set(journal.get("results", {}).get("wiped_layers", [])) |
+                   (restore if run_ids else set()))
     if run_ids and layers:
         instance.wipe_assets([layer_key(layer) for layer in layers])
-    return layers if run_ids else []
+    return {"wiped_layers": wiped, "dagster_runs": run_ids}
 
 
-def _restore_materializations(paths: ProjectPaths, pipeline, layers: list[str]) -> None:
+def _phase_exports(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    cids = set(journal["conversation_ids"])
+    for data in journal["files"]:
+        files.apply(paths.root, files.FileAction.from_json(data), cids)
+    return {}
+
+
+def _phase_internal(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    """Derived files the rebuild writes again: topic indexes (rebuilt from the current episodes
+    on every topical build) and context documents read from a layer that lost artifacts (a
+    missing one is always rewritten), zero-filled first — even if the rebuild fails, no old
+    system prompt keeps the forgotten text."""
+    doomed_layers = {a["layer"] for a in journal["artifacts"]}
+    derived = [pipeline.resolve(proj.path) for proj in pipeline.projections.values()
+               if proj.kind == "context_doc" and proj.from_ in doomed_layers]
+    for branch in _other_branches(paths):  # a branch's context documents, whatever they read
+        derived += [f for f in branch.branch_dir.rglob("*") if f.suffix in (".md", ".txt")]
+    if paths.internal.is_dir() and not paths.internal.is_symlink():
+        derived += list(paths.internal.iterdir())
+    for f in derived:  # never through a link, never outside the project
+        if f.is_file() and not f.is_symlink() and files.inside(paths.root, f):
+            files.scrub_and_remove(paths.root, f)
+    return {}
+
+
+def _phase_rebuild(paths: ProjectPaths, journal: dict, llm_config: dict | None) -> dict:
+    from synix_assets.engine.runner import run_build
+
+    try:
+        return {"rebuild": run_build(paths, llm_config=llm_config).to_json(), "rebuild_error": None}
+    except BuildFailed as err:  # other partitions failing must not stop the purge
+        return {"rebuild": err.report.to_json() if err.report else None,
+                "rebuild_error": err.one_line()}
+
+
+def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     """Record (without previews) the surviving partitions of wiped assets, so the Dagster UI
     still shows them materialized; the rebuild already recorded what it built."""
+    layers = journal.get("results", {}).get("wiped_layers", [])
     if not layers:
-        return
+        return {}
     import dagster as dg
 
     from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.dagster_defs.partitions import partitions_for
 
-    instance = _instance(paths)
-    store = paths.open_store()
+    instance = planning.dagster_instance(paths)
+    store = ArtifactStore(paths.store)
     try:
         for layer in layers:
             key = layer_key(layer)
@@ -350,81 +368,87 @@ def _restore_materializations(paths: ProjectPaths, pipeline, layers: list[str]) 
                     metadata={"artifact_id": art.artifact_id, "synix/status": "restored after forget"}))
     finally:
         store.close()
+    return {}
 
 
-def _rewrite_exports(file_plan) -> None:
-    for path, kept in file_plan:
-        _scrub(path)
-        if kept is None:
-            path.unlink()
+def _phase_purge(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    """Fold every WAL back and VACUUM with secure_delete, waiting (bounded) for readers."""
+    deadline = time.monotonic() + verifying.wait_seconds()
+    target = journal["target"]
+    for branch in [paths, *_other_branches(paths)]:
+        if not branch.search.exists():
             continue
-        tmp = path.with_name(f".{path.name}.forget-tmp")
-        if kept["kind"] == "zip":
-            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-                zf.writestr(kept["member"], json.dumps(kept["items"], ensure_ascii=False))
-        elif kept["kind"] == "jsonl":
-            tmp.write_text("\n".join(kept["items"]) + "\n", encoding="utf-8")
-        else:
-            data = {**kept["data"], "conversations": kept["items"]} if kept["kind"] == "wrapped" \
-                else kept["items"]
-            tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
-
-
-def _scrub(path: Path) -> None:
-    """Overwrite a file's bytes in place before it is replaced or deleted (best effort: a
-    copy-on-write or journaling file system may still hold old blocks)."""
-    size = path.stat().st_size
-    with path.open("r+b") as fh:
-        fh.write(b"\0" * size)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _drop_internal_indexes(paths: ProjectPaths) -> None:
-    """Topic indexes are rebuilt from the current episodes on every topical build."""
-    if paths.internal.is_dir():
-        for f in paths.internal.iterdir():
-            if f.is_file():
-                _scrub(f)
-                f.unlink()
-
-
-def _rebuild(paths: ProjectPaths, llm_config: dict | None) -> tuple[dict | None, str | None]:
-    from synix_assets.engine.runner import run_build
-
-    try:
-        return run_build(paths, llm_config=llm_config).to_json(), None
-    except BuildFailed as err:  # other partitions failing must not stop the purge
-        return (err.report.to_json() if err.report else None), err.one_line()
-
-
-def purge_sqlite_files(paths: ProjectPaths) -> list[str]:
-    """Fold every WAL back, then VACUUM with secure_delete: freed pages leave the files."""
-    purged = []
-    if paths.search.exists():
-        index = SearchIndex(paths.search, embeddings=False)
+        verifying.wait_for_readers(branch.search, deadline, target)
+        index = SearchIndex(branch.search, embeddings=False)
         try:
             index.purge_free_pages()  # also rewrites the FTS segments
         finally:
             index.close()
-    for db_path in sorted(paths.state_dir.rglob("*.db")):
-        try:
-            with open(db_path, "rb") as fh:
-                if fh.read(16) != b"SQLite format 3\x00":
-                    continue
-        except OSError:
-            continue
-        conn = sqlite3.connect(str(db_path), timeout=30, isolation_level=None)
-        try:
-            conn.execute("PRAGMA secure_delete = ON")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.Error as err:
-            log.warning("could not purge %s: %s", db_path, err)
-            continue
-        finally:
-            conn.close()
-        purged.append(str(db_path))
-    return purged
+    dbs = [Path(f) for f in verifying.in_child(
+        "sqlite-files", {"folder": str(paths.state_dir), "also": [str(paths.store)]})]
+    for db_path in dbs:
+        verifying.purge(db_path, deadline, target)
+    return {"purged": [str(p) for p in dbs]}
+
+
+def _checked_files(paths: ProjectPaths, pipeline, journal: dict) -> list[Path]:
+    """Every file Synix writes: .synix/ (WAL and SHM included), the export folders and what
+    sits in the project folder itself (context.md); never through a link."""
+    out = {p for p in verifying.walk(paths.state_dir)
+           if p != journaling.journal_path(paths)}
+    for src in pipeline.sources.values():
+        folder = pipeline.resolve(src.path)
+        if folder.is_file() and not folder.is_symlink():
+            folder = folder.parent
+        if files.inside(paths.root, folder):
+            out |= set(verifying.walk(folder))
+    out |= {p for p in paths.root.iterdir() if p.is_file() and not p.is_symlink()}
+    store = Path(paths.store)
+    for suffix in ("", "-wal", "-shm"):
+        extra = Path(f"{store}{suffix}")
+        if extra.is_file() and not extra.is_symlink():
+            out.add(extra)
+    return sorted(out)
+
+
+def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[tuple[str, str]]:
+    """Dagster partitions still named after a forgotten conversation."""
+    if not planning.has_dagster(paths):
+        return []
+    from synix_assets.dagster_defs.partitions import dynamic_name
+
+    instance = planning.dagster_instance(paths)
+    keys = {(dynamic_name(pipeline, a["layer"]), a["group_key"]) for a in journal["artifacts"]
+            if a["layer"] in pipeline.steps and pipeline.partitioning(a["layer"]) == "conversation"}
+    return sorted((n, k) for n, k in keys if n and instance.has_dynamic_partition(n, k))
+
+
+def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    checked = _checked_files(paths, pipeline, journal)
+    found = {path: set(kinds) for path, kinds in verifying.in_child("leftovers", {
+        "files": [str(p) for p in checked], "texts": journal["verify_texts"],
+        "ids": [a["id"] for a in journal["artifacts"]]}).items()}
+    cids = set(journal["conversation_ids"])
+    for data in journal["files"]:
+        act = files.FileAction.from_json(data)
+        if act.action == files.REWRITE and files.holds_any(Path(act.path), cids):
+            found.setdefault(act.path, set()).add("a forgotten conversation")
+    leftover_keys = planning.cache_keys(paths, journal)
+    if leftover_keys:
+        found.setdefault(str(paths.llm_cache), set()).add(
+            f"{len(leftover_keys)} cached answer(s) derived from it")
+    for name, key in _leftover_partitions(paths, pipeline, journal):
+        found.setdefault(str(paths.dagster_home), set()).add(f"Dagster partition {name}/{key}")
+    if found:
+        # purge must run again on the rerun: whatever held the text may be gone by then
+        journal["done"] = [p for p in journal["done"] if p != "purge"]
+        journaling.save(paths, journal)
+        first = sorted(found)[0]
+        raise ForgetUnverified(
+            f"forget of {journal['target']} is not finished: {', '.join(sorted(found[first]))} "
+            f"still in {first}" + (f" and {len(found) - 1} other file(s)" if len(found) > 1 else ""),
+            hint="if that file is a copy you made, delete it; then rerun `synix forget` (it stays "
+                 "pending until verified)")
+    return {"verified_files": len(checked)}
+
+

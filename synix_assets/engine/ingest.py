@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from synix_assets.parsers.detect import parse_file
-from synix_assets.parsers.model import Conversation
+from synix_assets.parsers.detect import check_file_name, parse_file
+from synix_assets.parsers.model import Conversation, printable_path
 from synix_resources.errors import ExportFormatError
 from synix_resources.fingerprints import sha256_text
 
@@ -110,13 +110,14 @@ class SourceReader:
         for source, path, fmt in self.files():
             result.files.append(str(path))
             try:
+                check_file_name(path)  # before its name reaches the store's meta keys
                 digest, summaries, skipped = self._summaries(source, path, fmt)
             except ExportFormatError as exc:
                 if strict:
                     raise
                 log.warning(exc.one_line())
-                result.failed_files.append((str(path), exc.one_line()))
-                parts.append(f"{path}:failed")
+                result.failed_files.append((printable_path(path), exc.one_line()))
+                parts.append(f"{printable_path(path)}:failed")
                 continue
             parts.append(f"{path}:{digest}")
             result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)
@@ -132,8 +133,12 @@ class SourceReader:
         return self._parsed[path]
 
     def conversation(self, summary: ConversationSummary) -> Conversation:
+        """The parsed conversation this summary describes. One export can hold several versions
+        of one id; the content hash picks the version the merge rule chose, never merely the
+        first one with that id."""
         for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
-            if partition_key(conv.conversation_id) == summary.key:
+            if partition_key(conv.conversation_id) == summary.key \
+                    and conv.content_hash() == summary.content_hash:
                 return conv
         raise ExportFormatError(f"{summary.file}: conversation {summary.conversation_id} vanished while building",
                                 hint="the export changed during the build; run again")

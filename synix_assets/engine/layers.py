@@ -8,6 +8,11 @@ from synix_assets.engine.ingest import IngestResult
 from synix_assets.engine.outcomes import LayerPlan, LayerResult
 from synix_assets.engine.upstream import remember_avg_out, remember_version
 
+# Meta key of the last build that finished every layer and projection: `synix run` returns at once
+# while it matches. Anything that changes a layer removes it first, so a build that stops half-way
+# (a signal, a kill, a failure) can never leave it looking finished.
+CLEAN_BUILD_KEY = "build:fingerprint"
+
 
 def is_source_merge(pipeline, layer: str) -> bool:
     step = pipeline.steps[layer]
@@ -36,6 +41,7 @@ def plan_all(ctx, scan: IngestResult) -> dict[str, LayerPlan]:
 def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | None = None) -> LayerResult:
     started = time.monotonic()
     step = ctx.pipeline.steps[layer]
+    ctx.store.delete_meta(CLEAN_BUILD_KEY)  # runs from the UI or the sensor change layers too
     if is_source_merge(ctx.pipeline, layer):
         result = transcripts.build(ctx, layer, scan if scan is not None else ctx.reader.scan(), keys)
     else:

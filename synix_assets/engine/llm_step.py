@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 from synix_assets.engine import pii, progress
 from synix_assets.engine.outcomes import PartitionOutcome
-from synix_assets.pipeline.prompts import prompt_identity
+from synix_assets.pipeline.prompts import prompt_identity, prompt_name
 from synix_assets.pipeline.records import Record
-from synix_resources.errors import LLMError, LLMRefusal
+from synix_resources.errors import LLMError, LLMRefusal, PromptError, SynixError
 from synix_resources.llm.types import LLMRequest, LLMResponse
 
 INHERITED_PREFIXES = ("meta.time.", "meta.chat.", "meta.source.")
@@ -52,6 +52,30 @@ def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], di
         for k, v in found.items():
             totals[k] = totals.get(k, 0) + v
     return out, totals
+
+
+def call_prompt(step, *args) -> str:
+    """The step's prompt rendered for one partition. A prompt is user code: whatever it raises,
+    or anything but a str it returns, becomes a PromptError that fails this partition only."""
+    name = prompt_name(step.prompt)
+    try:
+        text = step.prompt(*args)
+    except SynixError:
+        raise  # already one line naming what is wrong (e.g. an unreadable template file)
+    except Exception as exc:  # any error of the user's function is this partition's failure
+        raise PromptError(f"prompt {name} raised {type(exc).__name__}: {exc}",
+                          hint=f"fix {name} in the pipeline file") from exc
+    if not isinstance(text, str):
+        raise PromptError(f"prompt {name} returned {type(text).__name__}, expected str",
+                          hint=f"make {name} return the prompt text")
+    return text
+
+
+def prompt_failed(ctx, layer: str, group_key: str, error: SynixError,
+                  input_count: int = 1) -> PartitionOutcome:
+    """Record a partition whose prompt could not be rendered as failed (the others go on)."""
+    ctx.store.record_failure(ctx.run_id, layer, group_key, error.one_line())
+    return PartitionOutcome(group_key, "failed", error=error.one_line(), input_count=input_count)
 
 
 @dataclass
@@ -113,10 +137,11 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
                         materialization_key=call.key, level=level, metadata=metadata,
                         audit=audit, parents=call.parents, run_id=ctx.run_id)
     ctx.store.clear_failure(layer, call.group_key)
-    calls = 1 + int(call.extra_audit.get("extra_calls", 0))
+    # calls paid for: the answer itself unless it came from the cache, plus any made before it
+    calls = (0 if result.from_cache else 1) + int(call.extra_audit.get("extra_calls", 0))
     return PartitionOutcome(
         call.group_key, "built", artifact_id=art.artifact_id, provider=result.provider,
-        model=result.model, llm_calls=0 if result.from_cache else calls,
+        model=result.model, llm_calls=calls,
         tokens_in=result.input_tokens + int(call.extra_audit.get("extra_tokens_in", 0)),
         tokens_out=result.output_tokens + int(call.extra_audit.get("extra_tokens_out", 0)),
         cost_usd=result.cost_usd + float(call.extra_audit.get("extra_cost_usd", 0.0)),

@@ -13,7 +13,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from synix_resources.disk import mapped_disk_full
 from synix_resources.errors import StoreLockedError
+from synix_resources.private import private_state
 
 _held: dict[str, int] = {}
 _fds: dict[str, int] = {}
@@ -45,8 +47,8 @@ def project_lock(lock_path: Path, *, timeout_s: float = 600.0, poll_s: float = 0
         with _entered(key):
             yield
         return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o644)
+    private_state(lock_path.parent)  # every build keeps .synix/ private, old projects included
+    fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -66,8 +68,9 @@ def project_lock(lock_path: Path, *, timeout_s: float = 600.0, poll_s: float = 0
                         f"another Synix build holds {lock_path} (pid {holder}) for over {timeout_s:.0f}s",
                         hint="wait for it to finish, or stop it and run again") from None
                 time.sleep(poll_s)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with mapped_disk_full(lock_path, "taking the build lock"):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         with _guard:
             _held[key] = 1
         try:

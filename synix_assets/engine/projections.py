@@ -1,7 +1,9 @@
 """Projections: the search index (the agent's RAG) and the context document (its system prompt).
 
-Both are keyed by the exact set of artifacts they read, so a build that changed nothing they use
-touches neither the index nor the file.
+Both are keyed by the exact set of artifacts they read and by their whole configuration (the
+layers an index reads and whether it embeds; the document's path and, through its text, its
+budget), so a build that changed nothing they use touches neither the index nor the file, and a
+changed configuration alone is applied by the next `synix run`.
 """
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import os
 import re
 from dataclasses import dataclass
 
-from synix_resources.fingerprints import sha256_text
+from synix_resources.disk import mapped_disk_full
+from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens
+from synix_resources.private import tighten, write_private_text
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 
@@ -111,21 +115,33 @@ def _source_of(leaf) -> dict:
             "message_range": list(rng), "artifact_id": leaf.artifact_id}
 
 
-def sync_search_index(ctx, name: str) -> ProjectionResult:
+def _search_key(ctx, name: str) -> tuple[str, list[IndexDoc]]:
     proj = ctx.pipeline.projections[name]
     docs = index_docs(ctx, proj.from_)
-    key = sha256_text("\n".join(f"{d.artifact_id}:{d.content_hash}:{d.meta_hash()}" for d in docs))
+    config = canonical_json({"from": list(proj.from_), "embeddings": proj.embeddings})
+    return sha256_text("\n".join([config, *(f"{d.artifact_id}:{d.content_hash}:{d.meta_hash()}"
+                                            for d in docs)])), docs
+
+
+def sync_search_index(ctx, name: str) -> ProjectionResult:
+    proj = ctx.pipeline.projections[name]
+    key, docs = _search_key(ctx, name)
     if ctx.store.get_meta(f"projection:{name}:key") == key and ctx.paths.search.exists():
         return ProjectionResult(name, "search_index", False, {"documents": len(docs)})
+    # Switching embeddings on or off changes no document, so each one is indexed again: with
+    # vectors, or without (and the vectors no document uses are dropped).
+    embedded = ctx.store.get_meta(f"projection:{name}:embeddings")
     index = SearchIndex(ctx.paths.search, embeddings=proj.embeddings)
     try:
-        stats = index.sync(name, docs)
+        stats = index.sync(name, docs, reindex=embedded != proj.embeddings)
     finally:
         index.close()
+    ctx.store.set_meta(f"projection:{name}:embeddings", proj.embeddings)
     ctx.store.set_meta(f"projection:{name}:key", key)
     return ProjectionResult(name, "search_index", True,
                             {"documents": len(docs), "added": stats.added, "updated": stats.updated,
-                             "removed": stats.removed, "unchanged": stats.unchanged})
+                             "removed": stats.removed, "unchanged": stats.unchanged,
+                             "embeddings": proj.embeddings})
 
 
 def _fit(text: str, budget_tokens: int) -> str:
@@ -161,20 +177,37 @@ def render_context_doc(ctx, name: str) -> tuple[str, list]:
     return text, arts
 
 
+def _context_key(path, text: str) -> str:
+    # The path is part of the key: moving the document back to an old path rewrites that file.
+    return sha256_text(f"{path}\n{text}")
+
+
 def write_context_doc(ctx, name: str) -> ProjectionResult:
     proj = ctx.pipeline.projections[name]
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
-    key = sha256_text(text)
+    key = _context_key(path, text)
     if path.exists() and ctx.store.get_meta(f"projection:{name}:key") == key:
         return ProjectionResult(name, "context_doc", False, {"path": str(path), "artifacts": len(arts)})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    try:
+        with mapped_disk_full(path, "writing the context document"):
+            write_private_text(tmp, text)
+            os.replace(tmp, path)  # atomic: a reader never sees half a file
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed write leaves no half file behind
     ctx.store.set_meta(f"projection:{name}:key", key)
     return ProjectionResult(name, "context_doc", True,
                             {"path": str(path), "artifacts": len(arts), "tokens": estimate_tokens(text)})
+
+
+def tighten_context_docs(pipeline) -> None:
+    """Context documents are the agent's memory, private like .synix/; projects from before
+    that wrote them 0644, and a no-op build does not rewrite them, so tighten in place."""
+    for proj in pipeline.projections.values():
+        if proj.kind == "context_doc":
+            tighten(pipeline.resolve(proj.path))
 
 
 def run_projection(ctx, name: str) -> ProjectionResult:
@@ -188,10 +221,16 @@ def projection_stale(ctx, name: str) -> bool:
     """True when running the projection would change it."""
     proj = ctx.pipeline.projections[name]
     if proj.kind == "search_index":
-        docs = index_docs(ctx, proj.from_)
-        key = sha256_text("\n".join(f"{d.artifact_id}:{d.content_hash}:{d.meta_hash()}" for d in docs))
+        key, _ = _search_key(ctx, name)
         return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
+    path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, _ = render_context_doc(ctx, name)
-    return ctx.store.get_meta(f"projection:{name}:key") != sha256_text(text) or \
-        not ctx.paths.output_file(ctx.pipeline, proj.path).exists()
+    return ctx.store.get_meta(f"projection:{name}:key") != _context_key(path, text) or \
+        not path.exists()
 
+
+def outputs_exist(ctx) -> bool:
+    """Every projection's file is there (a deleted search.db or context.md must be rebuilt)."""
+    return all((ctx.paths.search if p.kind == "search_index"
+                else ctx.paths.output_file(ctx.pipeline, p.path)).exists()
+               for p in ctx.pipeline.projections.values())

@@ -2,11 +2,19 @@
 
 The plan (Synix's materialization keys) decides which layers have work; for each, the stale
 partitions are registered with Dagster and one in-process run materializes the range that covers
-them. Layers with nothing to do launch nothing, and a build whose inputs, pipeline and model are
-all unchanged since the last clean build returns before loading Dagster at all.
+them. Layers with nothing to do launch nothing, and a build whose inputs, pipeline, projections
+and model are all unchanged since the last clean build returns before loading Dagster at all.
+
+A layer that does not finish stops the build before anything reads it: a signal (the build is
+"interrupted", exit 128+signal), or an exception that is not a recorded partition failure (the
+build fails naming the layer, its unfinished partitions and the cause). Partitions that failed on
+their own (an LLM error, a prompt that raised) are recorded; what depends on them is blocked and
+everything else is built. Either way the clean-build marker is not recorded, so the next
+`synix run` plans again and resumes exactly what is left.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -14,18 +22,39 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from synix_assets.engine import progress
+from synix_assets.engine import interrupts, progress
+from synix_assets.engine.branches import finish_pending_promote
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import plan_layer
+from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
+from synix_assets.engine.forget import finish_pending_forget
+from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer
 from synix_assets.engine.locking import project_lock
-from synix_assets.engine.projections import projection_stale
+from synix_assets.engine.projections import outputs_exist, projection_stale
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import BuildFailed, PipelineDefinitionError
-from synix_resources.fingerprints import sha256_text
+from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
+from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
 
 log = logging.getLogger("synix.run")
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+# Dagster's console logger prints every failed step with its stack trace; the CLI reports the one
+# line itself, and the full records stay in Dagster's run storage (the UI shows them). --debug
+# restores them on the terminal.
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+DEBUG_LOGS = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
+INTERRUPTED = "interrupted"
+RESUME_HINT = "rerun `synix run` to resume"
+# What Dagster's in-process executor reports for a step stopped by a signal.
+INTERRUPT_ERRORS = {"KeyboardInterrupt", "DagsterExecutionInterruptedError"}
+
+
+class LayerIncomplete(Exception):
+    """A Dagster run ended without finishing a layer, and not because of recorded partition
+    failures: nothing downstream may read the layer."""
+
+    def __init__(self, layer: str, cause: str):
+        self.layer = layer
+        self.cause = cause
+        super().__init__(f"{layer}: {cause}")
 
 
 @dataclass
@@ -39,14 +68,17 @@ class BuildReport:
     provider: str = ""
     seconds: float = 0.0
     noop: bool = False
+    status: str = "completed"  # completed | failed | interrupted
 
     def total(self, key: str) -> float:
         return sum(v.get(key, 0) for v in self.layers.values())
 
     def to_json(self) -> dict:
-        return {"run_id": self.run_id,
+        return {"run_id": self.run_id, "status": self.status,
                 "layers": {k: {"built": v.get("built", 0), "cached": v.get("cached", 0),
-                               "failed": v.get("failed", 0)} for k, v in self.layers.items()},
+                               "failed": v.get("failed", 0),
+                               **({"unfinished": v["unfinished"]} if v.get("unfinished") else {})}
+                           for k, v in self.layers.items()},
                 "llm_calls": int(self.total("llm_calls")), "tokens_in": int(self.total("tokens_in")),
                 "tokens_out": int(self.total("tokens_out")),
                 "cost_usd": round(self.total("cost_usd"), 6), "seconds": round(self.seconds, 3),
@@ -68,8 +100,13 @@ def dagster_instance(paths: ProjectPaths):
 
 
 def _fingerprint(ctx, scan, layers: list[str]) -> str:
+    """Everything a whole build's result depends on: inputs, provider, each layer's version and
+    each projection's full configuration (which layers it reads, embeddings, path, budget)."""
+    projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.paths.output_file(ctx.pipeline, p.path))}
+                                  if p.kind == "context_doc" else dataclasses.asdict(p))
+                   for _, p in sorted(ctx.pipeline.projections.items())]
     parts = [scan.fingerprint, ctx.llm_identity,
-             *(f"{l}:{ctx.version(l)}" for l in layers), *sorted(ctx.pipeline.projections)]
+             *(f"{l}:{ctx.version(l)}" for l in layers), *projections]
     return sha256_text("\n".join(parts))
 
 
@@ -89,27 +126,41 @@ def _selected_layers(pipeline, select: str | None, from_layer: str | None) -> li
 def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str | None = None,
               full: bool = False, batch: bool = False, replay: bool = False,
               llm_config: dict | None = None, lock_timeout_s: float | None = None,
-              progress: Callable[[str, str, dict], None] | None = None) -> BuildReport:
-    """Build the project; raises BuildFailed (after storing everything that succeeded) if any
-    partition failed."""
+              progress: Callable[[str, str, dict], None] | None = None,
+              dagster_logs: bool = False, instance=None, run_tags: dict | None = None) -> BuildReport:
+    """Build the project. Raises BuildFailed (after storing everything that succeeded) if any
+    partition or layer failed, and BuildInterrupted on SIGINT/SIGTERM (what finished is kept).
+    `dagster_logs` shows Dagster's own error records (stack traces) on the terminal.
+    `instance`/`run_tags`: the Dagster instance and extra run tags when the build runs inside a
+    Dagster run (the `synix_build_all` job); else the project's own home."""
     started = time.monotonic()
     notify = progress or (lambda *a: None)
-    pipeline = paths.load_pipeline()
-    layers = _selected_layers(pipeline, select, from_layer)
-    paths.state_dir.mkdir(parents=True, exist_ok=True)
-    if lock_timeout_s is None:
-        lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
-    with project_lock(paths.lock, timeout_s=lock_timeout_s):
-        store = paths.open_store()
-        llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
+    with interrupts.watching():
         try:
-            return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
-                        whole=select is None and from_layer is None, notify=notify, started=started)
-        finally:
-            store.close()
+            finish_pending_forget(paths, llm_config=llm_config)  # an interrupted forget comes first
+            paths.state_dir.mkdir(parents=True, exist_ok=True)
+            if lock_timeout_s is None:
+                lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+            with project_lock(paths.lock, timeout_s=lock_timeout_s):
+                finish_pending_promote(paths)  # an interrupted promote ends before main is read
+                pipeline = paths.load_pipeline()
+                layers = _selected_layers(pipeline, select, from_layer)
+                store = paths.open_store()
+                llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
+                try:
+                    return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
+                                whole=select is None and from_layer is None, notify=notify,
+                                started=started, run_config=DEBUG_LOGS if dagster_logs else QUIET_LOGS,
+                                instance=instance, run_tags=run_tags)
+                finally:
+                    store.close()
+        except KeyboardInterrupt:  # before any run was recorded: nothing to mark
+            raise BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(),
+                                   hint=RESUME_HINT) from None
 
 
-def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify, started) -> BuildReport:
+def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify, started,
+         run_config, instance=None, run_tags=None) -> BuildReport:
     # The plain client decides the no-op case; Dagster is imported only when something is built.
     client = make_client(**llm_settings)
     run_id = uuid.uuid4().hex
@@ -119,8 +170,8 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     report.skipped_inputs = [{"file": f, "error": e} for f, e in scan.failed_files] + \
         [{"file": f, "conversation_id": c, "reason": r} for f, c, r in scan.skipped]
     fingerprint = _fingerprint(ctx, scan, layers)
-    clean = not store.failures() and not scan.failed_files
-    if whole and not full and clean and store.get_meta("build:fingerprint") == fingerprint:
+    clean = not store.failures() and not scan.failed_files and outputs_exist(ctx)
+    if whole and not full and clean and store.get_meta(CLEAN_BUILD_KEY) == fingerprint:
         for layer in layers:
             n = len(store.current_index(layer))
             report.layers[layer] = {"built": 0, "cached": n, "failed": 0, "llm_calls": 0}
@@ -131,41 +182,80 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
         return report
 
     client.close()
+    settle_abandoned_runs(paths, store)  # a killed earlier build must not stay "running"
     store.start_run(pipeline.name, layers, run_id=run_id)
-    instance = dagster_instance(paths)
-    from synix_assets.dagster_defs.build import build_defs, resources_for
-    from synix_resources.llm.resource import LLMResource
+    store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
+    # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
+    ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
+    try:
+        instance = instance or dagster_instance(paths)
+        from synix_assets.dagster_defs.build import build_defs, resources_for
+        from synix_resources.llm.resource import LLMResource
 
-    llm_resource = LLMResource(**llm_settings)
-    ctx.llm = llm_resource.get_client()
-    defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
-    with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
-        try:
-            _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, full, whole,
-                          report, notify, store)
-        finally:
-            report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
-                               for f in store.failures(run_id=run_id)] + report.failures
-            status = "failed" if report.failures else "completed"
-            report.seconds = time.monotonic() - started
-            store.finish_run(run_id, status, {"layers": report.layers, "projections": report.projections,
-                                              "seconds": round(report.seconds, 3),
-                                              "llm_calls": int(report.total("llm_calls"))})
+        llm_resource = LLMResource(**llm_settings)
+        ctx.llm = llm_resource.get_client()
+        defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
+        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs)
+        with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
+            _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
+    except KeyboardInterrupt:
+        report.status = INTERRUPTED
+    except LayerIncomplete as exc:
+        report.status = "failed"
+        report.failures.append({"layer": exc.layer, "group_key": "*", "error": exc.cause})
+    except BaseException as exc:  # recorded on the run, then raised as it came
+        _finish(ctx, instance, report, started, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
+                       for f in store.failures(run_id=run_id)] + report.failures
+    if report.status == "completed" and report.failures:
+        report.status = "failed"
+    _finish(ctx, instance, report, started, report.status, None)
+    if report.status == INTERRUPTED:
+        raise BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(),
+                               hint=RESUME_HINT, report=report)
     if report.failures:
-        first = report.failures[0]
-        raise BuildFailed(
-            f"{len(report.failures)} partition(s) failed, e.g. {first['layer']}/{first['group_key']}: "
-            f"{first['error']}", hint="everything else was built and kept; `synix run` retries only "
-                                      "the failed partitions", report=report)
+        raise BuildFailed(_failure_line(report.failures), hint=_failure_hint(report.failures),
+                          report=report)
     if whole and not scan.failed_files:
-        store.set_meta("build:fingerprint", fingerprint)
+        store.set_meta(CLEAN_BUILD_KEY, fingerprint)
     return report
 
 
-def _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, full, whole,
-                  report, notify, store) -> None:
+def _finish(ctx, instance, report, started, status: str, error: str | None) -> None:
+    """Record how the run ended; a run that did not complete leaves no Dagster run open."""
+    report.seconds = time.monotonic() - started
+    stats = {"layers": report.layers, "projections": report.projections,
+             "seconds": round(report.seconds, 3), "llm_calls": int(report.total("llm_calls"))}
+    if error:
+        stats["error"] = error
+    ctx.store.finish_run(ctx.run_id, status, stats)
+    if status != "completed" and instance is not None:
+        close_open_runs(instance, ctx.run_id, outcome=status, cancel=status == INTERRUPTED,
+                        message=f"Synix run {ctx.run_id} {status}" + (f": {error}" if error else ""))
+
+
+def _failure_line(failures: list[dict]) -> str:
+    whole = [f for f in failures if f["group_key"] == "*"]
+    if whole:
+        return f"{whole[0]['layer']} did not finish: {whole[0]['error']}"
+    first = failures[0]
+    names = ", ".join(f"{f['layer']}/{f['group_key']}" for f in failures[:5])
+    more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+    return (f"{len(failures)} partition(s) failed ({names}{more}); first error: "
+            f"{first['layer']}/{first['group_key']}: {first['error']}")
+
+
+def _failure_hint(failures: list[dict]) -> str:
+    if any(f["group_key"] == "*" for f in failures):
+        return ("what finished was kept and nothing downstream was built from the rest; fix the "
+                "cause and `synix run` builds the unfinished partitions")
+    return "everything else was built and kept; `synix run` retries only the failed partitions"
+
+
+def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store) -> None:
     """Each layer that has work in its own Dagster run; the projections (and a stale last
-    unpartitioned layer) in one more."""
+    unpartitioned layer) in one more. Stops at the first layer that did not finish."""
     from synix_assets.dagster_defs.partitions import partitions_for
 
     deferred = None
@@ -185,16 +275,22 @@ def _build_layers(ctx, defs, instance, pipeline, layers, scan, run_id, batch, fu
             deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
             continue
         launched = time.monotonic()
-        dagster_run = _materialize_layer(defs, instance, pipeline, layer, plan, run_id, batch)
-        report.dagster_runs.append(dagster_run)
-        _collect(report, store, run_id, layer, plan, time.monotonic() - launched)
+        try:
+            launch.layer(pipeline, layer, plan)
+        finally:  # also when it did not finish: what it stored is reported
+            _collect(report, ctx, layer, plan, scan, time.monotonic() - launched)
         notify(layer, "done", report.layers[layer])
-    _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch)
+    _run_projections(ctx, launch, pipeline, report, notify, deferred, scan)
 
 
-def _collect(report, store, run_id: str, layer: str, plan, wall: float) -> None:
-    stats = (store.get_run(run_id).stats or {}).get("layers", {}).get(layer)
-    report.layers[layer] = stats or {"built": 0, "cached": len(plan.cached), "failed": 0}
+def _collect(report, ctx, layer: str, plan, scan, wall: float) -> None:
+    stats = (ctx.store.get_run(ctx.run_id).stats or {}).get("layers", {}).get(layer)
+    if stats is None:  # the layer's step never got to record its totals: count what it stored
+        left = plan_layer(ctx, layer, scan, None)
+        stats = {"built": ctx.store.built_in_run(ctx.run_id).get(layer, 0),
+                 "cached": len(plan.cached), "failed": 0, "unfinished": len(left.stale),
+                 "unfinished_keys": left.stale_keys[:20]}
+    report.layers[layer] = stats
     # wall = the whole Dagster run; seconds (from the asset) = Synix's own build work
     report.layers[layer]["wall_seconds"] = round(wall, 3)
 
@@ -204,45 +300,110 @@ def _forget_current(store, layer: str) -> None:
     store.clear_checkpoints(layer)
 
 
-def _materialize_layer(defs, instance, pipeline, layer: str, plan, run_id: str, batch: bool) -> str:
-    import dagster as dg
+class _Launcher:
+    """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
 
-    from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
-                                                  layer_key)
-    from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
+    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str]):
+        self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance
+        self.run_config = run_config
+        self.dagster_runs = dagster_runs
 
-    tags = {RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
-    if batch:
-        tags[BATCH_TAG] = "1"
-    part = partitions_for(pipeline, layer)
-    if part is not None:
-        keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
-        name = dynamic_name(pipeline, layer)
-        if name:
-            have = instance.get_dynamic_partitions(name)
-            missing = [k for k in keys if k not in set(have)]
-            if missing:
-                instance.add_dynamic_partitions(name, missing)
-            order = list(have) + missing
+    def tags(self) -> dict[str, str]:
+        from synix_assets.dagster_defs.assets import BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG
+
+        tags = {**self.ctx.run_tags, RUN_ID_TAG: self.ctx.run_id, EMIT_TAG: "changed",
+                FULL_LAYER_TAG: "1"}
+        if self.ctx.batch:
+            tags[BATCH_TAG] = "1"
+        return tags
+
+    def layer(self, pipeline, layer: str, plan):
+        """One run over the partition range covering the layer's stale partitions."""
+        from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
+
+        tags = {**self.tags(), "synix/layer": layer}
+        part = partitions_for(pipeline, layer)
+        if part is not None:
+            keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
+            name = dynamic_name(pipeline, layer)
+            if name:
+                have = self.instance.get_dynamic_partitions(name)
+                missing = [k for k in keys if k not in set(have)]
+                if missing:
+                    self.instance.add_dynamic_partitions(name, missing)
+                order = list(have) + missing
+            else:
+                order = list(part.get_partition_keys())
+                keys = [k for k in keys if k in order] or order[:1]
+            positions = sorted(order.index(k) for k in keys)
+            tags["dagster/asset_partition_range_start"] = order[positions[0]]
+            tags["dagster/asset_partition_range_end"] = order[positions[-1]]
+        return self.run(pipeline, [layer], tags)
+
+    def run(self, pipeline, names: list[str], tags: dict | None = None):
+        """Materialize these layers/projections in one named run (`synix_build_<layer>`, or
+        `synix_update_projections` for the projections and the layer they lead with); raises
+        KeyboardInterrupt if a signal came meanwhile and LayerIncomplete if a step failed leaving
+        partitions neither built nor recorded as failed."""
+        from synix_assets.dagster_defs.graph import layer_key
+        from synix_assets.dagster_defs.jobs import PROJECTIONS_JOB, layer_job_name
+
+        if len(names) == 1 and names[0] in pipeline.steps:
+            job = self.defs.resolve_job_def(layer_job_name(names[0]))
+            result = job.execute_in_process(instance=self.instance, tags=tags or self.tags(),
+                                            raise_on_error=False, run_config=self.run_config)
         else:
-            order = list(part.get_partition_keys())
-            keys = [k for k in keys if k in order] or order[:1]
-        positions = sorted(order.index(k) for k in keys)
-        tags["dagster/asset_partition_range_start"] = order[positions[0]]
-        tags["dagster/asset_partition_range_end"] = order[positions[-1]]
-    job_assets = list(defs.assets)
-    result = dg.materialize(job_assets, selection=[layer_key(layer)], instance=instance,
-                            resources=defs.resources, tags=tags, raise_on_error=False,
-                            run_config=QUIET_LOGS)
-    return result.run_id
+            job = self.defs.resolve_job_def(PROJECTIONS_JOB)
+            result = job.execute_in_process(
+                instance=self.instance, asset_selection=[layer_key(n) for n in names],
+                tags=tags or {**self.tags(), "synix/layer": "projections"}, raise_on_error=False,
+                run_config=self.run_config)
+        self.dagster_runs.append(result.run_id)
+        if interrupts.received():  # Dagster swallows a signal that lands between its steps
+            raise KeyboardInterrupt
+        if not result.success:
+            self._check_failures(pipeline, result, names)
+        return result
+
+    def _check_failures(self, pipeline, result, names: list[str]) -> None:
+        from synix_assets.dagster_defs.graph import dagster_name
+
+        by_step = {dagster_name(n): n for n in names}
+        for event in result.all_events:
+            if not event.is_step_failure:
+                continue
+            name = by_step.get(event.step_key, event.step_key)
+            error = event.event_specific_data.error
+            if error is not None and error.cls_name in INTERRUPT_ERRORS:
+                raise KeyboardInterrupt
+            cause = _cause(error) if error is not None else "its step failed"
+            if name not in pipeline.steps:  # a projection
+                raise LayerIncomplete(name, cause)
+            # A layer finished when every partition it had to build was built or recorded as
+            # failed (downstream then blocks per partition); anything else left is unfinished.
+            failed = {f.group_key for f in self.ctx.store.failures(layer=name, run_id=self.ctx.run_id)}
+            left = [k for k in plan_layer(self.ctx, name, self.scan, None).stale_keys if k not in failed]
+            if left:
+                shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+                raise LayerIncomplete(name, f"{cause} ({len(left)} partition(s) not built: {shown})")
 
 
-def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, deferred, batch) -> None:
+def _cause(error) -> str:
+    """The innermost exception of a Dagster error record, as one line."""
+    while error.cause is not None:
+        error = error.cause
+    text = " ".join(error.message.split())
+    head, sep, rest = text.partition(f"{error.cls_name}: ")
+    if sep and (not head or head.endswith(".")):  # "pkg.module.Error: msg" → "Error: msg"
+        return f"{error.cls_name}: {rest}"
+    return f"{error.cls_name}: {text}"
+
+
+def _run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> None:
     """One run for the projections, led by the last layer when it is unpartitioned and stale."""
-    import dagster as dg
+    from dagster import MetadataValue
 
-    from synix_assets.dagster_defs.assets import (BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG,
-                                                  layer_key)
+    from synix_assets.dagster_defs.graph import layer_key
 
     # A layer that changed makes its projections' run worth launching (the asset itself skips a
     # projection whose inputs did not change); only when nothing was built is each key checked,
@@ -256,26 +417,17 @@ def _run_projections(ctx, defs, instance, pipeline, run_id, report, notify, defe
     if not stale:
         return
     notify("projections", "start", {})
-    selection = [layer_key(n) for n in stale]
-    tags = {RUN_ID_TAG: run_id, EMIT_TAG: "changed", FULL_LAYER_TAG: "1"}
-    if batch:
-        tags[BATCH_TAG] = "1"
-    if deferred is not None:
-        selection.insert(0, layer_key(deferred[0]))
+    names = ([deferred[0]] if deferred is not None else []) + stale
     launched = time.monotonic()
-    result = dg.materialize(list(defs.assets), selection=selection, instance=instance,
-                            resources=defs.resources, raise_on_error=False, tags=tags,
-                            run_config=QUIET_LOGS)
-    report.dagster_runs.append(result.run_id)
-    if deferred is not None:
-        _collect(report, ctx.store, run_id, deferred[0], deferred[1], time.monotonic() - launched)
-        notify(deferred[0], "done", report.layers[deferred[0]])
-    written = {ev.asset_key for ev in result.get_asset_materialization_events()}
+    try:
+        result = launch.run(pipeline, names)
+    finally:
+        if deferred is not None:
+            _collect(report, ctx, deferred[0], deferred[1], scan, time.monotonic() - launched)
+            notify(deferred[0], "done", report.layers[deferred[0]])
+    # each projection records whether it rewrote its file/index in its `changed` metadata
+    written = {ev.asset_key for ev in result.get_asset_materialization_events()
+               if ev.materialization.metadata.get("changed", MetadataValue.bool(True)).value}
     for name in stale:
         report.projections[name] = {"changed": layer_key(name) in written}
-    if not result.success:
-        for ev in result.all_events:
-            if ev.is_step_failure:
-                report.failures.append({"layer": ev.step_key, "group_key": "-",
-                                        "error": ev.event_specific_data.error.message.strip()[:300]})
     notify("projections", "done", report.projections)

@@ -1,12 +1,14 @@
 """Transform (1:1): one output per input partition, e.g. transcripts → episode summaries."""
 from __future__ import annotations
 
-from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, inherited,
-                                          make_request, merged_pii, record_of)
+from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, call_prompt,
+                                          inherited, make_request, merged_pii, prompt_failed,
+                                          record_of)
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.upstream import (avg_out_tokens, blocked_groups, version_changed)
 from synix_assets.pipeline.records import Record
+from synix_resources.errors import PromptError
 from synix_resources.fingerprints import transform_key
 
 
@@ -40,6 +42,11 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
             continue
         out.stale.append(WorkItem(gk, key, reason, inputs=[ref.artifact_id],
                                   est_tokens_in=(est_in or 0) + 250))
+    # Dates of the partitions to build, so a period rollup's plan groups them into their months
+    # (not one "undated" group) and plans the same partitions the build will make.
+    known = [w.inputs[0] for w in out.stale if w.inputs]
+    for art in ctx.store.get_many(known) if known else ():
+        out.dates[art.group_key] = art.metadata.get("meta.time.created_at")
     out.retire = sorted(set(current) - groups)
     return out
 
@@ -50,15 +57,20 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     p = plan(ctx, layer)
     todo = [w for w in p.stale if keys is None or w.group_key in keys]
     inputs = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])}
-    calls = []
+    calls, failed = [], []
     for w in todo:
         art = inputs[w.inputs[0]]
         records, found = apply_pii(step.config.get("pii"), [record_of(art)])
         rec = records[0]
+        try:
+            prompt_text = call_prompt(step, rec)
+        except PromptError as err:
+            failed.append(prompt_failed(ctx, layer, w.group_key, err))
+            continue
 
         def render(sources, rec=rec):
             text = "\n\n".join(t for _, t in sources)
-            return step.prompt(Record(rec.artifact_id, rec.layer, rec.group_key, text, rec.metadata))
+            return call_prompt(step, Record(rec.artifact_id, rec.layer, rec.group_key, text, rec.metadata))
 
         meta = inherited(art.metadata)
         meta["meta.step.version_hash"] = ctx.version(layer)
@@ -68,10 +80,10 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             meta["meta.custom.pii"] = pii_counts
         if redacted and found:
             meta["meta.custom.pii_redacted"] = found
-        calls.append(PendingCall(w.group_key, make_request(ctx, layer, step.prompt(rec), [rec],
+        calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text, [rec],
                                                            f"{layer}/{w.group_key}", render),
                                  [art.artifact_id], meta, w.key, 1))
-    result = LayerResult(layer, call_and_store(ctx, layer, level, calls))
+    result = LayerResult(layer, failed + call_and_store(ctx, layer, level, calls))
     result.outcomes += [PartitionOutcome(gk, "cached") for gk in p.cached if keys is None or gk in keys]
     result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
                         for gk in p.blocked if keys is None or gk in keys]

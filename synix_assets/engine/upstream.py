@@ -3,8 +3,11 @@ from __future__ import annotations
 
 
 def blocked_groups(ctx, upstream: str) -> set[str]:
-    """Upstream partitions with an open failure: building on their old version would be wasted."""
-    return {f.group_key for f in ctx.store.failures(layer=upstream)}
+    """Partitions with an open failure in `upstream` or in any layer it is built from. Building on
+    their old version would be wasted, and a rollup or fold over the others would be built from
+    partial input (a failed episode blocks its month, and so the core folded over the months)."""
+    layers = {upstream} | ctx.pipeline.upstream(upstream)
+    return {f.group_key for f in ctx.store.failures() if f.layer in layers}
 
 
 def version_changed(ctx, layer: str, version: str) -> bool:

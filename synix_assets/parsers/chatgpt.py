@@ -12,7 +12,8 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import ROLES, Conversation, Message, checked_entry_id, entry_id, to_utc_iso
+from .model import (ROLES, Conversation, Message, checked_entry_id, entry_id, text_or_none,
+                    to_utc_iso)
 
 FORMAT = "chatgpt"
 
@@ -60,7 +61,7 @@ def parse_conversation(raw: Any, source_path: str) -> Conversation:
     created = to_utc_iso(raw.get("create_time"))
     updated = to_utc_iso(raw.get("update_time"))
     conversation = Conversation(
-        conversation_id=conv_id, title=raw.get("title") or None,
+        conversation_id=conv_id, title=text_or_none(raw.get("title")),
         created_at=created, updated_at=updated, source_format=FORMAT,
         source_path=source_path, messages=messages, metadata=metadata)
     if not messages:
@@ -175,10 +176,8 @@ def _to_message(nid: str, msg: Any, conv_meta: dict) -> Message | None:
 
 def _render(ctype: str, content: dict, msg: dict) -> str | None:
     """Readable text for one content object; None for a type we do not know."""
-    if ctype == "text":
-        return "\n".join(_part_text(p) for p in content.get("parts") or [])
-    if ctype == "multimodal_text":
-        return "\n".join(_part_text(p) for p in content.get("parts") or [])
+    if ctype in ("text", "multimodal_text"):
+        return "\n".join(_part_text(p) for p in _parts(content.get("parts")))
     if ctype == "code":
         recipient = msg.get("recipient")
         code = content.get("text") or ""
@@ -201,6 +200,13 @@ def _render(ctype: str, content: dict, msg: dict) -> str | None:
     if ctype == "system_error":
         return f"[error: {content.get('name') or 'error'}] {content.get('text') or ''}"
     return None
+
+
+def _parts(parts: Any) -> list:
+    # `parts` is a list; a bare string is one part (iterating it would give one line per letter).
+    if isinstance(parts, (str, dict)):
+        return [parts]
+    return parts if isinstance(parts, list) else []
 
 
 def _part_text(part: Any) -> str:

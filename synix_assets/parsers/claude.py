@@ -12,7 +12,7 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import Conversation, Message, checked_entry_id, entry_id, to_utc_iso
+from .model import Conversation, Message, checked_entry_id, entry_id, text_or_none, to_utc_iso
 
 FORMAT = "claude"
 ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
@@ -51,7 +51,7 @@ def parse_conversation(raw: Any, source_path: str) -> Conversation:
     if raw.get("summary"):
         metadata["summary"] = raw["summary"]
     conversation = Conversation(
-        conversation_id=conv_id, title=raw.get("name") or None,
+        conversation_id=conv_id, title=text_or_none(raw.get("name")),
         created_at=to_utc_iso(raw.get("created_at")), updated_at=to_utc_iso(raw.get("updated_at")),
         source_format=FORMAT, source_path=source_path, messages=messages, metadata=metadata)
     conversation.created_at = conversation.created_at or conversation.first_message_at

@@ -30,7 +30,8 @@ import ijson
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
 from . import chatgpt, claude, claude_code
-from .model import Conversation, ParseReport
+from .model import (MAX_NESTING, Conversation, ParseReport, entry_problem, name_is_utf8,
+                    printable_path)
 
 try:  # the C backend is ~10x faster than pure Python; fall back quietly if the wheel lacks it
     _ijson = ijson.get_backend("yajl2_c")
@@ -38,6 +39,8 @@ except ImportError:
     _ijson = ijson
 
 log = logging.getLogger("synix.parsers")
+# yajl2_c refuses or replaces escaped lone surrogates ("\udcff"); other backends may yield them.
+_CHECK_TEXT = getattr(_ijson, "backend_name", "") != "yajl2_c"
 
 FORMATS = ("chatgpt", "claude", "claude-code")
 _HEAD_BYTES = 64 * 1024
@@ -118,6 +121,9 @@ def iter_conversations(path: str | Path, format: str = "auto",
                 raise ExportFormatError(
                     f"{path}: the zip is corrupt ({exc}); download the export again") from exc
             index += 1
+            problem = entry_problem(raw, check_text=_CHECK_TEXT)
+            if problem:
+                raise _unsafe(path, f"conversation #{index}", problem)
             conversation = _parse_one(parse, raw, get_id(raw) or f"#{index}", path, report)
             if conversation is not None:
                 yield conversation
@@ -169,6 +175,9 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
                 continue
             try:
                 line = json.loads(raw_line)
+            except RecursionError as exc:
+                raise _unsafe(path, f"line {number}",
+                              f"is nested more than {MAX_NESTING} levels deep") from exc
             except UnicodeDecodeError as exc:
                 raise ExportFormatError(
                     f"{path}: line {number} is not valid UTF-8; re-save the file as UTF-8") from exc
@@ -179,13 +188,24 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
                     f"{path}: line {number} {what}; copy the session file again from "
                     f"~/.claude/projects/") from exc
             if isinstance(line, dict) and line.get("type") in _JSONL_TYPES:
-                yield {k: line[k] for k in _JSONL_FIELDS if k in line}
+                kept = {k: line[k] for k in _JSONL_FIELDS if k in line}
+                problem = entry_problem(kept)
+                if problem:
+                    raise _unsafe(path, f"line {number}", problem)
+                yield kept
+
+
+def _unsafe(path: Path, where: str, problem: str) -> ExportFormatError:
+    return ExportFormatError(
+        f"{path}: {where} {problem} (damaged, or not a chat export); remove the file from the "
+        f"exports folder or {_FIX_EXPORT}")
 
 
 # --- opening and up-front checks -------------------------------------------------------------
 
 def _inspect(path: Path) -> tuple[str | None, str]:
     """Run every up-front check and return (format or None if empty, layout)."""
+    check_file_name(path)
     if not path.exists():
         raise ExportFormatError(f"{path}: file not found; check the path")
     if path.is_dir():
@@ -200,6 +220,15 @@ def _inspect(path: Path) -> tuple[str | None, str]:
         _check_tail(path)
     with _open_payload(path) as stream:
         return _sniff(path, stream)
+
+
+def check_file_name(path: Path) -> None:
+    """A name with bytes that are not UTF-8 cannot be stored, indexed or printed as is: refuse
+    the file by its escaped name rather than fail later somewhere far from the cause."""
+    if not name_is_utf8(path):
+        raise ExportFormatError(
+            f"{printable_path(path)}: the file name is not valid UTF-8; rename the file "
+            f"(e.g. to conversations.json) and run again")
 
 
 def _is_zip(path: Path) -> bool:

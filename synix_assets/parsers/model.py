@@ -8,14 +8,19 @@ lives or when it was parsed.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 from synix_resources.fingerprints import content_hash
+from synix_resources.text import escape_invalid, is_valid_text
 
 ROLES = ("user", "assistant", "tool", "system")
+# Real exports nest under 20 levels (ChatGPT: 8). Anything far deeper is damaged or hostile, and
+# would overflow Python's recursion limit in json, repr or the store, so it is refused up front.
+MAX_NESTING = 100
 _ROLE_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
 
 
@@ -35,6 +40,48 @@ def checked_entry_id(raw: Any, *keys: str) -> str:
     if not conv_id:
         raise ConversationSkipped(f"entry has no {' or '.join(keys)}")
     return conv_id
+
+
+def entry_problem(value: Any, limit: int = MAX_NESTING, *, check_text: bool = True) -> str | None:
+    """Why a decoded export entry cannot be stored safely, or None: lists/objects nested more
+    than `limit` levels (json, repr and the store would overflow Python's recursion limit), or
+    text with a lone surrogate (JSON may escape one, e.g. "\\udcff"; SQLite cannot store it).
+    Iterative, so a 10,000-level value does not overflow the stack while being measured.
+    `check_text=False` skips the text check (for decoders that never yield lone surrogates)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if check_text and not is_valid_text(item):
+                return f"holds text that is not valid Unicode ('{escape_invalid(item[:40])}')"
+            continue
+        if depth > limit:
+            return f"is nested more than {limit} levels deep"
+        if isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+def text_or_none(value: Any) -> str | None:
+    """A title-like field as text: a string or number as is, anything else (a list or object in
+    a title slot is damage, not a title) None."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def printable_path(path: Any) -> str:
+    """A file name that can be printed and stored: bytes that are not UTF-8 are shown as \\xNN."""
+    return escape_invalid(os.fspath(path))
+
+
+def name_is_utf8(path: Any) -> bool:
+    return is_valid_text(os.fspath(path))
 
 
 def to_utc_iso(value: Any) -> str | None:

@@ -133,6 +133,10 @@ class Pipeline:
 
     # ---- derived views ------------------------------------------------------------------
     def validate(self) -> "Pipeline":
+        for step in self.steps.values():  # template("x.txt") called where no file name was known
+            if isinstance(step.prompt, TemplateFile) and not step.prompt.path.is_absolute() \
+                    and self.base_dir is not None:
+                step.prompt = TemplateFile(self.resolve(step.prompt.path))
         validation.validate(self)
         return self
 

@@ -5,6 +5,7 @@ import runpy
 import traceback
 from pathlib import Path
 
+from synix_assets.engine import interrupts
 from synix_assets.pipeline.api import Pipeline
 from synix_resources.errors import PipelineDefinitionError, SynixError
 
@@ -24,6 +25,16 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
             f"{path}:{exc.lineno}: syntax error: {exc.msg}", hint="fix the line and run again") from None
     except SynixError:
         raise
+    except SystemExit as exc:  # would end `synix` silently, with status 0 and nothing built
+        raise PipelineDefinitionError(
+            f"{path}:{_user_frame(exc, path)}: the pipeline file called sys.exit({exc.code!r}) while loading",
+            hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the exit") from None
+    except KeyboardInterrupt as exc:
+        if interrupts.received():
+            raise  # a real Ctrl-C / SIGTERM while the file was loading
+        raise PipelineDefinitionError(
+            f"{path}:{_user_frame(exc, path)}: the pipeline file raised KeyboardInterrupt while loading",
+            hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the raise") from None
     except Exception as exc:  # a user's file can raise anything; report where, keep the cause
         frame = _user_frame(exc, path)
         raise PipelineDefinitionError(

@@ -2,15 +2,26 @@
 
 `@prompt(version="…")` pins the identity explicitly, for closures and generated functions whose
 source does not capture what they do.
+
+`template("episode.txt")` is a prompt kept in a text file (a path relative to the file that calls
+`template`, i.e. next to pipeline.py). The engine calls it like a prompt function and fills these
+`{placeholders}` (unknown ones are left as written):
+
+- transform, `(record)`: {content} {title} {date} {group_key} {layer} {artifact_id} {period}
+- aggregate, `(records, group)`: {content} (every input, dated and titled) {group} {period}
+  {topic} (both the group key) {count}
+- fold, `(record, state)`: the transform's fields for the new record, plus {state}
 """
 from __future__ import annotations
 
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from synix_assets.pipeline.records import Record
 from synix_resources.errors import PipelineDefinitionError
 from synix_resources.fingerprints import sha256_text
 
@@ -41,8 +52,10 @@ class TemplateFile:
                 f"prompt template {self.path} cannot be read: {exc.strerror}",
                 hint="fix the path given to template()") from exc
 
-    def __call__(self, **values: Any) -> str:
-        return self.text().format_map(_Missing(values))
+    def __call__(self, *args: Any, **values: Any) -> str:
+        """As a step's prompt: `(record)`, `(records, group)` or `(record, state)`; or with
+        the placeholder values as keywords."""
+        return self.text().format_map(_Missing({**_placeholders(*args), **values}))
 
 
 class _Missing(dict):
@@ -50,8 +63,36 @@ class _Missing(dict):
         return "{" + key + "}"
 
 
+def _record_fields(record: Record) -> dict[str, Any]:
+    return {"content": record.content, "title": record.title, "date": record.date,
+            "group_key": record.group_key, "layer": record.layer,
+            "artifact_id": record.artifact_id, "period": record.period}
+
+
+def _placeholders(*args: Any) -> dict[str, Any]:
+    if not args:
+        return {}
+    if len(args) == 1 and isinstance(args[0], Record):  # transform
+        return _record_fields(args[0])
+    if len(args) == 2 and isinstance(args[0], Record):  # fold: (record, state)
+        return {**_record_fields(args[0]), "state": args[1]}
+    if len(args) == 2 and isinstance(args[0], (list, tuple)):  # aggregate: (records, group)
+        records, group = args
+        content = "\n\n".join(f"[{r.date}] {r.title}\n{r.content}".strip() for r in records)
+        return {"content": content, "group": group, "period": group, "topic": group,
+                "count": len(records)}
+    raise TypeError("a template prompt takes (record), (records, group) or (record, state)")
+
+
 def template(path: str | Path) -> TemplateFile:
-    return TemplateFile(Path(path))
+    """A prompt in a text file; a relative path resolves next to the file calling `template`
+    (pipeline.py), never against the current directory."""
+    path = Path(path).expanduser()
+    if not path.is_absolute():
+        caller = sys._getframe(1).f_globals.get("__file__")
+        if caller:
+            path = Path(caller).resolve().parent / path
+    return TemplateFile(path)
 
 
 def prompt_identity(fn: Callable | TemplateFile | None) -> str:

@@ -17,11 +17,15 @@ from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
 from synix_resources.errors import PipelineDefinitionError
 
 
-def _prompt_ref(fn: Any) -> str | None:
+def _prompt_ref(fn: Any, base_dir: Path | None = None) -> str | None:
     if fn is None:
         return None
     if isinstance(fn, TemplateFile):
-        return f"template:{fn.path}"
+        # Relative to the pipeline's folder when inside it, so the shared file works elsewhere.
+        path = fn.path
+        if base_dir is not None and path.is_absolute() and path.is_relative_to(base_dir):
+            path = path.relative_to(base_dir)
+        return f"template:{path}"
     return f"{fn.__module__}:{fn.__qualname__}"
 
 
@@ -37,7 +41,7 @@ def pipeline_to_toml(p) -> str:
     for s in p.steps.values():
         item: dict[str, Any] = {"name": s.name, "kind": s.kind, "from": list(s.from_)}
         if s.prompt is not None:
-            item["prompt"] = _prompt_ref(s.prompt)
+            item["prompt"] = _prompt_ref(s.prompt, p.base_dir)
             item["prompt_identity"] = prompt_identity(s.prompt)
         for key in ("model", "temperature", "max_tokens", "system"):
             value = getattr(s, key)

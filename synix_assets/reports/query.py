@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from synix_assets.engine.projections import artifact_title
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import ArtifactNotFound, SearchError
+from synix_resources.text import escape_invalid, is_valid_text
 
 NOT_BUILT_HINT = "run `synix run` first to build the memory"
 
@@ -25,6 +26,14 @@ def open_store(paths: ProjectPaths):
         yield store
     finally:
         store.close()
+
+
+def checked_ref(ref: str, what: str = "artifact id") -> str:
+    """An id typed by the user; bytes that are not UTF-8 can name nothing in the store."""
+    if not is_valid_text(ref):
+        raise ArtifactNotFound(f"{what} '{escape_invalid(ref)}' is not valid UTF-8 text, so it "
+                               "names nothing", hint="copy the id from `synix search` or `synix runs`")
+    return ref
 
 
 def source_of(leaf) -> dict:
@@ -69,15 +78,22 @@ def focus_tree(node: dict, query: str, per_node: int = 2) -> dict:
 
 
 def lineage_view(paths: ProjectPaths, ref: str) -> dict:
+    checked_ref(ref)
     with open_store(paths) as store:
         return tree_of(store.lineage(store.get(ref).artifact_id))
 
 
 def artifact_view(paths: ProjectPaths, ref: str) -> dict:
+    checked_ref(ref)
     with open_store(paths) as store:
-        art = store.get(ref)
-        parents = store.parents(art.artifact_id)
-        leaves = store.leaves(art.artifact_id)
+        return artifact_dict(store, ref)
+
+
+def artifact_dict(store, ref: str) -> dict:
+    """One artifact with content, metadata, audit, parents and source conversations."""
+    art = store.get(ref)
+    parents = store.parents(art.artifact_id)
+    leaves = store.leaves(art.artifact_id)
     return {"artifact_id": art.artifact_id, "layer": art.layer, "level": art.level,
             "group_key": art.group_key, "title": artifact_title(art), "created_at": art.created_at,
             "current": art.is_current, "superseded_at": art.superseded_at, "run_id": art.run_id,
@@ -90,7 +106,12 @@ def artifact_view(paths: ProjectPaths, ref: str) -> dict:
 
 
 def runs_view(paths: ProjectPaths, run_id: str | None = None, limit: int = 20) -> dict:
+    if run_id is not None:
+        checked_ref(run_id, "run id")
+    from synix_assets.engine.dagster_runs import settle_abandoned_runs
+
     with open_store(paths) as store:
+        settle_abandoned_runs(paths, store)  # a killed build shows as interrupted, not running
         if run_id is None:
             return {"runs": [_run_dict(r) for r in store.list_runs(limit=limit)]}
         run = store.get_run(run_id)
@@ -119,7 +140,16 @@ def _run_dict(run) -> dict:
             "cached": sum(v.get("cached", 0) for v in layers.values()),
             "failed": sum(v.get("failed", 0) for v in layers.values()),
             "llm_calls": stats.get("llm_calls", sum(v.get("llm_calls", 0) for v in layers.values())),
-            "cost_usd": round(sum(v.get("cost_usd", 0) for v in layers.values()), 6)}
+            "cost_usd": round(sum(v.get("cost_usd", 0) for v in layers.values()), 6),
+            **({"error": stats["error"]} if stats.get("error") else {})}
+
+
+def hit_dict(hit) -> dict:
+    """A search hit as a plain dict (ids, score, snippet, provenance, sources, title, date)."""
+    item = hit.to_dict()
+    item.update(title=hit.title, date=hit.date,
+                message_range=list(hit.message_range) if hit.message_range else None)
+    return item
 
 
 def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = None,
@@ -149,12 +179,7 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
     finally:
         index.close()
     notice = notice or results.notice
-    hits = []
-    for hit in results:
-        item = hit.to_dict()
-        item.update(title=hit.title, date=hit.date,
-                    message_range=list(hit.message_range) if hit.message_range else None)
-        hits.append(item)
+    hits = [hit_dict(hit) for hit in results]
     if trees and hits and paths.store.exists():
         with open_store(paths) as store:
             for item in hits:

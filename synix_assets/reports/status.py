@@ -6,11 +6,13 @@ from synix_assets.project import ProjectPaths
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
+    from synix_assets.engine.dagster_runs import settle_abandoned_runs
     from synix_assets.reports.plan import make_plan
 
     plan = make_plan(paths, llm_config=llm_config)
     store = paths.open_store()
     try:
+        settle_abandoned_runs(paths, store)  # a killed build's last run shows as interrupted
         stored = store.layers()
         runs = store.list_runs(limit=1)
         failures = store.failures()

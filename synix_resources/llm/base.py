@@ -3,6 +3,11 @@
 Providers only implement `call_once` (a single attempt). Everything shared lives here: the
 concurrency bound, rate limits, retries, map-reduce for oversize inputs, the response cache /
 replay, refusal detection, cost and the audit fields.
+
+The response cache is consulted before every call, not only on replay: a request identical to
+one already answered (same rendered prompt, system prompt, provider, model, temperature and
+max_tokens) is served from it, so answers received before a crash or a failed store write are
+never paid for twice. `replay=True` additionally forbids calling the provider at all.
 """
 from __future__ import annotations
 
@@ -67,7 +72,7 @@ class LLMClient(ABC):
         self._secrets = tuple(s for s in secrets if s)
         self._slots = threading.BoundedSemaphore(concurrency)
         self._count_lock = threading.Lock()
-        self.calls = 0  # provider attempts made (0 for replayed answers)
+        self.calls = 0  # provider attempts made (0 for answers served from the cache)
 
     def __repr__(self) -> str:  # never shows credentials
         return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r})"
@@ -135,20 +140,31 @@ class LLMClient(ABC):
         if not requests:
             return []
         if batch and not self.replay:
-            results = self.submit_and_collect([self.prepare(r) for r in requests])
+            prepared = [self.prepare(r) for r in requests]
+            results = [self.cached_response(r) for r in prepared]
+            missing = [i for i, r in enumerate(results) if r is None]
+            if missing:  # only what the cache cannot answer is submitted
+                fresh = self.submit_and_collect([prepared[i] for i in missing])
+                for i, result in zip(missing, fresh):
+                    results[i] = result
             if on_result is not None:
                 for i, result in enumerate(results):
                     on_result(i, result)
-            return results
+            return results  # type: ignore[return-value]
         workers = min(self.concurrency, len(requests))
         results: list[LLMResponse | LLMError | None] = [None] * len(requests)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synix-llm") as pool:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synix-llm")
+        try:
             futures = {pool.submit(self._complete_or_error, r): i for i, r in enumerate(requests)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
                 if on_result is not None:
                     on_result(i, results[i])
+        finally:
+            # On Ctrl-C (or any error) the queued requests are dropped, not sent: only the calls
+            # already in flight finish (and land in the response cache).
+            pool.shutdown(wait=True, cancel_futures=True)
         return results  # type: ignore[return-value]
 
     # shared machinery --------------------------------------------------------------------------
@@ -162,8 +178,14 @@ class LLMClient(ABC):
         """One request that fits the context window: cache/replay, limits, retries, audit."""
         model = self.model_for(request)
         key = cache_key(request, self.provider, model)
+        cached = self.cached_response(request, key)
+        if cached is not None:
+            return cached
         if self.replay:
-            return self.replayed(request, key, model)
+            raise LLMError(f"replay: no cached {self.provider}/{model} response for "
+                           f"{request.label or 'request'}",
+                           hint="run without replay to call the provider, or point cache_path "
+                                "at the cache the original run wrote")
         started = time.monotonic()
         estimated_tokens = mapreduce.estimate_tokens(request.prompt + (request.system or ""))
 
@@ -217,13 +239,15 @@ class LLMClient(ABC):
         err.response = response  # kept for the audit trail of the failed partition
         raise err
 
-    def replayed(self, request: LLMRequest, key: str, model: str) -> LLMResponse:
-        cached = self.cache.get(key) if self.cache is not None else None
+    def cached_response(self, request: LLMRequest, key: str | None = None) -> LLMResponse | None:
+        """The cached answer to this (prepared) request marked from_cache, or None: no call,
+        no cost; provider and model stay those of the call that produced it, so the audit
+        still names them."""
+        if self.cache is None:
+            return None
+        cached = self.cache.get(key or cache_key(request, self.provider, self.model_for(request)))
         if cached is None:
-            raise LLMError(f"replay: no cached {self.provider}/{model} response for "
-                           f"{request.label or 'request'}",
-                           hint="run without replay to call the provider, or point cache_path "
-                                "at the cache the original run wrote")
+            return None
         return dataclasses.replace(cached, from_cache=True, attempts=0, latency_s=0.0,
                                    cost_usd=0.0, label=request.label or cached.label,
                                    template_hash=request.template_hash or cached.template_hash)

@@ -2,7 +2,8 @@
 `synix plan` must not pay for importing it).
 
 Configuration comes from arguments and is overridden by the environment: SYNIX_LLM_PROVIDER,
-SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_FAKE_LATENCY_S,
+SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_LLM_CONTEXT_TOKENS (the model's
+context window, for local servers whose size only their user knows), SYNIX_FAKE_LATENCY_S,
 SYNIX_FAKE_FAILURE_RATE. With no provider anywhere, `anthropic` is used when ANTHROPIC_API_KEY is
 set, else the offline `extractive` summariser (with a warning).
 """
@@ -31,6 +32,16 @@ def _env_float(env: Mapping[str, str], name: str, fallback: float) -> float:
         return float(value)
     except ValueError:
         raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2")
+
+
+def _env_context_tokens(env: Mapping[str, str], fallback: int) -> int:
+    value = env.get("SYNIX_LLM_CONTEXT_TOKENS", "").strip()
+    if not value:
+        return fallback
+    if not value.isdigit() or int(value) < 512:
+        raise LLMConfigError(f"SYNIX_LLM_CONTEXT_TOKENS={value!r} is not a context window size",
+                             hint="set it to the model's context length in tokens, e.g. 8192")
+    return int(value)
 
 
 def choose_provider(provider: str, api_key: str, env: Mapping[str, str]) -> str:
@@ -71,7 +82,7 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
         limiter=(RateLimiter(requests_per_minute, tokens_per_minute)
                  if requests_per_minute or tokens_per_minute else None),
         cache=ResponseCache(cache_path) if cache_path else None,
-        context_tokens=context_tokens or None)
+        context_tokens=_env_context_tokens(env, context_tokens) or None)
     if chosen == "anthropic":
         from .anthropic_client import AnthropicClient, missing_key_error
 

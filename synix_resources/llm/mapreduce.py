@@ -2,7 +2,9 @@
 
 Needs `request.render` and `request.sources`: oversize sources are cut into chunks, each chunk is
 summarised with a generic prompt (in parallel, through the same client so retries, limits, cache
-and audit apply), and the caller's prompt is re-rendered with the chunk summaries.
+and audit apply), and the caller's prompt is re-rendered with the chunk summaries. An aggregate
+with more inputs than fit even summarised one by one is reduced in groups before it gets here
+(synix_assets/engine/reduction.py).
 """
 from __future__ import annotations
 
@@ -97,8 +99,9 @@ def complete_in_parts(client: "LLMClient", request: LLMRequest, window: int) -> 
     if available < 50 * len(request.sources):
         raise LLMError(f"{request.label or 'request'}: {len(request.sources)} sources cannot fit "
                        f"a {window}-token context even summarised",
-                       hint="lower max_tokens, group fewer inputs per step, or use a model "
-                            "with a larger context window")
+                       hint="lower max_tokens, group fewer inputs per step, set "
+                            "SYNIX_LLM_CONTEXT_TOKENS if the model's window is larger, or use "
+                            "a model with a larger context window")
     chunk_tokens = max(200, min(window // 2, MAX_CHUNK_TOKENS))
     sources = list(request.sources)
     part_responses: list[LLMResponse] = []
@@ -137,4 +140,6 @@ def complete_in_parts(client: "LLMClient", request: LLMRequest, window: int) -> 
         attempts=sum(r.attempts for r in every),
         latency_s=round(time.monotonic() - started, 4),
         map_reduce_parts=len(part_responses),
+        part_prompt_hashes=tuple(r.rendered_prompt_hash for r in part_responses),
+        from_cache=all(r.from_cache for r in every),  # paid for only if some part was called
         flags=tuple(dict.fromkeys([*final.flags, "map_reduce"])))

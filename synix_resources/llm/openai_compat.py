@@ -16,7 +16,7 @@ from .types import LLMRequest
 
 DEFAULT_BASE_URL = "http://localhost:11434/v1"  # Ollama
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-DEFAULT_LOCAL_CONTEXT = 8192  # local servers often run small contexts; override with context_tokens
+DEFAULT_LOCAL_CONTEXT = 8192  # local servers often run small contexts (SYNIX_LLM_CONTEXT_TOKENS)
 
 FIXES = {
     400: "the server rejected the request; check the model name and max_tokens",

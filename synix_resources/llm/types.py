@@ -62,6 +62,8 @@ class LLMResponse:
     temperature: float | None = None
     max_tokens: int = 0
     map_reduce_parts: int = 0
+    # rendered-prompt hashes of the chunk summaries a map-reduced answer was built from
+    part_prompt_hashes: tuple[str, ...] = ()
     source_ids: tuple[str, ...] = ()
     raw: str = ""  # response body as returned by the provider (never headers)
     label: str = ""
@@ -76,6 +78,7 @@ class LLMResponse:
         record = asdict(self)
         record["flags"] = list(self.flags)
         record["source_ids"] = list(self.source_ids)
+        record["part_prompt_hashes"] = list(self.part_prompt_hashes)
         record["prompt_template_hash"] = self.template_hash
         record["raw_response"] = record.pop("raw")
         record["refusal"] = self.refusal
@@ -86,6 +89,7 @@ class LLMResponse:
         record = asdict(self)
         record["flags"] = list(self.flags)
         record["source_ids"] = list(self.source_ids)
+        record["part_prompt_hashes"] = list(self.part_prompt_hashes)
         return record
 
     @classmethod
@@ -94,6 +98,7 @@ class LLMResponse:
         values = {k: v for k, v in record.items() if k in known}
         values["flags"] = tuple(values.get("flags", ()))
         values["source_ids"] = tuple(values.get("source_ids", ()))
+        values["part_prompt_hashes"] = tuple(values.get("part_prompt_hashes", ()))
         return cls(**values)
 
 

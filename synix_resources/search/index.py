@@ -25,17 +25,21 @@ from typing import Iterable, Iterator
 import numpy as np
 import sqlite_utils
 
+from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
 from synix_resources.errors import SearchError
 from synix_resources.fingerprints import sha256_text
+from synix_resources.private import private_file
 from synix_resources.search import schema
 from synix_resources.search.documents import (Hit, HitSources, IndexDoc, SearchResults,
                                               SyncStats)
 from synix_resources.search.embeddings import load_embedder
-from synix_resources.search.query import ParsedQuery, fts_match, parse_query
+from synix_resources.search.query import (ParsedQuery, check_filters, check_phrase, fts_match,
+                                          parse_query, require_text)
 
 log = logging.getLogger(__name__)
 
 MODES = ("fts", "semantic", "hybrid")
+EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
 # BM25F column weights: the message itself, its neighbours, the document title.
 BM25_WEIGHTS = (1.0, 0.3, 0.5)
 CONTEXT_MESSAGES = 2          # neighbours on each side that feed a message's context column
@@ -226,6 +230,7 @@ class SearchIndex:
     def __init__(self, path: str | Path, *, embeddings: bool | str = "auto", embedder=None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)  # memory text: 0600, and SQLite's -wal/-shm follow it
         try:
             conn = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
             self.db = sqlite_utils.Database(conn)
@@ -234,6 +239,8 @@ class SearchIndex:
             self.db.execute("PRAGMA secure_delete=ON")
             self._ensure_schema()
         except sqlite3.DatabaseError as exc:
+            if is_disk_full(exc, self.path):
+                raise disk_full_error(self.path, "opening the search index") from exc
             raise SearchError(f"search index {self.path} cannot be opened: {exc}",
                               hint="delete the file and rebuild the index") from exc
         self._want_embeddings = embeddings
@@ -294,9 +301,12 @@ class SearchIndex:
 
     # -- sync -------------------------------------------------------------------------------
 
-    def sync(self, name: str, docs: Iterable[IndexDoc]) -> SyncStats:
+    @maps_disk_full("updating the search index")
+    def sync(self, name: str, docs: Iterable[IndexDoc], *, reindex: bool = False) -> SyncStats:
         """Make collection `name` hold exactly `docs`: only changed docs are re-indexed, docs no
-        longer present are removed, and a sync with nothing to change writes nothing."""
+        longer present are removed, and a sync with nothing to change writes nothing.
+        `reindex=True` writes every doc again (after embeddings were switched on or off) and
+        drops the vectors no unit uses any more, in the same transaction."""
         self._upgrade_unit_titles()
         existing = {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(
             "SELECT artifact_id, id, content_hash, meta_hash FROM docs WHERE collection = ?",
@@ -309,7 +319,7 @@ class SearchIndex:
                 raise SearchError(f"artifact {doc.artifact_id} given twice to sync({name!r})")
             seen.add(doc.artifact_id)
             old = existing.get(doc.artifact_id)
-            if old and old[1] == doc.content_hash and old[2] == doc.meta_hash():
+            if old and not reindex and old[1] == doc.content_hash and old[2] == doc.meta_hash():
                 unchanged += 1
             else:
                 to_write.append((doc, old[0] if old else None))
@@ -346,6 +356,9 @@ class SearchIndex:
                 else:
                     added += 1
                 self._insert_doc(name, doc, units, keys)
+            if reindex:
+                self.db.execute("DELETE FROM vectors WHERE key NOT IN "
+                                "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
             self._bump_generation()
         return SyncStats(added=added, updated=updated, removed=len(gone), unchanged=unchanged)
 
@@ -487,12 +500,11 @@ class SearchIndex:
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
         if limit <= 0:
             return SearchResults([], mode=mode, requested_mode=mode)
+        layers = check_filters(layers=layers, since=since, until=until, source=source)
         layer_list = self._check_layers(layers)
         filters = _Filters(layer_list, since, until, source)
         if exact:
-            if not isinstance(query, str) or not query.replace("\x00", "").strip():
-                raise SearchError("exact search phrase is empty — give the text to find")
-            return SearchResults(self._exact(query, filters, limit), mode="exact",
+            return SearchResults(self._exact(check_phrase(query), filters, limit), mode="exact",
                                  requested_mode="exact")
         parsed = parse_query(query)
         return self._ranked(parsed, mode, filters, limit, per,
@@ -502,6 +514,7 @@ class SearchIndex:
                    limit: int = 10) -> SearchResults:
         """Below one artifact: without a query its direct parents; with one, the hits among
         everything in its ancestry (non-searchable leaves included), best first."""
+        require_text(artifact_id, "artifact id")
         row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
                               [artifact_id]).fetchone()
         if row is None:
@@ -757,17 +770,20 @@ class SearchIndex:
     # -- exact ------------------------------------------------------------------------------
 
     def _exact(self, phrase: str, filters: "_Filters", limit: int) -> list[Hit]:
-        """Leaves containing `phrase` (case-insensitive substring, verified on the content)."""
-        phrase = phrase.replace("\x00", "")
+        """Leaves containing `phrase` (case-insensitive substring, verified on the content);
+        `phrase` was checked by `check_phrase` (text, no NUL, bounded length)."""
         needle = _fold(phrase)
         where, args = filters.sql(include_hidden=True, prefix="d")
         leaf = "(d.level = 0 OR d.searchable = 0)"
         if len(phrase) >= 3:
-            # trigram MATCH on a quoted string = substring candidates (case-insensitive).
+            # trigram MATCH on a quoted string = substring candidates (case-insensitive). FTS5's
+            # cost grows with the square of the phrase; its head already finds a superset of the
+            # documents holding the whole phrase, which the scan below then verifies.
+            probe = phrase[:EXACT_PROBE_CHARS]
             rows = self.db.execute(
                 f"SELECT d.id FROM leaf_trigram JOIN docs d ON d.id = leaf_trigram.rowid "
                 f"WHERE leaf_trigram MATCH ? AND {leaf} {where} ORDER BY d.id",
-                ['"' + phrase.replace('"', '""') + '"', *args]).fetchall()
+                ['"' + probe.replace('"', '""') + '"', *args]).fetchall()
         else:
             rows = self.db.execute(f"SELECT d.id FROM docs d WHERE {leaf} {where} ORDER BY d.id",
                                    args).fetchall()

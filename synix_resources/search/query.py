@@ -7,14 +7,23 @@ plain text whatever it contains.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 
 from synix_resources.errors import SearchError
+from synix_resources.text import escape_invalid, is_valid_text
 
 # Long queries (a pasted page) would make an OR over thousands of terms; the first distinct
 # terms carry the intent and keep query time bounded.
 MAX_TERMS = 64
+
+# An exact phrase is matched by substring (trigram candidates, then a scan of each candidate);
+# FTS5's trigram phrase cost grows roughly with the square of the phrase length (100 KB: 31 s,
+# 2.8 GB), and nobody remembers 1,000 characters verbatim.
+MAX_PHRASE_CHARS = 1000
+# since/until: a date or a prefix of one (year, month), optionally with a time.
+_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2})?)?Z?)?)?)?")
 
 # A general English stop list (function words, auxiliaries, question words). Not tuned to any
 # benchmark: these words carry no topic, so in an OR query they only add noise matches.
@@ -65,10 +74,48 @@ def tokenize(text: str) -> list[str]:
     return [t.casefold() for t in tokens]
 
 
+def require_text(value: object, what: str) -> str:
+    """`value` if it is valid text; else a one-line `SearchError` naming it (bytes that are not
+    UTF-8 on a command line arrive as lone surrogates, which SQLite cannot take)."""
+    if not isinstance(value, str):
+        raise SearchError(f"{what} must be text, got {type(value).__name__}")
+    if not is_valid_text(value):
+        shown = escape_invalid(value[:60])
+        raise SearchError(f"{what} '{shown}' is not valid Unicode text (bytes that are not UTF-8, "
+                          "or a lone surrogate)", hint="retype it as UTF-8 text")
+    return value
+
+
+def check_filters(*, layers: object = None, since: object = None, until: object = None,
+                  source: object = None) -> list[str] | None:
+    """Raise a one-line `SearchError` for a filter value no index row could match safely;
+    return `layers` as a list (read once: it may be any iterable), or None."""
+    layer_list = None if layers is None else [layers] if isinstance(layers, str) else list(layers)
+    for layer in layer_list or []:
+        require_text(layer, "layer")
+    for what, value in (("--since", since), ("--until", until)):
+        if value is not None and not _DATE.fullmatch(require_text(value, what)):
+            raise SearchError(f"{what} '{escape_invalid(value[:40])}' is not a date",
+                              hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
+    if source is not None:
+        require_text(source, "source")
+    return layer_list
+
+
+def check_phrase(phrase: object) -> str:
+    """An exact-search phrase: valid text, not empty, at most MAX_PHRASE_CHARS characters."""
+    phrase = require_text(phrase, "exact search phrase").replace("\x00", "")
+    if not phrase.strip():
+        raise SearchError("exact search phrase is empty — give the text to find")
+    if len(phrase) > MAX_PHRASE_CHARS:
+        raise SearchError(f"exact search phrase is {len(phrase):,} characters; the limit is "
+                          f"{MAX_PHRASE_CHARS:,}", hint="search for a shorter distinctive part of it")
+    return phrase
+
+
 def parse_query(text: str) -> ParsedQuery:
     """Cut user text into terms; raise `SearchError` when nothing searchable is left."""
-    if not isinstance(text, str):
-        raise SearchError(f"search query must be text, got {type(text).__name__}")
+    require_text(text, "search query")
     cleaned = text.replace("\x00", " ")
     seen: dict[str, None] = {}
     for token in tokenize(cleaned):
@@ -81,6 +128,10 @@ def parse_query(text: str) -> ParsedQuery:
         symbols = "".join(ch for ch in cleaned.strip()
                           if unicodedata.category(ch) == "So")  # emoji, pictographs
         if symbols:
+            if len(cleaned.strip()) > MAX_PHRASE_CHARS:  # a substring scan, bounded like --exact
+                raise SearchError(f"search query of {len(cleaned.strip()):,} symbols and no words "
+                                  f"is longer than {MAX_PHRASE_CHARS:,} characters",
+                                  hint="search for fewer symbols, or add words")
             return ParsedQuery(text=text, terms=(), content_terms=(), literal=cleaned.strip())
         if not cleaned.strip():
             raise SearchError("search query is empty — type some words to search for")

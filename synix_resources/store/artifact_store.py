@@ -424,6 +424,31 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
                     "MAX(created_at) FROM artifacts GROUP BY layer ORDER BY layer").fetchall()
         return {r[0]: {"artifacts": r[1], "superseded": r[2], "last_built": r[3]} for r in rows}
 
+    def ordered_ids(self, layers: Iterable[str], *, newest_first: bool = True,
+                    since: str | None = None, until: str | None = None,
+                    meta: dict[str, str] | None = None) -> list[str]:
+        """Ids of the current artifacts of `layers`, ordered by their `meta.time.created_at`
+        (then group key), for paging with `get_many`; `since`/`until` compare ISO date
+        prefixes, inclusive; `meta` keeps artifacts whose metadata has exactly these values."""
+        layer_list = list(layers)
+        where = [f"a.layer IN {_IDS_PARAM}", "a.superseded_at IS NULL"]
+        params: list[Any] = [json.dumps(layer_list)]
+        date = "json_extract(a.metadata, '$.\"meta.time.created_at\"')"
+        if since:
+            where.append(f"substr({date}, 1, {len(since)}) >= ?")
+            params.append(since)
+        if until:
+            where.append(f"substr({date}, 1, {len(until)}) <= ?")
+            params.append(until)
+        for key, value in (meta or {}).items():
+            where.append("CAST(json_extract(a.metadata, '$.' || json_quote(?)) AS TEXT) = ?")
+            params += [key, str(value)]
+        order = f"{date} {'DESC' if newest_first else 'ASC'}, a.group_key, a.artifact_id"
+        with self._read(f"listing {', '.join(layer_list)}") as conn:
+            return [r[0] for r in conn.execute(
+                f"SELECT a.artifact_id FROM artifacts a WHERE {' AND '.join(where)} ORDER BY {order}",
+                params)]
+
     def audit(self, artifact_id: str) -> dict[str, Any] | None:
         """The audit record (all known fields, plus any extra keys) of an artifact, or None if it has none."""
         return self.get(artifact_id).audit

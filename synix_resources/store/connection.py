@@ -20,7 +20,9 @@ from typing import Iterator
 
 from sqlite_utils import Database
 
+from synix_resources.disk import disk_full_error, is_disk_full
 from synix_resources.errors import StoreError, StoreLockedError
+from synix_resources.private import private_file
 from synix_resources.store.migrations import MigrationRegistry, migrate
 
 log = logging.getLogger(__name__)
@@ -35,17 +37,24 @@ class StoreConnection:
     """Owns the SQLite connection; subclasses add the domain methods."""
 
     def __init__(self, path: str | os.PathLike, *, busy_timeout_ms: int = 30000,
-                 migrations: MigrationRegistry | None = None):
-        """Open (creating folder and file if needed) and migrate the store at `path`."""
+                 migrations: MigrationRegistry | None = None, read_only: bool = False):
+        """Open (creating folder and file if needed) and migrate the store at `path`;
+        `read_only=True` opens an existing store for reading only (no migration, no writes)."""
         self.path = Path(path).expanduser()
         self.busy_timeout_ms = int(busy_timeout_ms)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        if read_only:
+            self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # before SQLite makes it (and its -wal/-shm) world-readable
         except OSError as err:
+            if is_disk_full(err):
+                raise disk_full_error(self.path, "creating it") from err
             raise StoreError(
-                f"Cannot create the folder for the artifact store {self.path}: "
+                f"Cannot create the artifact store {self.path} or its folder: "
                 f"{err.strerror or err}",
                 hint="choose a path in a writable folder (config `path` or SYNIX_STORE_PATH)",
             ) from err
@@ -68,6 +77,36 @@ class StoreConnection:
                 conn.close()
             raise self._translate(err, "opening it") from err
         self._conn = conn
+
+    def _open_read_only(self) -> None:
+        # mode=ro: SQLite itself refuses every write on this connection (servers that must
+        # never change the memory use it); query_only guards against ATTACHed files too.
+        if not self.path.is_file():
+            raise StoreError(f"There is no artifact store at {self.path}",
+                             hint="run `synix run` first to build the memory")
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                   timeout=self.busy_timeout_ms / 1000,
+                                   check_same_thread=False, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            conn.execute("PRAGMA query_only = ON")
+            self.db = Database(conn, execute_plugins=False)
+        except sqlite3.Error as err:
+            raise self._translate(err, "opening it for reading") from err
+        self._conn = conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator["StoreConnection"]:
+        """One read transaction: every read inside sees the same committed state, even while a
+        build commits (WAL keeps the snapshot); other threads wait for the connection."""
+        with self._lock:
+            conn = self._open_conn()
+            conn.execute("BEGIN")
+            try:
+                yield self
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
 
     def _enable_wal(self) -> None:
         # Switching journal mode fails with "database is locked" at once, without consulting
@@ -162,11 +201,8 @@ class StoreConnection:
             return StoreError(f"Cannot write {where} while {action}: it is read-only",
                               hint="make the file and its folder writable, or set "
                                    "SYNIX_STORE_PATH to a writable location")
-        if "full" in low:
-            return StoreError(f"Cannot write {where} while {action}: the disk is full "
-                              "(nothing was written)",
-                              hint="free disk space and re-run; the build resumes where it "
-                                   "stopped")
+        if is_disk_full(err, self.path):
+            return disk_full_error(self.path, action)
         if "unable to open" in low or "disk i/o" in low:
             return StoreError(f"Cannot open {where} while {action}: {text}",
                               hint="check that the file and its folder exist and are "

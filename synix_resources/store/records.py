@@ -81,6 +81,7 @@ class Run:
     started_at: str
     finished_at: str | None
     stats: dict[str, Any]
+    owner: dict[str, Any] | None = None  # the process running it: pid, host, start time
     branch: str = "main"
 
 

@@ -6,7 +6,10 @@ commit under the same lock and are backed up together.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import uuid
+from pathlib import Path
 from typing import Any, Iterable
 
 from synix_resources.errors import StoreError
@@ -14,11 +17,43 @@ from synix_resources.store.branches import branch_meta_key
 from synix_resources.store.connection import utc_now
 from synix_resources.store.records import Checkpoint, Failure, Run
 
-RUN_STATUSES = ("running", "completed", "failed", "cancelled")
+RUN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, Linux), or None where /proc is absent."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
+    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+
+
+def this_process() -> dict[str, Any]:
+    """Who runs a build: recorded with the run so a later process can tell it died."""
+    pid = os.getpid()
+    return {"pid": pid, "host": socket.gethostname(), "start": _start_ticks(pid)}
+
+
+def process_gone(owner: dict[str, Any] | None) -> bool:
+    """True only when the recorded owner process has certainly ended (its pid is free or now
+    belongs to a process that started later); unknown owners and other hosts count as alive."""
+    if not owner or owner.get("host") != socket.gethostname() or not owner.get("pid"):
+        return False
+    pid = int(owner["pid"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's: compare start times below
+        pass
+    started = _start_ticks(pid)
+    return owner.get("start") is not None and started is not None and started != owner["start"]
 
 
 class RunsMixin:
@@ -29,17 +64,38 @@ class RunsMixin:
 
     def start_run(self, pipeline: str, steps: Iterable[str], *, dagster_run_id: str | None = None,
                   run_id: str | None = None) -> str:
-        """Record a run as running and return its id (new uuid4 hex unless given; restarting a known id resets its status)."""
+        """Record a run as running and return its id (new uuid4 hex unless given; restarting a known id resets its status).
+
+        The calling process is recorded as the run's owner (`Run.owner`), so that a run whose
+        process was killed can be told from one still going (`abandoned_runs`)."""
         run_id = run_id or uuid.uuid4().hex
+        owner = _dumps(this_process())
         with self._write(f"starting run {run_id}") as conn:
             conn.execute(
                 "INSERT INTO runs (run_id, pipeline, steps, status, dagster_run_id, started_at, "
-                "finished_at, stats, branch) VALUES (?, ?, ?, 'running', ?, ?, NULL, '{}', ?) "
+                "finished_at, stats, branch) VALUES (?, ?, ?, 'running', ?, ?, NULL, "
+                "json_object('owner', json(?)), ?) "
                 "ON CONFLICT (run_id) DO UPDATE SET pipeline = excluded.pipeline, "
                 "steps = excluded.steps, status = 'running', finished_at = NULL, "
+                "stats = json_set(runs.stats, '$.owner', json(?)), "
                 "dagster_run_id = COALESCE(excluded.dagster_run_id, runs.dagster_run_id)",
-                (run_id, pipeline, _dumps(list(steps)), dagster_run_id, utc_now(), self.branch))
+                (run_id, pipeline, _dumps(list(steps)), dagster_run_id, utc_now(), owner,
+                 self.branch, owner))
         return run_id
+
+    def abandoned_runs(self) -> list[Run]:
+        """Runs still marked running whose owner process has ended (killed, or the machine
+        restarted): nothing will ever finish them."""
+        with self._read("listing running runs") as conn:
+            rows = conn.execute(f"{self._RUN_COLS} WHERE status = 'running'").fetchall()
+        return [run for run in map(self._run, rows) if process_gone(run.owner)]
+
+    def built_in_run(self, run_id: str) -> dict[str, int]:
+        """Artifacts written by this run, per layer (what an interrupted run got done)."""
+        with self._read(f"counting artifacts of run {run_id}") as conn:
+            rows = conn.execute("SELECT layer, COUNT(*) FROM artifacts WHERE run_id = ? "
+                                "GROUP BY layer", (run_id,)).fetchall()
+        return dict(rows)
 
     def _run_stats(self, conn, run_id: str) -> dict[str, Any]:
         row = conn.execute("SELECT stats FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -68,9 +124,11 @@ class RunsMixin:
 
     @staticmethod
     def _run(row: tuple) -> Run:
+        stats = json.loads(row[7])
+        owner = stats.pop("owner", None)  # kept beside the stats in the row, not one of them
         return Run(run_id=row[0], pipeline=row[1], steps=json.loads(row[2]), status=row[3],
                    dagster_run_id=row[4], started_at=row[5], finished_at=row[6],
-                   stats=json.loads(row[7]), branch=row[8])
+                   stats=stats, owner=owner, branch=row[8])
 
     _RUN_COLS = ("SELECT run_id, pipeline, steps, status, dagster_run_id, started_at, "
                  "finished_at, stats, branch FROM runs")

@@ -228,19 +228,19 @@ def test_ui_starts_dagster_dev_for_the_project(built, monkeypatch):
     root, _ = built
     seen = {}
 
-    class FakeProc:
-        def __init__(self, cmd, cwd, env):
-            seen.update(cmd=cmd, cwd=cwd, env=env)
+    def fake_run(cmd, env, cwd, *, host, port, upstream_port, allowed_hosts, on_started):
+        seen.update(cmd=cmd, cwd=cwd, env=env, host=host, port=port, upstream=upstream_port)
+        return 0
 
-        def wait(self, timeout=None):
-            return 0
-
-    monkeypatch.setattr("synix_assets.cli.ui_cmd.subprocess.Popen", FakeProc)
+    monkeypatch.setattr("synix_assets.web.ui_server.run_guarded_ui", fake_run)
     result = invoke("ui", "--port", "3123", "--no-open", cwd=root)
     assert result.exit_code == 0, result.output
     assert "http://127.0.0.1:3123" in result.stdout
     assert seen["cmd"][1:4] == ["-m", "dagster", "dev"]
     assert str(root / "workspace.yaml") in seen["cmd"] and "127.0.0.1" in seen["cmd"]
+    # Dagster listens on an internal port; the guarded proxy takes the user's.
+    assert (seen["host"], seen["port"]) == ("127.0.0.1", 3123)
+    assert str(seen["upstream"]) in seen["cmd"] and seen["upstream"] != 3123
     assert seen["env"]["DAGSTER_HOME"] == str(root / ".synix" / "dagster")
 
 

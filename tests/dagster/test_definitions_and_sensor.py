@@ -1,5 +1,6 @@
-"""The compiled Dagster definitions: they load, partitions and metadata are right, single
-partitions materialize, staleness checks agree with Synix's plan, and the export sensor ticks."""
+"""The compiled Dagster definitions, in process: shape, code versions, per-partition records with
+provenance and their own metadata, checks emitted by the assets, failed partitions, the store
+sync, and the export sensor's ticks."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,6 @@ import sys
 import time
 
 import dagster as dg
-import pytest
 
 from synix_assets.dagster_defs.assets import layer_key
 from synix_assets.dagster_defs.build import build_defs
@@ -17,123 +17,174 @@ from synix_assets.engine.ingest import partition_key
 from synix_assets.engine.runner import dagster_instance, run_build
 from synix_resources.store.artifact_store import ArtifactStore
 
+UUID = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a"
+
 
 def _asset(defs, name):
     return next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and a.key == layer_key(name))
 
 
-def test_definitions_load_with_one_asset_per_layer_and_projection(demo_project):
+def _version(defs, name):
+    return _asset(defs, name).code_versions_by_key[layer_key(name)]
+
+
+def test_definitions_have_layers_jobs_checks_owners_and_a_running_sensor(demo_project):
     defs = build_defs(demo_project.root)
-    graph = defs.resolve_asset_graph()
-    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"transcripts", "episodes", "monthly", "core", "memory_index", "synix_context",
             "sources/exports"} <= keys
-    assert isinstance(_asset(defs, "episodes").partitions_def, dg.DynamicPartitionsDefinition)
+    episodes = _asset(defs, "episodes")
+    assert isinstance(episodes.partitions_def, dg.DynamicPartitionsDefinition)
     assert _asset(defs, "core").partitions_def is None
-    assert _asset(defs, "episodes").group_names_by_key[layer_key("episodes")] == "memory"
-    assert "transform of transcripts" in _asset(defs, "episodes").descriptions_by_key[layer_key("episodes")]
-    assert len(list(defs.asset_checks)) == 4
-    assert [s.name for s in defs.sensors] == ["synix_exports_sensor"]
+    text = episodes.descriptions_by_key[layer_key("episodes")]
+    assert "transform step" in text and "`episode_summary`" in text and "fake:fake-v1" in text
+    assert episodes.owners_by_key[layer_key("episodes")] == ["team:me"]
+    assert [c.name for c in episodes.check_specs] == ["synix_up_to_date"]
+    assert _asset(defs, "core").specs_by_key[layer_key("core")].freshness_policy is not None
+    jobs = {j.name for j in defs.jobs}
+    assert {"synix_build_all", "synix_build_transcripts", "synix_build_episodes",
+            "synix_build_monthly", "synix_build_core", "synix_update_projections"} <= jobs
+    sensor = defs.sensors[0]
+    assert sensor.name == "synix_exports_sensor" and sensor.job_name == "synix_build_all"
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    assert defs.resources["llm"].provider == "fake"  # the provider really used, not ""
 
 
-def test_dagster_cli_validates_the_project_definitions(demo_project):
-    env = dict(os.environ, DAGSTER_HOME=str(demo_project.dagster_home))
-    demo_project.dagster_home.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run([sys.executable, "-m", "dagster", "definitions", "validate",
-                          "-w", str(demo_project.root / "workspace.yaml")],
-                         capture_output=True, text=True, env=env, cwd=demo_project.root, timeout=180)
-    assert out.returncode == 0, out.stderr[-2000:]
-
-
-def test_code_version_changes_when_the_prompt_changes(demo_project):
-    before = _asset(build_defs(demo_project.root), "episodes").code_versions_by_key[layer_key("episodes")]
+def test_a_prompt_edit_changes_the_code_version_of_the_layer_and_everything_below_it(demo_project):
+    before = build_defs(demo_project.root)
     text = (demo_project.root / "pipeline.py").read_text().replace(
         "prompt=prompts.episode_summary", "prompt=lambda r: 'Shorter: ' + r.content")
     (demo_project.root / "pipeline.py").write_text(text)
-    defs = build_defs(demo_project.root)
-    assert _asset(defs, "episodes").code_versions_by_key[layer_key("episodes")] != before
-    assert _asset(defs, "transcripts").code_versions_by_key[layer_key("transcripts")] == \
-        _asset(build_defs(demo_project.root), "transcripts").code_versions_by_key[layer_key("transcripts")]
+    after = build_defs(demo_project.root)
+    assert _version(after, "transcripts") == _version(before, "transcripts")
+    for name in ("episodes", "monthly", "core", "memory_index", "synix_context"):
+        assert _version(after, name) != _version(before, name), name
 
 
-def test_single_partition_materializes_with_synix_metadata_and_check_reports_the_rest(demo_project):
+def test_a_partition_run_records_its_own_metadata_provenance_and_check(demo_project):
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
-    key = partition_key("347c7a0d-a98c-5ab8-bfcf-c1de69c3734a")
+    key = partition_key(UUID)
     instance.add_dynamic_partitions("conversations", [key])
     result = dg.materialize(list(defs.assets), selection=[layer_key("transcripts"), layer_key("episodes")],
                             partition_key=key, instance=instance, resources=defs.resources)
     assert result.success
     event = instance.get_latest_materialization_event(layer_key("episodes"))
-    md = event.asset_materialization.metadata
-    assert event.asset_materialization.partition == key
+    mat = event.asset_materialization
+    md = mat.metadata
+    assert mat.partition == key
     assert md["artifact_id"].value.startswith("episodes-")
     assert md["cache"].value == "built" and md["llm_calls"].value == 1
-    assert "preview" in md and md["model"].value == "fake-v1"
+    assert md["title"].value and md["date"].value.startswith("20") and md["model"].value == "fake-v1"
     store = ArtifactStore(demo_project.store)
-    assert len(store.list_layer("episodes")) == 1
-    # the staleness check (Synix's keys) sees the 23 episodes not built yet
-    check = next(c for c in defs.asset_checks if layer_key("episodes") in {k.asset_key for k in c.check_keys})
-    data = check(store=defs.resources["store"], llm=defs.resources["llm"])
-    assert data.passed is False and data.metadata["stale"].value == 23
+    art = store.current("episodes", key)
+    transcript = store.current("transcripts", key)
+    # Dagster's provenance tags: its staleness compares exactly these
+    assert mat.tags["dagster/code_version"] == _version(defs, "episodes")
+    assert mat.tags["dagster/data_version"] == art.content_hash[:16]
+    assert mat.tags["dagster/input_data_version/transcripts"] == transcript.content_hash[:16]
+    assert int(mat.tags["dagster/input_event_pointer/transcripts"]) > 0
+    # the asset evaluated its own check: the 23 conversations not built yet are what Synix would build
+    check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(layer_key("episodes"), "synix_up_to_date")])
+    evaluation = next(iter(check.values())).event.dagster_event.event_specific_data
+    assert evaluation.passed is False and evaluation.metadata["stale"].value == 23
 
 
-def test_range_run_of_a_layer_records_one_materialization_per_built_partition(demo_project):
+def test_synix_run_records_one_materialization_per_partition_and_passing_checks(demo_project):
     report = run_build(demo_project)
     instance = dagster_instance(demo_project)
     assert len(instance.get_materialized_partitions(layer_key("episodes"))) == 24
     assert len(instance.get_materialized_partitions(layer_key("monthly"))) == 6
     assert instance.get_latest_materialization_event(layer_key("core")) is not None
+    runs = instance.get_runs()
+    assert {r.job_name for r in runs} == {"synix_build_transcripts", "synix_build_episodes",
+                                          "synix_build_monthly", "synix_update_projections"}
+    assert all(r.tags["synix/trigger"] == "cli" and r.tags["synix/branch"] == "main" for r in runs)
+    assert {r.tags["synix/layer"] for r in runs} == {"transcripts", "episodes", "monthly", "projections"}
     run = ArtifactStore(demo_project.store).get_run(report.run_id)
     assert run.status == "completed" and run.stats["layers"]["episodes"]["built"] == 24
+
+
+def test_a_failed_partition_shows_as_failed_and_the_others_as_materialized(demo_project, claude_export, conversation):
+    claude_export(demo_project.root / "exports" / "bad.json",
+                  [conversation("bad-one", "Bad", "2025-03-03", "SYNIX_FAIL_400 poison")])
+    try:
+        run_build(demo_project)
+    except Exception as exc:  # BuildFailed: everything else was built
+        assert "bad-one" in str(exc)
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    keys = instance.get_dynamic_partitions("conversations")
+    status = instance.get_status_by_partition(layer_key("episodes"), keys, _asset(defs, "episodes").partitions_def)
+    assert status["bad-one"] == dg.AssetPartitionStatus.FAILED
+    assert sum(1 for k, v in status.items() if v == dg.AssetPartitionStatus.MATERIALIZED) == 24
+
+
+def test_a_new_dagster_home_is_synced_from_the_store(demo_project, tmp_path, monkeypatch):
+    run_build(demo_project)
+    other = tmp_path / "other_home"
+    other.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(other))
+    build_defs(demo_project.root)  # loading the definitions syncs this home
+    instance = dg.DagsterInstance.get()
+    assert len(instance.get_dynamic_partitions("conversations")) == 24
+    assert len(instance.get_materialized_partitions(layer_key("episodes"))) == 24
+    event = instance.get_latest_materialization_event(layer_key("episodes"))
+    assert event.asset_materialization.tags["synix/trigger"] == "store_sync"
+    assert instance.get_latest_materialization_event(layer_key("synix_context")) is not None
 
 
 def _tick(sensor, instance, defs, cursor=None):
     with dg.build_sensor_context(instance=instance, cursor=cursor, resources=defs.resources,
                                  definitions=defs) as ctx:
-        result = sensor(ctx)
-    for req in result.dynamic_partitions_requests or []:  # what the daemon would apply
-        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
-    return result, ctx
+        return sensor(ctx)
 
 
-def test_sensor_registers_partitions_and_requests_one_run_for_new_exports(demo_project):
+def _age(folder):
+    for f in folder.iterdir():  # settled: older than the settle time
+        os.utime(f, (time.time() - 60, time.time() - 60))
+
+
+def test_sensor_registers_partitions_observes_exports_and_requests_one_whole_build(demo_project):
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
     sensor = defs.sensors[0]
-    for f in (demo_project.root / "exports").iterdir():  # settled: older than the settle time
-        os.utime(f, (time.time() - 60, time.time() - 60))
-    result, ctx = _tick(sensor, instance, defs)
+    _age(demo_project.root / "exports")
+    result = _tick(sensor, instance, defs)
     assert len(result.run_requests) == 1
-    req = result.run_requests[0]
-    assert {k.to_user_string() for k in req.asset_selection} == {"transcripts", "episodes"}
-    added = [r for r in result.dynamic_partitions_requests if r.partitions_def_name == "conversations"]
-    assert len(added[0].partition_keys) == 24
-    months = [r for r in result.dynamic_partitions_requests if r.partitions_def_name == "monthly_periods"]
-    assert months[0].partition_keys == ["2025-01", "2025-02", "2025-03", "2025-04", "2025-05", "2025-06"]
-    # the next tick with the same files is idempotent: no run, no partitions
-    again, _ = _tick(sensor, instance, defs, cursor=result.cursor)
-    assert again.run_requests == [] and not again.dynamic_partitions_requests
+    assert result.run_requests[0].tags["synix/trigger"] == "exports_sensor"
+    assert len(instance.get_dynamic_partitions("conversations")) == 24
+    assert instance.get_dynamic_partitions("monthly_periods") == ["2025-01", "2025-02", "2025-03",
+                                                                  "2025-04", "2025-05", "2025-06"]
+    observed = result.asset_events[0]
+    assert observed.asset_key == dg.AssetKey(["sources", "exports"])
+    assert observed.metadata["conversations"].value == 24 and observed.metadata["files"].value >= 1
+    # the checks report at once what the build will do (everything, on an unbuilt project)
+    checks = {e.asset_key.to_user_string(): e for e in result.asset_events[1:]}
+    assert set(checks) == {"transcripts", "episodes", "monthly", "core"}
+    assert not checks["core"].passed and checks["episodes"].metadata["stale"].value == 24
+    # the next tick with the same files is idempotent: no run
+    again = _tick(sensor, instance, defs, cursor=result.cursor)
+    assert again.run_requests == []
 
 
 def test_sensor_waits_for_a_file_that_is_still_being_copied(demo_project, claude_export, conversation):
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
     sensor = defs.sensors[0]
-    for f in (demo_project.root / "exports").iterdir():
-        os.utime(f, (time.time() - 60, time.time() - 60))
-    first, _ = _tick(sensor, instance, defs)
+    _age(demo_project.root / "exports")
+    first = _tick(sensor, instance, defs)
     partial = demo_project.root / "exports" / "incoming.json"
     partial.write_text('[{"uuid": "half", "name": "Half", "chat_messages": [')  # mid-copy, fresh mtime
-    second, _ = _tick(sensor, instance, defs, cursor=first.cursor)
+    second = _tick(sensor, instance, defs, cursor=first.cursor)
     assert second.run_requests == []
     assert json.loads(second.cursor)[str(partial)]["sha"] is None
     claude_export(partial, [conversation("arrived", "Arrived", "2025-06-30", "finished copying")])
     os.utime(partial, (time.time() - 60, time.time() - 60))
-    third, _ = _tick(sensor, instance, defs, cursor=second.cursor)
+    third = _tick(sensor, instance, defs, cursor=second.cursor)
     assert len(third.run_requests) == 1
-    added = [r for r in third.dynamic_partitions_requests if r.partitions_def_name == "conversations"]
-    assert added[0].partition_keys == ["arrived"]
+    assert "arrived" in instance.get_dynamic_partitions("conversations")
 
 
 def test_a_project_definitions_file_loads_only_that_project(demo_project):
@@ -144,3 +195,16 @@ def test_a_project_definitions_file_loads_only_that_project(demo_project):
                          text=True, timeout=180, env=dict(os.environ, DAGSTER_HOME=str(demo_project.dagster_home)))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "'episodes'" in out.stdout and "repo demo loaded: False" in out.stdout
+    assert "Warning" not in out.stderr  # no Beta/Preview warning noise at start
+
+
+def test_a_projection_asked_for_on_an_unbuilt_project_fails_with_what_to_do(demo_project):
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    result = dg.materialize(list(defs.assets), selection=[layer_key("synix_context")], instance=instance,
+                            resources=defs.resources, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    message = failure.event_specific_data.error.message
+    assert "nothing to project yet" in message and "synix_build_all" in message
+    assert not (demo_project.root / "context.md").exists()

@@ -184,6 +184,26 @@ def test_replay_answers_from_cache_with_zero_calls(tmp_path):
     assert isinstance(missing, LLMError) and "conv-new" in str(missing)
 
 
+def test_identical_request_is_served_from_cache_without_replay(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    first = FakeClient(cache=cache, model="fake-big").complete(LLMRequest("same prompt", label="a"))
+    later = FakeClient(cache=cache, model="fake-big")  # e.g. the process after a crash
+    again = later.complete(LLMRequest("same prompt", label="a-again"))
+    assert later.calls == 0 and again.text == first.text
+    assert again.from_cache and again.cost_usd == 0 and again.attempts == 0
+    assert again.audit()["model"] == "fake-big" and again.audit()["provider"] == "fake"
+    assert again.label == "a-again"
+    # any change to the request's settings is a different request: the provider is called
+    for changed in (dict(model="other"), dict(temperature=0.9), dict(max_tokens=5),
+                    dict(system="new system")):
+        assert not later.complete(LLMRequest("same prompt", **changed)).from_cache
+    assert later.calls == 4
+    # the batch path asks the provider only for what the cache cannot answer
+    batch = later.complete_many([LLMRequest("same prompt"), LLMRequest("fresh prompt")],
+                                batch=True)
+    assert [r.from_cache for r in batch] == [True, False] and later.calls == 5
+
+
 def test_cache_key_covers_model_temperature_and_max_tokens(tmp_path):
     cache = ResponseCache(tmp_path / "c.sqlite")
     FakeClient(cache=cache).complete(LLMRequest("same prompt"))

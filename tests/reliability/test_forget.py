@@ -99,3 +99,39 @@ def test_forgotten_conversation_is_not_reingested_from_a_recopied_export(built, 
         assert store.current("transcripts", "private-0") is None
     finally:
         store.close()
+
+
+def test_fold_states_after_the_forgotten_month_leave_the_llm_cache(demo_project):
+    """Forgetting a March conversation of the demo: the core fold's cached steps for March to
+    June (states carrying March's rollup forward) go; January and February's stay valid."""
+    import sqlite3
+
+    def core_steps() -> dict[str, str]:
+        with sqlite3.connect(str(demo_project.llm_cache)) as db:
+            rows = dict(db.execute("SELECT key, label FROM responses WHERE label LIKE 'core/%'"))
+        db.close()
+        return rows
+
+    run_build(demo_project)
+    before = core_steps()
+    assert sorted(before.values()) == [f"core/2025-0{m}" for m in range(1, 7)]
+    report = forget(demo_project, "1dcd717d-bd5c-56dc-a504-8e02563fec81")  # 2025-03
+    assert report.rebuild_error is None
+    after = core_steps()
+    assert {before[k] for k in before if k in after} == {"core/2025-01", "core/2025-02"}
+    assert report.cache_entries_removed >= 4 + 2  # four fold steps, the episode, March's rollup
+
+
+def test_forgetting_an_export_file_also_takes_its_conversations_out_of_a_later_export(
+        built, claude_export, make_conversations, files_containing):
+    """Cumulative exports repeat old conversations: forgetting the old file must not leave them
+    in the new one (and forget must not report success while they are there)."""
+    later = make_conversations(2, prefix="private", months=("2025-01",), marker_at={0: MARKER})
+    later += make_conversations(1, prefix="june", months=("2025-06",))
+    claude_export(built.root / "exports" / "cumulative.json", later)
+    run_build(built)
+    report = forget(built, "exports/private.json")
+    assert report.conversation_ids == ["private-0", "private-1"]
+    assert report.files_rewritten == [str(built.root / "exports" / "cumulative.json")]
+    assert files_containing(built.root, MARKER) == []
+    assert "june-0" in (built.root / "exports" / "cumulative.json").read_text()

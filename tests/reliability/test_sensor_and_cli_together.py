@@ -1,7 +1,8 @@
 """A sensor-launched run and a CLI build on one project at the same time (issue 8, fault 4).
 
-The sensor's run request is executed the way a run worker executes it (the project's Dagster
-definitions, its partition-range tags) in one process while `synix run` builds in another.
+The sensor's run request (the `synix_build_all` job) is executed the way a run worker executes it
+(the project's Dagster definitions, the request's tags) in one process while `synix run` builds in
+another.
 """
 from __future__ import annotations
 
@@ -28,8 +29,7 @@ SENSOR_RUN = textwrap.dedent("""
     request = json.loads(sys.argv[2])
     instance = dagster_instance(paths)
     defs = build_defs(paths.root)
-    result = dg.materialize(list(defs.assets), selection=[dg.AssetKey([k]) for k in request["assets"]],
-                            instance=instance, resources=defs.resources, tags=request["tags"])
+    result = defs.resolve_job_def(request["job"]).execute_in_process(instance=instance, tags=request["tags"])
     print("sensor run success", result.success)
 """)
 
@@ -43,10 +43,8 @@ def test_sensor_run_and_cli_build_at_once_make_no_duplicates_and_no_lock_errors(
         os.utime(f, (time.time() - 60, time.time() - 60))
     with dg.build_sensor_context(instance=instance, resources=defs.resources, definitions=defs) as ctx:
         tick = defs.sensors[0](ctx)
-    for req in tick.dynamic_partitions_requests:
-        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
     run = tick.run_requests[0]
-    request = {"assets": [k.to_user_string() for k in run.asset_selection], "tags": dict(run.tags)}
+    request = {"job": run.job_name or defs.sensors[0].job_name, "tags": dict(run.tags)}
     env = dict(os.environ, SYNIX_LLM_PROVIDER="fake", SYNIX_FAKE_LATENCY_S="0.05")
     synix = os.path.join(os.path.dirname(sys.executable), "synix")
     sensor = subprocess.Popen([sys.executable, "-c", SENSOR_RUN, str(demo_project.root), json.dumps(request)],

@@ -1,0 +1,65 @@
+"""Export copy → current memory, with nobody running anything: a built demo project, a real
+`dagster dev` (webserver + daemon, no DAGSTER_HOME), then an export with N new conversations is
+copied into exports/. Measures the seconds until context.md is rewritten and until the last new
+conversation is found by `synix search` (the fake LLM provider, so the LLM costs nothing).
+
+    python benchmarks/bench_sensor_latency.py 1 100
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.conftest import _conversation, _make_claude_export  # noqa: E402
+from tests.dagster.live import DagsterDev, synix  # noqa: E402
+
+from synix_assets.scaffold import demo_exports, init_project  # noqa: E402
+
+
+def _found(root: Path, conv_id: str, words: str) -> bool:
+    out = synix(root, "search", words, "--json", "--limit", "50")
+    hits = json.loads(out.stdout)["hits"] if out.returncode == 0 else []
+    return any(s["conversation_id"] == conv_id for h in hits for s in h.get("sources", []))
+
+
+def measure(n: int, tag: str, root: Path, dev: DagsterDev) -> dict:
+    convs = [_conversation(f"{tag}-{i}", f"Quokka {tag} {i}", f"2025-{7 + i % 5:02d}-{1 + i % 27:02d}",
+                           f"quokka{tag} wildlife survey {i}") for i in range(n)]
+    staged = root.parent / f"{tag}.json"
+    _make_claude_export(staged, convs)
+    before = (root / "context.md").stat().st_mtime_ns
+    subprocess.run(["cp", str(staged), str(root / "exports" / staged.name)], check=True)
+    t0 = time.monotonic()
+    context_s = None
+    while time.monotonic() - t0 < 600:
+        if context_s is None and (root / "context.md").stat().st_mtime_ns != before:
+            context_s = time.monotonic() - t0
+        if context_s is not None and _found(root, f"{tag}-{n - 1}", f"quokka{tag}"):
+            return {"new_conversations": n, "context_md_s": round(context_s, 1),
+                    "searchable_s": round(time.monotonic() - t0, 1)}
+        time.sleep(0.5)
+    raise SystemExit(f"not current after 600 s: {dev.output()[-2000:]}")
+
+
+def main(sizes: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = init_project(Path(tmp) / "mem", exports=demo_exports())
+        assert synix(root, "run").returncode == 0
+        dev = DagsterDev(root).wait_serving()
+        try:
+            time.sleep(25)  # the sensor's first tick (a no-op build) is not what is measured
+            for i, n in enumerate(sizes):
+                print(json.dumps(measure(n, f"b{i}", root, dev)), flush=True)
+        finally:
+            dev.stop()
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [1, 100])

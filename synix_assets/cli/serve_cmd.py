@@ -1,0 +1,124 @@
+"""`synix serve`, `synix mcp`, `synix ask`: the built memory for people (explorer), programs
+(HTTP JSON API) and agents (MCP tools, an ask agent). Read-only; loopback unless told."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from synix_assets.cli.common import project_option, project_paths
+
+TOKEN_ENV = "SYNIX_SERVE_TOKEN"
+
+
+def _service(ctx):
+    from synix_assets.serve.service import MemoryService
+
+    return MemoryService(project_paths(ctx))
+
+
+def _listen_options(default_port: int):
+    def wrap(fn):
+        fn = click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+                          help="Also accept this Host (a reverse proxy's public name; docs/serve.md).")(fn)
+        fn = click.option("--token", envvar=TOKEN_ENV, default=None, show_envvar=True,
+                          help="Require this bearer token on every request (needed beyond loopback).")(fn)
+        fn = click.option("--port", type=click.IntRange(1, 65535), default=default_port,
+                          show_default=True, help="Port to listen on.")(fn)
+        fn = click.option("--host", default="127.0.0.1", show_default=True,
+                          help="Address to listen on; anything but loopback needs --token.")(fn)
+        return fn
+    return wrap
+
+
+def _check_listen(host: str, port: int, token: str | None) -> None:
+    from synix_assets.web.guard import is_loopback
+    from synix_assets.web.serving import check_port_free
+    from synix_resources.errors import ServeError
+
+    if not is_loopback(host) and not token:
+        raise ServeError(f"listening on {host} would expose the memory to the network without a token",
+                         hint=f"pass --token (or set {TOKEN_ENV}), or use an SSH tunnel (docs/serve.md)")
+    check_port_free(host, port)
+
+
+@click.command()
+@_listen_options(8765)
+@project_option
+@click.pass_context
+def serve(ctx, host, port, token, allow_hosts) -> None:
+    """Serve the memory explorer and the HTTP JSON API (/v1, docs at /docs), read-only.
+
+    \b
+    Examples:
+      synix serve                      # http://127.0.0.1:8765
+      synix serve --port 9000
+      SYNIX_SERVE_TOKEN=… synix serve --host 0.0.0.0
+    """
+    from synix_assets.cli.render import console
+    from synix_assets.serve.app import run_server
+
+    _check_listen(host, port, token)
+    svc = _service(ctx)
+    shown = f"[{host}]" if ":" in host else host
+    console().print(f"Synix explorer for {svc.paths.root} at [bold]http://{shown}:{port}[/] "
+                    f"(API: /v1, docs: /docs; Ctrl-C to stop)")
+    run_server(svc, host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts))
+
+
+@click.command()
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio for agent hosts that start the server; http for streamable HTTP at /mcp.")
+@_listen_options(8766)
+@project_option
+@click.pass_context
+def mcp(ctx, transport, host, port, token, allow_hosts) -> None:
+    """Serve the memory's read tools over MCP (search_memories, search_evidence, get_memory,
+    follow, lineage, list_layer, browse_timeline, get_map, get_recent_memories).
+
+    \b
+    Examples:
+      synix mcp -p ~/mem                     # stdio, e.g. in an MCP client's config
+      synix mcp --transport http --port 8766 # http://127.0.0.1:8766/mcp
+    """
+    from synix_assets.serve.mcp_server import run_http, run_stdio
+
+    if transport == "stdio":
+        run_stdio(_service(ctx))
+        return
+    _check_listen(host, port, token)
+    run_http(_service(ctx), host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts))
+
+
+@click.command()
+@click.argument("question")
+@click.option("--offline", is_flag=True, help="Do not call a model: show the best evidence only.")
+@click.option("--model", default=None, help="Model for the agent (default: SYNIX_LLM_MODEL or Claude Sonnet).")
+@click.option("--max-steps", type=click.IntRange(1, 50), default=8, show_default=True,
+              help="Most tool calls the agent may make.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and steps as JSON.")
+@project_option
+@click.pass_context
+def ask(ctx, question, offline, model, max_steps, as_json) -> None:
+    """Ask the memory a question; the answer cites record ids and source conversations.
+
+    With ANTHROPIC_API_KEY set an agent reads the memory's map and navigates it with tools;
+    without it (or with --offline) no answer is generated and the best evidence is shown.
+
+    \b
+    Examples:
+      synix ask "when is my marathon?"
+      synix ask "what did I decide about the database?" --offline --json
+    """
+    from synix_assets.cli import render
+    from synix_assets.serve.ask import ask as run_ask
+
+    svc = _service(ctx)
+    try:
+        result = run_ask(svc, question, model=model, max_steps=max_steps, offline=offline or None)
+    finally:
+        svc.close()
+    if as_json:
+        click.echo(json.dumps(result, indent=2, default=str, ensure_ascii=False))
+        return
+    render.ask_result(render.console(), result)

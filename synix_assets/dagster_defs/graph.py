@@ -1,0 +1,78 @@
+"""The Dagster shape of a pipeline: asset keys, edges and code versions, shared by the asset
+definitions, the provenance tags and the store sync so all three agree."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dagster as dg
+
+from synix_assets.dagster_defs.partitions import partitions_for
+from synix_resources.fingerprints import sha256_text
+
+RESERVED = {"context", "conf", "config", "meta", "arg_dict", "dict", "input_arg_dict",
+            "output_arg_dict", "int", "str", "float", "bool", "input", "output", "type"}
+
+
+def dagster_name(name: str) -> str:
+    """Synix names may contain '-'; Dagster names may not, nor be a reserved word."""
+    clean = name.replace("-", "_")
+    return f"synix_{clean}" if clean in RESERVED else clean
+
+
+def layer_key(layer: str) -> dg.AssetKey:
+    return dg.AssetKey([dagster_name(layer)])
+
+
+def source_key(name: str) -> dg.AssetKey:
+    return dg.AssetKey(["sources", name])
+
+
+@dataclass(frozen=True)
+class Parent:
+    """One Dagster edge into an asset. `kind`: source (an export folder), same (the upstream layer
+    has the same partitions: partition P reads P), fan_in (a partitioned upstream read whole) or
+    single (an unpartitioned upstream)."""
+
+    name: str
+    key: dg.AssetKey
+    kind: str
+
+
+def parents(pipeline, name: str) -> list[Parent]:
+    if name in pipeline.projections:
+        proj = pipeline.projections[name]
+        ups = proj.from_ if isinstance(proj.from_, tuple) else (proj.from_,)
+        mine = None
+    else:
+        ups = pipeline.steps[name].from_
+        mine = partitions_for(pipeline, name)
+    out = []
+    for up in ups:
+        if up in pipeline.sources:
+            out.append(Parent(up, source_key(up), "source"))
+            continue
+        part = partitions_for(pipeline, up)
+        if part is None:
+            kind = "single"
+        elif mine is not None and part == mine:
+            kind = "same"
+        else:
+            kind = "fan_in"
+        out.append(Parent(up, layer_key(up), kind))
+    return out
+
+
+def code_versions(pipeline, llm_identity: str) -> dict[str, str]:
+    """Code version of every layer and projection, folding in its upstream layers' versions: a
+    prompt edit in episodes makes monthly, core and the projections stale in Dagster too, as
+    `synix plan` says they are (Dagster itself does not pass staleness down the graph)."""
+    out: dict[str, str] = {}
+    for layer in pipeline.layer_order():
+        step = pipeline.steps[layer]
+        own = pipeline.version(layer, "" if step.kind == "merge" else llm_identity)
+        ups = [out[u] for u in step.from_ if u in out]
+        out[layer] = sha256_text("\n".join([own, *ups]))[:16]
+    for name, proj in pipeline.projections.items():
+        ups = proj.from_ if isinstance(proj.from_, tuple) else (proj.from_,)
+        out[name] = sha256_text("\n".join([repr(proj), *(out[u] for u in ups if u in out)]))[:16]
+    return out

@@ -1,0 +1,137 @@
+"""What Dagster records about each partition, and keeping any Dagster instance in step with the
+Synix store.
+
+Provenance: every partition's materialization carries Dagster's data-version tags — its code
+version, its data version (the artifact's content hash) and, per upstream asset, the upstream data
+version and an event pointer (the upstream's latest storage id when the build started). Dagster's
+stale/unsynced status is computed from exactly these tags, so with them it agrees with Synix's
+plan instead of reporting "has a new dependency" on every partition.
+
+Sync: a Dagster home that has never seen this project (plain `dagster dev` with a temporary home,
+a new machine, a wiped instance) gets the project's partitions registered and one materialization
+per current artifact recorded from the store (tagged `synix/trigger=store_sync`), so the UI shows
+the real state instead of "Never materialized". Assets no longer in the pipeline are wiped from
+the instance so a pipeline change leaves no orphans.
+"""
+from __future__ import annotations
+
+import dagster as dg
+
+from synix_assets.dagster_defs.graph import Parent, layer_key, parents
+from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
+from synix_assets.engine.projections import artifact_title
+
+INITIAL = "INITIAL"  # Dagster's data version of an external asset observed without one
+TRIGGER_TAG = "synix/trigger"
+
+
+def data_version(content_hash: str | None) -> str:
+    return (content_hash or "")[:16] or INITIAL
+
+
+def latest_storage_ids(instance, keys: list[dg.AssetKey], sources: set[dg.AssetKey]) -> dict:
+    """The newest event id of each asset (observations for export sources): the cursor Dagster
+    compares later materializations of a partitioned upstream against."""
+    out = {}
+    for key in keys:
+        flt = dg.AssetRecordsFilter(asset_key=key)
+        fetch = instance.fetch_observations if key in sources else instance.fetch_materializations
+        records = fetch(flt, limit=1).records
+        out[key] = records[0].storage_id if records else None
+    return out
+
+
+def _single_hash(store, layer: str) -> str | None:
+    current = store.current_index(layer)
+    return next(iter(current.values())).content_hash if len(current) == 1 else None
+
+
+class Provenance:
+    """Builds the provenance tags of one asset's materializations for one build."""
+
+    def __init__(self, pipeline, store, name: str, code_version: str, instance):
+        self.store, self.code_version = store, code_version
+        self.parents: list[Parent] = parents(pipeline, name)
+        sources = {p.key for p in self.parents if p.kind == "source"}
+        self.cursors = latest_storage_ids(instance, [p.key for p in self.parents], sources)
+        self._single = {p.name: _single_hash(store, p.name) for p in self.parents if p.kind == "single"}
+
+    def tags(self, group_key: str | None, content_hash: str | None) -> dict[str, str]:
+        tags = {"dagster/code_version": self.code_version,
+                "dagster/data_version": data_version(content_hash),
+                "dagster/data_version_is_user_provided": "true"}
+        for p in self.parents:
+            cursor = self.cursors.get(p.key)
+            if p.kind == "same" and group_key is not None:
+                up = self.store.current(p.name, group_key)
+                version = data_version(up.content_hash if up else None)
+            elif p.kind == "single":
+                version = data_version(self._single.get(p.name))
+            elif p.kind == "fan_in":
+                # Dagster compares a partitioned upstream by event pointer, not by this value.
+                version = f"events<={cursor}"
+            else:
+                version = INITIAL  # export folders are observed without a data version
+            name = p.key.to_user_string()
+            tags[f"dagster/input_data_version/{name}"] = version
+            tags[f"dagster/input_event_pointer/{name}"] = str(cursor) if cursor else "NULL"
+        return tags
+
+
+def artifact_metadata(art) -> dict:
+    """What a person recognises a partition by: its title, date and a preview of its content."""
+    md = {"artifact_id": art.artifact_id, "title": artifact_title(art),
+          "date": str(art.metadata.get("meta.time.created_at") or art.metadata.get("meta.time.period") or "")[:10],
+          "preview": dg.MetadataValue.md(art.content[:600])}
+    if art.metadata.get("meta.chat.message_count"):
+        md["messages"] = int(art.metadata["meta.chat.message_count"])
+    return md
+
+
+def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]]) -> int:
+    """Add the given group keys to each layer's dynamic partitions; returns how many were new."""
+    added = 0
+    for layer, keys in layer_keys.items():
+        name = dynamic_name(pipeline, layer)
+        if not name or not keys:
+            continue
+        have = set(instance.get_dynamic_partitions(name))
+        new = [k for k in dict.fromkeys(keys) if k not in have]
+        if new:
+            instance.add_dynamic_partitions(name, new)
+            added += len(new)
+    return added
+
+
+def sync_instance(instance, pipeline, store, versions: dict[str, str], asset_keys: set[dg.AssetKey]) -> dict:
+    """Bring `instance` in step with the store (see the module docstring); cheap when it already is."""
+    layers = pipeline.layer_order()
+    current = {layer: store.current_index(layer) for layer in layers}
+    added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers})
+    wiped = [k for k in instance.get_asset_keys() if k not in asset_keys]
+    if wiped:
+        instance.wipe_assets(wiped)
+    recorded = 0
+    for layer in layers:
+        if not current[layer] or instance.get_latest_materialization_event(layer_key(layer)) is not None:
+            continue
+        prov = Provenance(pipeline, store, layer, versions[layer], instance)
+        partitioned = partitions_for(pipeline, layer) is not None
+        for art in store.get_many(ref.artifact_id for ref in current[layer].values()):
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=layer_key(layer), partition=art.group_key if partitioned else None,
+                metadata={**artifact_metadata(art), "note": "recorded from the Synix store"},
+                tags={**prov.tags(art.group_key if partitioned else None, art.content_hash),
+                      TRIGGER_TAG: "store_sync"}))
+            recorded += 1
+    for name in pipeline.projections:
+        key = store.get_meta(f"projection:{name}:key")
+        if key and instance.get_latest_materialization_event(layer_key(name)) is None:
+            prov = Provenance(pipeline, store, name, versions[name], instance)
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=layer_key(name), metadata={"note": "recorded from the Synix store"},
+                tags={**prov.tags(None, key), TRIGGER_TAG: "store_sync"}))
+            recorded += 1
+    return {"partitions_added": added, "materializations_recorded": recorded,
+            "orphans_wiped": [k.to_user_string() for k in wiped]}
+

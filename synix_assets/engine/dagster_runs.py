@@ -1,0 +1,56 @@
+"""Ending the Dagster runs a Synix run leaves open, and settling runs whose process died.
+
+An in-process Dagster run ends by itself when its step fails or is interrupted. A process killed
+with SIGKILL (or a machine that went down) leaves its Synix run "running" and its Dagster run
+STARTED for good; the next `synix run` or `synix runs` notices the owner process is gone (pid and
+start time are recorded with the run) and marks both as interrupted / failed.
+"""
+from __future__ import annotations
+
+KILLED = "the process building it (pid {pid}) ended before the run finished"
+OUTCOME_TAG = "synix/outcome"  # on the Dagster runs of a Synix run that did not complete
+
+
+def close_open_runs(instance, synix_run_id: str, dagster_run_id: str | None = None, *,
+                    outcome: str, message: str, cancel: bool = False) -> list[str]:
+    """End every not-yet-finished Dagster run of this Synix run (reported canceled with
+    `cancel`, failed otherwise) and tag each of its runs that did not succeed with the Synix
+    outcome, so the UI says "interrupted" where Dagster only knows FAILURE; returns the ids of
+    the runs it ended."""
+    import dagster as dg
+
+    from synix_assets.dagster_defs.assets import RUN_ID_TAG
+
+    runs = list(instance.get_runs(filters=dg.RunsFilter(tags={RUN_ID_TAG: synix_run_id})))
+    if dagster_run_id and dagster_run_id not in {r.run_id for r in runs}:
+        runs += instance.get_runs(filters=dg.RunsFilter(run_ids=[dagster_run_id]))
+    ended = []
+    for run in runs:
+        if run.status == dg.DagsterRunStatus.SUCCESS:
+            continue
+        if not run.is_finished:
+            if cancel:
+                instance.report_run_canceled(run, message=message)
+            else:
+                instance.report_run_failed(run, message=message)
+            ended.append(run.run_id)
+        instance.add_run_tags(run.run_id, {OUTCOME_TAG: outcome})
+    return ended
+
+
+def settle_abandoned_runs(paths, store) -> list[str]:
+    """Mark runs whose process has ended without finishing them as interrupted, here and in
+    Dagster; returns their Synix run ids. Loads Dagster only when there is one."""
+    abandoned = store.abandoned_runs()
+    for run in abandoned:
+        pid = (run.owner or {}).get("pid")
+        store.finish_run(run.run_id, "interrupted", {"error": KILLED.format(pid=pid)})
+    if abandoned:
+        from synix_assets.engine.runner import dagster_instance
+
+        instance = dagster_instance(paths)
+        for run in abandoned:
+            pid = (run.owner or {}).get("pid")
+            close_open_runs(instance, run.run_id, run.dagster_run_id, outcome="interrupted",
+                            message=f"Synix: {KILLED.format(pid=pid)}")
+    return [r.run_id for r in abandoned]

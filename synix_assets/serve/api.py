@@ -1,0 +1,106 @@
+"""The HTTP JSON API under /v1: thin handlers over `MemoryService` (OpenAPI at /docs)."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+
+from synix_assets.serve.service import MAX_LIMIT, MODES, MemoryService
+
+router = APIRouter(prefix="/v1", tags=["memory"])
+BRANCH = Query("main", description="Branch to read (only `main` until branches exist).")
+
+
+def _svc(request: Request) -> MemoryService:
+    return request.app.state.service
+
+
+def _list(value: str | None) -> list[str] | None:
+    items = [v.strip() for v in (value or "").split(",") if v.strip()]
+    return items or None
+
+
+@router.get("/search", summary="Search the memory; every hit carries its provenance")
+def search(request: Request, q: str = Query(..., description="Words to search for."),
+           layers: str | None = Query(None, description="Comma-separated layers (default: all, best altitude per lineage)."),
+           mode: str = Query("fts", description=f"One of {', '.join(MODES)}."),
+           since: str | None = Query(None, description="YYYY[-MM[-DD]], inclusive."),
+           until: str | None = Query(None, description="YYYY[-MM[-DD]], inclusive."),
+           limit: int = Query(10, ge=1, le=MAX_LIMIT),
+           evidence: bool = Query(False, description="Search the raw transcripts (passages)."),
+           branch: str = BRANCH) -> dict:
+    return _svc(request).search(q, branch=branch, layers=_list(layers), mode=mode, since=since,
+                                until=until, limit=limit, evidence=evidence)
+
+
+@router.get("/records/{record_id}", summary="One record: content, metadata, audit, sources")
+def record(request: Request, record_id: str, branch: str = BRANCH) -> dict:
+    return _svc(request).record(record_id, branch)
+
+
+@router.get("/records/{record_id}/sources", summary="The records this one was built from")
+def sources(request: Request, record_id: str, branch: str = BRANCH) -> dict:
+    return _svc(request).sources(record_id, branch)
+
+
+@router.get("/records/{record_id}/leaves", summary="The source transcripts under a record")
+def leaves(request: Request, record_id: str, limit: int = Query(100, ge=1, le=MAX_LIMIT),
+           branch: str = BRANCH) -> dict:
+    return _svc(request).leaves(record_id, branch, limit=limit)
+
+
+@router.get("/records/{record_id}/lineage", summary="The provenance tree down to the transcripts")
+def lineage(request: Request, record_id: str,
+            q: str | None = Query(None, description="Keep the branches that mention these words."),
+            depth: int = Query(20, ge=1, le=20, description="Levels of sources to follow."),
+            per_node: int | None = Query(None, ge=1, le=MAX_LIMIT, description="Most sources shown per record."),
+            branch: str = BRANCH) -> dict:
+    return _svc(request).lineage(record_id, branch, query=q, depth=depth, per_node=per_node)
+
+
+@router.get("/layers", summary="The pipeline's layers with their record counts")
+def layers(request: Request, branch: str = BRANCH) -> dict:
+    return {"layers": _svc(request).layers(branch)}
+
+
+@router.get("/layers/{layer}", summary="One page of a layer's records, newest first")
+def layer(request: Request, layer: str, page: int = Query(1, ge=1),
+          per_page: int = Query(50, ge=1, le=MAX_LIMIT), oldest_first: bool = False,
+          since: str | None = None, until: str | None = None,
+          period: str | None = None, conversation: str | None = None,
+          source: str | None = None, source_file: str | None = None,
+          branch: str = BRANCH) -> dict:
+    return _svc(request).layer_page(layer, branch=branch, page=page, per_page=per_page,
+                                    oldest_first=oldest_first, since=since, until=until,
+                                    period=period, conversation=conversation, source=source,
+                                    source_file=source_file)
+
+
+@router.get("/timeline", summary="Records in a time window, grouped by source")
+def timeline(request: Request, since: str | None = None, until: str | None = None,
+             source: str | None = None, layers: str | None = None,
+             limit: int = Query(50, ge=1, le=MAX_LIMIT), page: int = Query(1, ge=1),
+             branch: str = BRANCH) -> dict:
+    return _svc(request).timeline(branch=branch, since=since, until=until, source=source,
+                                  layers=_list(layers), limit=limit, page=page)
+
+
+@router.get("/context", summary="The context document and the records it was drawn from")
+def context(request: Request, branch: str = BRANCH) -> dict:
+    return _svc(request).context(branch)
+
+
+@router.get("/brief", summary="Core memory + recent records + top hits, within a token budget")
+def brief(request: Request, query: str | None = None,
+          budget_tokens: int = Query(2000, ge=100, le=200_000),
+          hits: int = Query(5, ge=1, le=MAX_LIMIT), branch: str = BRANCH) -> dict:
+    return _svc(request).brief(query, branch=branch, budget_tokens=budget_tokens, hits=hits)
+
+
+@router.get("/map", summary="The map an agent reads first: core memory, layers, recent records")
+def memory_map(request: Request, recent: int = Query(5, ge=1, le=MAX_LIMIT),
+               branch: str = BRANCH) -> dict:
+    return _svc(request).memory_map(branch, recent=recent)
+
+
+@router.get("/pipeline", summary="The pipeline DAG with counts and staleness")
+def pipeline(request: Request, branch: str = BRANCH) -> dict:
+    return _svc(request).pipeline_graph(branch)

@@ -1,0 +1,73 @@
+"""The `synix serve` ASGI app: the /v1 JSON API, the explorer pages and their static files.
+
+The guard (Host/Origin/token) wraps this app where it is served (`run_server`), so tests and
+embedders can mount the bare app elsewhere.
+"""
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from synix_assets.serve import api, explorer
+from synix_assets.serve.errors import status_of, validation_line
+from synix_assets.serve.service import MemoryService
+from synix_resources.errors import SynixError
+
+
+def create_app(service: MemoryService) -> FastAPI:
+    # docs_url=None: the default /docs page loads Swagger UI from a CDN; ours is vendored.
+    app = FastAPI(title="Synix memory API", version="1", docs_url=None, redoc_url=None,
+                  description="Read-only access to a built Synix memory: search with provenance, "
+                              "records, lineage, layers, timeline, the context document and a "
+                              "prompt-ready brief.")
+    app.state.service = service
+    app.include_router(api.router)
+    app.include_router(explorer.router)
+    app.mount("/static", StaticFiles(directory=explorer.HERE / "static"), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Synix memory API",
+                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/swagger/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+
+    def answer(request: Request, status: int, message: str):
+        if request.url.path.startswith("/v1") or request.url.path.startswith("/openapi"):
+            return JSONResponse({"error": message}, status_code=status)
+        return explorer.render(request, "error.html", status=status, message=message)
+
+    @app.exception_handler(SynixError)
+    async def synix_error(request: Request, exc: SynixError):
+        return answer(request, status_of(exc), exc.one_line())
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameter(request: Request, exc: RequestValidationError):
+        return answer(request, 400, validation_line(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return answer(request, exc.status_code, str(exc.detail))
+
+    return app
+
+
+def run_server(service: MemoryService, *, host: str, port: int, token: str | None = None,
+               allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Serve until Ctrl-C/SIGTERM, behind the guard; closes the service's readers after."""
+    from synix_assets.web.guard import GuardPolicy
+    from synix_assets.web.serving import Terminated, make_server, sigterm_raises
+
+    policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts)
+    server = make_server(create_app(service), policy, host=host, port=port)
+    with sigterm_raises():
+        try:
+            server.run()
+        except (KeyboardInterrupt, Terminated):
+            pass
+        finally:
+            service.close()

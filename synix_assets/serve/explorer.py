@@ -1,0 +1,160 @@
+"""The explorer: server-rendered pages (Jinja2, autoescaped) with htmx for in-place navigation.
+
+Handlers only gather what `MemoryService` returns and hand it to a template; every piece of
+export text is escaped by Jinja, and highlighting escapes before it marks.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from synix_assets.serve.service import MAX_LIMIT, MemoryService
+
+HERE = Path(__file__).parent
+router = APIRouter(include_in_schema=False)
+env = Environment(loader=FileSystemLoader(HERE / "templates"),
+                  autoescape=select_autoescape(default=True, default_for_string=True))
+_SNIPPET_MARK = re.compile(r"\[([^\[\]\n]{1,80})\]")
+
+
+def highlight(text: str, query: str | None) -> Markup:
+    """Escaped text with the query's words wrapped in <mark>."""
+    safe = str(escape(text or ""))
+    words = sorted({w for w in re.findall(r"\w{3,}", query or "")}, key=len, reverse=True)
+    if words:
+        pattern = re.compile(r"\b(" + "|".join(re.escape(str(escape(w))) for w in words) + r")",
+                             re.IGNORECASE)
+        safe = pattern.sub(r"<mark>\1</mark>", safe)
+    return Markup(safe)
+
+
+def snippet(text: str) -> Markup:
+    """A search snippet, escaped, with the index's [match] brackets shown as <mark>."""
+    return Markup(_SNIPPET_MARK.sub(r"<mark>\1</mark>", str(escape(text or ""))))
+
+
+def link(path: str, **params) -> str:
+    """A URL with the non-empty params."""
+    kept = {k: v for k, v in params.items() if v not in (None, "", [], False)}
+    return path + (("?" + urlencode(kept, doseq=True)) if kept else "")
+
+
+env.filters["highlight"] = highlight
+env.filters["snippet"] = snippet
+env.globals["link"] = link
+
+
+def render(request: Request, name: str, status: int = 200, **ctx) -> HTMLResponse:
+    ctx.setdefault("branch", request.query_params.get("branch", "main"))
+    return HTMLResponse(env.get_template(name).render(request=request, **ctx), status_code=status)
+
+
+def _svc(request: Request) -> MemoryService:
+    return request.app.state.service
+
+
+@router.get("/")
+def home() -> RedirectResponse:
+    return RedirectResponse("/explore", status_code=307)
+
+
+@router.get("/explore", response_class=HTMLResponse)
+def explore(request: Request, q: str | None = None, layers: str | None = None,
+            mode: str = "fts", layer: str | None = None, page: int = Query(1, ge=1),
+            sel: str | None = None, src: str | None = None, trail: str | None = None,
+            range_: str | None = Query(None, alias="range"), branch: str = "main"):
+    """Three columns: results (search hits, or a layer's records) | the selected record's
+    sources | the selected source's content. Clicking a source's own source moves the
+    selection down one level (the trail keeps the way back)."""
+    svc = _svc(request)
+    all_layers = svc.layers(branch)
+    layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
+    results, listing = None, None
+    if q:
+        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30)
+    else:
+        built = [l for l in all_layers if l["records"]]
+        chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)
+        if chosen:
+            listing = svc.layer_page(chosen, branch=branch, page=page, per_page=30)
+    selected = svc.record(sel, branch) if sel else None
+    selected_sources = svc.sources(sel, branch)["sources"] if sel else []
+    detail = svc.record(src, branch) if src else None
+    detail_sources = svc.sources(src, branch)["sources"] if src else []
+    hl_range = _range(range_)
+    if detail and detail["messages"] and not hl_range and q:
+        hl_range = svc.matched_range(q, detail["messages"])
+    trail_ids = [t for t in (trail or "").split(",") if t]
+    crumbs = [svc.sources(t, branch) for t in trail_ids]
+    return render(request, "explore.html", q=q, layers=layers or "", mode=mode, layer=layer,
+                  all_layers=all_layers, results=results, listing=listing, selected=selected,
+                  selected_sources=selected_sources, detail=detail, detail_sources=detail_sources,
+                  hl_range=hl_range, trail=trail_ids, crumbs=crumbs, sel=sel, src=src, page=page,
+                  branch=branch)
+
+
+def _range(value: str | None) -> tuple[int, int] | None:
+    m = re.fullmatch(r"(\d+)(?:-(\d+))?", value or "")
+    return (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
+
+
+@router.get("/explore/passages", response_class=HTMLResponse)
+def passages(request: Request, q: str, mode: str = "fts", src: str | None = None,
+             branch: str = "main"):
+    """Transcript passages for a query (loaded into the results column after the page)."""
+    hits = _svc(request).search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
+    return render(request, "_passages.html", passages=hits, q=q, mode=mode, src=src, branch=branch)
+
+
+@router.get("/records/{record_id}", response_class=HTMLResponse)
+def record_page(request: Request, record_id: str, branch: str = "main"):
+    svc = _svc(request)
+    rec = svc.record(record_id, branch)
+    # Two levels, a few sources each: a core memory's whole tree is every conversation.
+    return render(request, "record.html", rec=rec,
+                  tree=svc.lineage(record_id, branch, depth=2, per_node=8))
+
+
+@router.get("/layers/{layer}", response_class=HTMLResponse)
+def layer_page(request: Request, layer: str, page: int = Query(1, ge=1),
+               per_page: int = Query(50, ge=1, le=MAX_LIMIT), oldest_first: bool = False,
+               period: str | None = None, conversation: str | None = None,
+               source_file: str | None = None, branch: str = "main"):
+    svc = _svc(request)
+    data = svc.layer_page(layer, branch=branch, page=page, per_page=per_page,
+                          oldest_first=oldest_first, period=period, conversation=conversation,
+                          source_file=source_file)
+    return render(request, "layer.html", data=data, all_layers=svc.layers(branch),
+                  period=period or "", conversation=conversation or "",
+                  source_file=source_file or "", oldest_first=oldest_first)
+
+
+@router.get("/pipeline", response_class=HTMLResponse)
+def pipeline_page(request: Request, branch: str = "main"):
+    """The page at once; the DAG (which needs a staleness plan) loads into it."""
+    return render(request, "pipeline.html", branch=branch)
+
+
+@router.get("/pipeline/graph", response_class=HTMLResponse)
+def pipeline_graph(request: Request, branch: str = "main"):
+    graph = _svc(request).pipeline_graph(branch)
+    columns: dict[int, list[dict]] = {}
+    for node in graph["nodes"]:
+        col = -1 if node["kind"] == "source" else (node.get("level", 0) if "level" in node else 99)
+        columns.setdefault(col, []).append(node)
+    inputs = {}
+    for edge in graph["edges"]:
+        inputs.setdefault(edge["to"], []).append(edge["from"])
+    return render(request, "_pipeline_graph.html", graph=graph,
+                  columns=[columns[k] for k in sorted(columns)], inputs=inputs)
+
+
+@router.get("/context", response_class=HTMLResponse)
+def context_page(request: Request, branch: str = "main"):
+    return render(request, "context.html", doc=_svc(request).context(branch))

@@ -1,0 +1,66 @@
+"""`synix mcp`: the memory's read tools over the Model Context Protocol (official `mcp` SDK),
+on stdio (for agent hosts that spawn it) or streamable HTTP (loopback, behind the guard)."""
+from __future__ import annotations
+
+import json
+
+from synix_assets.serve.service import MemoryService
+from synix_assets.serve.tools import memory_tools
+from synix_resources.errors import SynixError
+
+INSTRUCTIONS = ("Read-only access to a Synix memory built from the user's conversations. Call "
+                "get_map first, then search_memories / follow / lineage to navigate, and "
+                "search_evidence to quote the source conversations. Cite record ids.")
+
+
+def _as_tool(fn):
+    """Wrap a tool so a Synix failure comes back to the client as a one-line tool error."""
+    import functools
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def tool(*args, **kwargs) -> str:
+        try:
+            return json.dumps(fn(*args, **kwargs), default=str, ensure_ascii=False)
+        except SynixError as exc:
+            raise ToolError(exc.one_line()) from exc
+    tool.__annotations__ = {**fn.__annotations__, "return": str}
+    return tool
+
+
+def build_server(service: MemoryService):
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    server = MCPServer("synix-memory", instructions=INSTRUCTIONS, log_level="WARNING")
+    for fn in memory_tools(service):
+        server.add_tool(_as_tool(fn), annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+                        structured_output=False)
+    return server
+
+
+def run_stdio(service: MemoryService) -> None:
+    try:
+        build_server(service).run("stdio")
+    finally:
+        service.close()
+
+
+def run_http(service: MemoryService, *, host: str, port: int, token: str | None = None,
+             allowed_hosts: tuple[str, ...] = ()) -> None:
+    """Streamable HTTP at http://host:port/mcp behind the same guard as `synix serve`."""
+    from synix_assets.web.guard import GuardPolicy
+    from synix_assets.web.serving import Terminated, make_server, sigterm_raises
+
+    app = build_server(service).streamable_http_app(host=host)
+    policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts,
+                         json_is_proof=True)
+    server = make_server(app, policy, host=host, port=port)
+    with sigterm_raises():
+        try:
+            server.run()
+        except (KeyboardInterrupt, Terminated):
+            pass
+        finally:
+            service.close()

@@ -1,0 +1,1 @@
+"""Web plumbing shared by `synix ui` and `synix serve`: the request guard and the UI proxy."""

@@ -1,0 +1,159 @@
+"""Helpers for the tests that drive a real `dagster dev`: start/stop by PID, GraphQL, staleness,
+`synix` subprocesses, a headless Chromium."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+CHROMIUM = "/usr/bin/chromium"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra) -> dict:
+    """The environment of a user who set nothing: no DAGSTER_HOME, no SYNIX_PROJECT."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SYNIX_PROJECT")}
+    env.update(SYNIX_LLM_PROVIDER="fake", **extra)
+    return env
+
+
+class DagsterDev:
+    def __init__(self, cwd: Path, *args: str, env: dict | None = None):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = cwd / f"dagster-dev-{self.port}.log"
+        self._out = open(self.log, "wb")
+        self.proc = subprocess.Popen(
+            [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(self.port), *args],
+            cwd=cwd, env=env or clean_env(), stdout=self._out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_serving(self, timeout_s: float = 150) -> "DagsterDev":
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.base}/server_info", timeout=2):
+                    return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    pytest.fail(f"dagster dev did not serve {self.base}: {self.output()[-3000:]}")
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self._out.close()
+
+    def gql(self, query: str, variables: dict | None = None) -> dict:
+        req = urllib.request.Request(f"{self.base}/graphql",
+                                     data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            data = json.loads(resp.read())
+        assert "errors" not in data, data["errors"]
+        return data["data"]
+
+    def reload(self) -> None:
+        data = self.gql('mutation { reloadRepositoryLocation(repositoryLocationName: "synix") '
+                        '{ __typename ... on WorkspaceLocationEntry { loadStatus } } }')
+        assert data["reloadRepositoryLocation"]["loadStatus"] == "LOADED"
+
+    def asset_keys(self) -> set[str]:
+        nodes = self.gql("{ assetNodes { assetKey { path } } }")["assetNodes"]
+        return {"/".join(n["assetKey"]["path"]) for n in nodes}
+
+    def staleness(self) -> dict[str, Counter]:
+        """Per asset: Counter of Dagster's stale status over its partitions (or of its one status)."""
+        nodes = self.gql("{ assetNodes { assetKey { path } partitionKeys } }")["assetNodes"]
+        out = {}
+        for n in nodes:
+            path, keys = n["assetKey"]["path"], n["partitionKeys"]
+            field = "staleStatusByPartition(partitions: $keys)" if keys else "staleStatus"
+            params = "$path: [String!]!" + (", $keys: [String!]!" if keys else "")
+            q = (f"query({params}) {{ assetNodeOrError(assetKey: {{path: $path}}) "
+                 f"{{ ... on AssetNode {{ {field} }} }} }}")
+            node = self.gql(q, {"path": path, **({"keys": keys} if keys else {})})["assetNodeOrError"]
+            value = node.get("staleStatusByPartition") if keys else [node["staleStatus"]]
+            out["/".join(path)] = Counter(value)
+        return out
+
+    def checks(self) -> dict[str, str]:
+        nodes = self.gql("""{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks {
+            checks { name executionForLatestMaterialization { status } } } } } }""")["assetNodes"]
+        return {"/".join(n["assetKey"]["path"]): c["executionForLatestMaterialization"]["status"]
+                for n in nodes for c in n["assetChecksOrError"].get("checks", [])
+                if c["executionForLatestMaterialization"]}
+
+
+def synix(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "synix"), "-p", str(project), *args], env=clean_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def plan_stale(project: Path) -> dict[str, int]:
+    """Per layer/projection, what `synix plan` would rebuild (Dagster asset names)."""
+    out = synix(project, "plan", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    plan = json.loads(out.stdout)
+    stale = {name: int(v["stale"]) for name, v in plan["layers"].items()}
+    names = {"memory-index": "memory_index", "context": "synix_context"}
+    stale.update({names.get(k, k): int(bool(v["stale"])) for k, v in plan["projections"].items()})
+    return stale
+
+
+def dagster_stale(status: dict[str, Counter]) -> dict[str, int]:
+    return {k: v.get("STALE", 0) for k, v in status.items() if k != "sources/exports"}
+
+
+def shot_path(tmp: Path, name: str) -> Path:
+    """Screenshots go to docs/ when SYNIX_DOCS_SCREENSHOTS=1 (refreshing the ones the docs show),
+    else next to the test's files."""
+    if os.environ.get("SYNIX_DOCS_SCREENSHOTS") == "1":
+        return Path(__file__).resolve().parents[2] / "docs" / name
+    return tmp / name
+
+
+def screenshot_graph(base: str, group: str, path: Path, wait_text: str | None = None) -> None:
+    """Open the asset group graph in headless Chromium, wait for `wait_text`, save a screenshot."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.goto(f"{base}/locations/synix/asset-groups/{group}")
+            page.get_by_text("Latest event").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(1500)
+            skip = page.get_by_role("button", name="Skip")  # Dagster's one-time community prompt
+            if skip.count():
+                skip.first.click()
+            if wait_text:
+                page.get_by_text(wait_text).first.wait_for(timeout=60_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(path))
+        finally:
+            browser.close()

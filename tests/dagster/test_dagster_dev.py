@@ -1,0 +1,136 @@
+"""A real `dagster dev` (webserver + daemon) in a project built by `synix run`, started with no
+DAGSTER_HOME (the project's .env points Dagster at .synix/dagster). One process serves the whole
+module, through the incremental scenarios in order: Dagster's stale status (GraphQL) must match
+`synix plan` at each point, and the export sensor must make the whole memory current on its own."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_graph, shot_path, synix
+
+WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    root = tmp_path_factory.mktemp("live") / "mem"
+    from synix_assets.scaffold import demo_exports, init_project
+
+    init_project(root, exports=demo_exports())
+    built = synix(root, "run", "--json")
+    assert built.returncode == 0, built.stderr[-2000:]
+    dev = DagsterDev(root).wait_serving()
+    try:
+        yield root, dev
+    finally:
+        dev.stop()
+
+
+def _wait(predicate, what: str, dev: DagsterDev):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(3)
+    pytest.fail(f"not within {WAIT_S}s: {what}\n{dev.output()[-3000:]}")
+
+
+def _searchable(root, words: str, conversation_id: str) -> bool:
+    found = synix(root, "search", words, "--json")
+    hits = json.loads(found.stdout)["hits"] if found.returncode == 0 else []
+    return any(s["conversation_id"] == conversation_id for h in hits for s in h.get("sources", []))
+
+
+def _all_fresh(dev) -> bool:
+    return not any(dagster_stale(dev.staleness()).values())
+
+
+def _assert_all_fresh(dev, root) -> None:
+    status = dev.staleness()
+    assert not any(dagster_stale(status).values()), status
+    assert not any(plan_stale(root).values())
+
+
+def test_plain_dagster_dev_in_a_built_project_shows_it_built_and_fresh(live):
+    root, dev = live
+    assert not list(root.glob(".tmp_dagster_home_*"))  # the .env gave it the project's home
+    status = dev.staleness()
+    assert status["episodes"] == {"FRESH": 24} and status["monthly"] == {"FRESH": 6}
+    assert status["core"] == {"FRESH": 1} and status["synix_context"] == {"FRESH": 1}
+    assert plan_stale(root) == dagster_stale(status)  # both: nothing to rebuild
+    assert set(dev.checks().values()) == {"SUCCEEDED"}  # evaluated by the builds themselves
+    assert "BetaWarning" not in dev.output() and "PreviewWarning" not in dev.output()
+
+
+def test_a_copied_export_makes_the_whole_memory_current_with_nobody_running_anything(live, claude_export, conversation):
+    root, dev = live
+    context_before = (root / "context.md").read_text()
+    incoming = root / "incoming.json"
+    claude_export(incoming, [conversation("zeb-1", "Zebrafish tank", "2025-07-02", "zebrafish aquarium heater")])
+    shutil.copy(incoming, root / "exports" / "new.json")
+
+    def current() -> bool:  # cheap conditions first: each `synix search` is a process start
+        return ((root / "context.md").read_text() != context_before and _all_fresh(dev)
+                and _searchable(root, "zebrafish", "zeb-1"))
+
+    _wait(current, "sensor build made the new conversation searchable and context.md current", dev)
+    status = dev.staleness()
+    assert status["episodes"] == {"FRESH": 25} and status["monthly"] == {"FRESH": 7}
+    assert not any(plan_stale(root).values())
+    def sensor_runs():
+        runs = dev.gql('{ runsOrError { ... on Runs { results { jobName status tags { key value } } } } }')
+        return [r for r in runs["runsOrError"]["results"]
+                if {"key": "synix/trigger", "value": "exports_sensor"} in r["tags"]]
+
+    _wait(lambda: all(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in sensor_runs()),
+          "sensor runs finished", dev)
+    runs = sensor_runs()
+    assert {"synix_build_all", "synix_build_monthly", "synix_update_projections"} <= {r["jobName"] for r in runs}
+    assert {r["status"] for r in runs} == {"SUCCESS"}, runs
+    screenshot_graph(dev.base, "memory", shot_path(root.parent, "dagster-after-sensor-run.png"))
+
+
+def test_a_re_export_with_a_changed_conversation_is_rebuilt_by_the_sensor_and_ends_fresh(live, claude_export, conversation):
+    root, dev = live
+    claude_export(root / "exports" / "new.json",
+                  [conversation("zeb-1", "Zebrafish tank", "2025-07-02", "axolotl aquarium heater")])
+
+    _wait(lambda: _searchable(root, "axolotl", "zeb-1") and _all_fresh(dev), "sensor rebuilt the changed conversation", dev)
+    _assert_all_fresh(dev, root)
+
+
+def test_a_prompt_edit_is_stale_in_dagster_exactly_where_synix_plan_would_rebuild(live):
+    root, dev = live
+    text = (root / "pipeline.py").read_text()
+    (root / "pipeline.py").write_text(text.replace("prompt=prompts.episode_summary",
+                                                   "prompt=lambda r: 'Shorter: ' + r.content"))
+    dev.reload()
+    status = dev.staleness()
+    assert status["transcripts"] == {"FRESH": 25}
+    assert status["episodes"] == {"STALE": 25} and status["monthly"] == {"STALE": 7}
+    assert status["core"] == {"STALE": 1} and status["memory_index"] == {"STALE": 1}
+    assert plan_stale(root) == dagster_stale(status)
+    shot = shot_path(root.parent, "dagster-after-prompt-edit.png")
+    screenshot_graph(dev.base, "memory", shot, wait_text="Unsynced")  # the stale badge is shown
+    assert shot.stat().st_size > 10_000
+    rebuilt = synix(root, "run", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    _assert_all_fresh(dev, root)
+
+
+def test_monthly_to_topical_leaves_no_orphan_asset_and_everything_fresh(live):
+    from synix_assets.scaffold import switch_template
+
+    root, dev = live
+    switch_template(root, "topical")
+    rebuilt = synix(root, "run", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    dev.reload()
+    assert "monthly" not in dev.asset_keys()
+    known = dev.gql("{ assetsOrError { ... on AssetConnection { nodes { key { path } } } } }")
+    assert ["monthly"] not in [n["key"]["path"] for n in known["assetsOrError"]["nodes"]]  # wiped
+    _assert_all_fresh(dev, root)

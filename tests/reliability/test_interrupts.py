@@ -1,0 +1,178 @@
+"""Signals to a real `synix run` process: Ctrl-C, SIGTERM and kill -9 in the middle of a layer.
+
+A stopped build must say so (exit 130 / 143, "interrupted — rerun `synix run` to resume"), build
+nothing downstream from the partial layer, be recorded as interrupted (in `synix runs` and in
+Dagster), and leave `synix status`/`plan` agreeing with the next `synix run`, which builds exactly
+what is left and exits 0; the run after that is a no-op.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from synix_resources.store.artifact_store import ArtifactStore
+
+PY = sys.executable
+MESSAGE = "interrupted — rerun `synix run` to resume"
+N = 24  # conversations in the demo exports
+MONTHS = 6
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYNIX_FAKE")}
+    env.update({"SYNIX_LLM_PROVIDER": "fake", **extra})
+    return env
+
+
+def _cli(paths, *args, **env):
+    return subprocess.run([PY, "-m", "synix_assets.cli.main", "-p", str(paths.root), *args],
+                          env=_env(**env), capture_output=True, text=True, timeout=300)
+
+
+def _start_build(paths, latency: float) -> subprocess.Popen:
+    return subprocess.Popen([PY, "-m", "synix_assets.cli.main", "-p", str(paths.root), "run"],
+                            env=_env(SYNIX_FAKE_LATENCY_S=str(latency)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _counts(paths) -> dict[str, int]:
+    if not paths.store.exists():
+        return {}
+    store = ArtifactStore(paths.store)
+    try:
+        return {layer: v["artifacts"] for layer, v in store.layers().items()}
+    finally:
+        store.close()
+
+
+def _wait_until(proc, condition, what: str, limit_s: float = 180) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert proc.poll() is None, f"the build ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _dagster_runs(paths, with_outcome: bool = False):
+    """(status name, synix run id, steps it started[, synix/outcome tag]) of every Dagster run."""
+    from synix_assets.engine.runner import dagster_instance
+
+    instance = dagster_instance(paths)
+    return [(r.status.name, r.tags.get("synix/run_id"),
+             {e.step_key for e in instance.all_logs(r.run_id) if e.step_key},
+             *((r.tags.get("synix/outcome"),) if with_outcome else ()))
+            for r in instance.get_runs()]
+
+
+def _stale(paths, command: str) -> dict[str, int]:
+    out = _cli(paths, command, "--json")
+    assert out.returncode == 0, out.stderr
+    return {layer: v["stale"] for layer, v in json.loads(out.stdout)["layers"].items()}
+
+
+def _check_resume(paths, before: dict[str, int]) -> dict:
+    """status and plan agree on what is left; `synix run` builds exactly that, then a no-op."""
+    status, plan = _stale(paths, "status"), _stale(paths, "plan")
+    assert status == plan
+    again = _cli(paths, "run", "--json")
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["status"] == "completed"
+    built = {layer: v["built"] for layer, v in report["layers"].items()}
+    assert built == {"transcripts": 0, "episodes": N - before.get("episodes", 0),
+                     "monthly": MONTHS - before.get("monthly", 0), "core": 1}
+    assert status == built  # what status said was left is exactly what the run built
+    assert _counts(paths) == {"transcripts": N, "episodes": N, "monthly": MONTHS, "core": 1}
+    noop = _cli(paths, "run", "--json")
+    assert noop.returncode == 0, noop.stderr
+    assert all(v["built"] == 0 for v in json.loads(noop.stdout)["layers"].values())
+    assert set(_stale(paths, "status").values()) == {0}
+    return report
+
+
+def _latest_run(paths) -> dict:
+    out = _cli(paths, "runs", "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["runs"][0]
+
+
+def _assert_stopped_cleanly(paths, proc, expected_code: int) -> dict[str, int]:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == expected_code, (out, err)
+    assert MESSAGE in err
+    assert "Traceback" not in out + err and "STEP_FAILURE" not in out + err
+    counts = _counts(paths)
+    store = ArtifactStore(paths.store)
+    try:
+        assert store.get_meta("build:fingerprint") is None  # not recorded as a clean build
+        assert store.current("core", "all") is None  # nothing built from the partial layer
+    finally:
+        store.close()
+    run = _latest_run(paths)
+    assert run["status"] == "interrupted"
+    runs = _dagster_runs(paths, with_outcome=True)
+    assert runs and all(status in ("SUCCESS", "FAILURE", "CANCELED") for status, _, _, _ in runs), runs
+    # the run Dagster ended as FAILURE is marked as the interrupted one it was
+    assert all(outcome == "interrupted" for status, _, _, outcome in runs if status != "SUCCESS")
+    return counts
+
+
+@pytest.mark.slow
+def test_sigint_mid_episodes_exits_130_and_resumes(demo_project):
+    paths = demo_project
+    proc = _start_build(paths, latency=2.0)
+    _wait_until(proc, lambda: _counts(paths).get("episodes", 0) >= 1, "an episode was stored")
+    proc.send_signal(signal.SIGINT)
+    counts = _assert_stopped_cleanly(paths, proc, 130)
+    assert 1 <= counts["episodes"] < N
+    assert counts.get("monthly", 0) == 0  # monthly was never built from some of the episodes
+    assert any(status == "FAILURE" and "episodes" in keys for status, _, keys in _dagster_runs(paths))
+    _check_resume(paths, counts)
+
+
+@pytest.mark.slow
+def test_sigterm_mid_rollups_exits_143_and_resumes(demo_project):
+    paths = demo_project
+    proc = _start_build(paths, latency=2.0)
+
+    def monthly_running() -> bool:
+        return _counts(paths).get("episodes", 0) == N and any(
+            status == "STARTED" and "monthly" in keys for status, _, keys in _dagster_runs(paths))
+
+    _wait_until(proc, monthly_running, "the monthly run started")
+    time.sleep(0.5)  # inside the 2 s the rollups' LLM calls take
+    proc.send_signal(signal.SIGTERM)
+    counts = _assert_stopped_cleanly(paths, proc, 143)
+    assert counts["episodes"] == N and counts.get("monthly", 0) < MONTHS
+    monthly_runs = [status for status, _, keys in _dagster_runs(paths) if "monthly" in keys]
+    assert monthly_runs == ["FAILURE"]
+    _check_resume(paths, counts)
+
+
+@pytest.mark.slow
+def test_kill_9_mid_build_is_marked_interrupted_by_the_next_synix_runs(demo_project):
+    paths = demo_project
+    proc = _start_build(paths, latency=2.0)
+    _wait_until(proc, lambda: _counts(paths).get("episodes", 0) >= 1, "an episode was stored")
+    _wait_until(proc, lambda: any(s == "STARTED" for s, _, _ in _dagster_runs(paths)),
+                "the episodes run was started")
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    store = ArtifactStore(paths.store)
+    try:
+        killed = store.list_runs(limit=1)[0]
+        assert killed.status == "running"  # nobody could record anything else
+    finally:
+        store.close()
+    assert any(s == "STARTED" for s, _, _ in _dagster_runs(paths))
+    run = _latest_run(paths)  # `synix runs` notices the owner process is gone
+    assert run["run_id"] == killed.run_id and run["status"] == "interrupted"
+    assert f"pid {proc.pid}" in run["error"]
+    runs = [(s, rid, outcome) for s, rid, _, outcome in _dagster_runs(paths, with_outcome=True)]
+    assert ("FAILURE", killed.run_id, "interrupted") in runs and all(s != "STARTED" for s, _, _ in runs)
