@@ -31,7 +31,8 @@ from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
+from synix_resources.errors import (BranchError, BuildFailed, BuildInterrupted,
+                                    PipelineDefinitionError)
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
 
@@ -133,6 +134,12 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     `dagster_logs` shows Dagster's own error records (stack traces) on the terminal.
     `instance`/`run_tags`: the Dagster instance and extra run tags when the build runs inside a
     Dagster run (the `synix_build_all` job); else the project's own home."""
+    if paths.branch != "main":
+        # A branch's layers need their own Dagster asset keys (so main's history and staleness
+        # stay main's); until they have them, building a branch would write main's assets.
+        raise BranchError(f"building branch {paths.branch!r} is not available yet",
+                          hint="branches can be created, diffed, searched and promoted; build "
+                               "them once `synix run --branch` lands (docs/branches.md)")
     started = time.monotonic()
     notify = progress or (lambda *a: None)
     with interrupts.watching():

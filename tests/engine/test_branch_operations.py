@@ -131,3 +131,11 @@ def test_delete_then_gc_removes_only_what_no_branch_uses(built):
     with built.open_store() as store:
         assert store.find(own.artifact_id) is None
         assert store.find(t.artifact_id) is not None
+
+
+def test_building_a_branch_is_refused_until_it_has_its_own_dagster_assets(built):
+    branches.create_branch(built, "exp")
+    with pytest.raises(BranchError, match="building branch 'exp' is not available yet"):
+        run_build(built.on_branch("exp"))
+    with built.open_store() as store:
+        assert store.on_branch("exp").list_runs() == []
