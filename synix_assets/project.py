@@ -1,4 +1,9 @@
-"""A Synix project: a folder with a pipeline.py, its exports and its `.synix/` state."""
+"""A Synix project: a folder with a pipeline.py, its exports and its `.synix/` state.
+
+`ProjectPaths(root, branch)` names every file of one branch of the project: main's pipeline.py
+and projections sit where they always did; another branch keeps its own pipeline.py and
+projections under `.synix/branches/<name>/` and shares the store, exports and LLM cache.
+"""
 from __future__ import annotations
 
 import os
@@ -8,15 +13,51 @@ from pathlib import Path
 from synix_resources.errors import ProjectNotFound
 
 PIPELINE_FILE = "pipeline.py"
+MAIN = "main"
+CURRENT_BRANCH_FILE = "current_branch"
 
 
 @dataclass(frozen=True)
 class ProjectPaths:
     root: Path
+    branch: str = MAIN
+
+    def on_branch(self, name: str) -> "ProjectPaths":
+        return ProjectPaths(self.root, name)
+
+    @property
+    def branch_dir(self) -> Path:
+        """Where a branch keeps its pipeline.py and projections (main: the project folder)."""
+        return self.root if self.branch == MAIN else self.branches_dir / self.branch
+
+    @property
+    def branches_dir(self) -> Path:
+        return self.state_dir / "branches"
 
     @property
     def pipeline_file(self) -> Path:
-        return self.root / PIPELINE_FILE
+        return self.branch_dir / PIPELINE_FILE
+
+    def output_file(self, pipeline, path: str | Path) -> Path:
+        """Where a projection's file (e.g. context.md) goes: as the pipeline says on main; under
+        the branch's folder otherwise, so a branch never overwrites main's files."""
+        resolved = pipeline.resolve(Path(path))
+        if self.branch == MAIN:
+            return resolved
+        try:
+            return self.branch_dir / resolved.relative_to(self.root)
+        except ValueError:  # an absolute path outside the project
+            return self.branch_dir / resolved.name
+
+    def open_store(self, **kwargs):
+        from synix_resources.store.artifact_store import ArtifactStore
+
+        return ArtifactStore(self.store, branch=self.branch, **kwargs)
+
+    def load_pipeline(self):
+        from synix_assets.pipeline.loader import load_pipeline
+
+        return load_pipeline(self.pipeline_file, base_dir=self.root)
 
     @property
     def state_dir(self) -> Path:
@@ -29,7 +70,7 @@ class ProjectPaths:
 
     @property
     def search(self) -> Path:
-        return self.state_dir / "search.db"
+        return self.state_dir / "search.db" if self.branch == MAIN else self.branch_dir / "search.db"
 
     @property
     def llm_cache(self) -> Path:
@@ -48,14 +89,24 @@ class ProjectPaths:
         return self.state_dir / "build.lock"
 
 
-def find_project(start: str | Path | None = None) -> ProjectPaths:
-    """The project containing `start` (default: the current directory), searching upwards."""
+def current_branch(root: Path) -> str:
+    """The branch commands use when none is named (`synix branch switch` sets it)."""
+    try:
+        name = (root / ".synix" / CURRENT_BRANCH_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return MAIN
+    return name or MAIN
+
+
+def find_project(start: str | Path | None = None, branch: str | None = None) -> ProjectPaths:
+    """The project containing `start` (default: the current directory), searching upwards, on
+    `branch` (default: the project's current branch)."""
     here = Path(start).expanduser().resolve() if start else Path.cwd().resolve()
     if here.is_file():
         here = here.parent
     for folder in (here, *here.parents):
         if (folder / PIPELINE_FILE).is_file():
-            return ProjectPaths(folder)
+            return ProjectPaths(folder, branch or current_branch(folder))
     raise ProjectNotFound(
         f"no {PIPELINE_FILE} in {here} or its parents",
         hint="run `synix init DIR --from EXPORT` to create a project, or pass -p/--project DIR")

@@ -84,6 +84,10 @@ class BuildFailed(SynixError):
         super().__init__(message, hint=hint)
 
 
+class BranchError(SynixError):
+    """A branch name is invalid, unknown or taken, or a branch operation is not allowed."""
+
+
 class ServeError(SynixError):
     """A web server cannot start as asked (port in use, listening beyond loopback without a token)."""
 

@@ -85,7 +85,6 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     from synix_assets.cli.main import _debug
     from synix_assets.engine import interrupts
     from synix_assets.engine.runner import INTERRUPTED, RESUME_HINT, run_build
-    from synix_assets.pipeline.loader import load_pipeline
     from synix_assets.reports.plan import require_exports
     from synix_resources.errors import BuildFailed, BuildInterrupted
 
@@ -94,7 +93,7 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     debug = _debug(ctx)
     try:
         paths = project_paths(ctx)
-        pipeline = load_pipeline(paths.pipeline_file)
+        pipeline = paths.load_pipeline()
         require_exports(pipeline)
         show_bars = not as_json and out.is_terminal and not out.no_color
         progress = render.BarProgress(out) if show_bars else (None if as_json else render.PlainProgress(out))

@@ -12,14 +12,31 @@ def _remember_project(ctx: click.Context, param, value):
     return value
 
 
+def _remember_branch(ctx: click.Context, param, value):
+    if value is not None:
+        ctx.ensure_object(dict)["branch"] = value
+    return value
+
+
 def project_option(fn):
-    """`-p/--project DIR` on a command (the group accepts it too, before the command name)."""
+    """`-p/--project DIR` and `--branch NAME` on a command (the group accepts them too)."""
+    fn = click.option("--branch", metavar="NAME", expose_value=False, callback=_remember_branch,
+                      help="Branch to use (default: the project's current branch, see "
+                           "`synix branch switch`).")(fn)
     return click.option("-p", "--project", type=click.Path(file_okay=False), expose_value=False,
                         callback=_remember_project,
                         help="Project folder (default: the current folder or a parent with a pipeline.py).")(fn)
 
 
 def project_paths(ctx: click.Context):
+    from synix_assets.engine.branches import check_branch_usable
     from synix_assets.project import find_project
+    from synix_resources.store.branches import check_branch_name
 
-    return find_project((ctx.obj or {}).get("project") or os.environ.get("SYNIX_PROJECT") or None)
+    obj = ctx.obj or {}
+    branch = obj.get("branch") or os.environ.get("SYNIX_BRANCH") or None
+    if branch is not None:
+        check_branch_name(branch)
+    paths = find_project(obj.get("project") or os.environ.get("SYNIX_PROJECT") or None, branch)
+    check_branch_usable(paths)
+    return paths

@@ -145,6 +145,9 @@ def _register() -> None:
 _register()
 from synix_assets.cli.eval_cmd import eval_group  # noqa: E402
 main.add_command(eval_group)
+from synix_assets.cli.branch_cmd import branch_group, gc  # noqa: E402
+main.add_command(branch_group)
+main.add_command(gc)
 
 if __name__ == "__main__":
     main()

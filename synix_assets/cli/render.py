@@ -226,7 +226,13 @@ def plan_table(out: Console, plan: dict) -> None:
     provider_line(out, f"{plan['provider']}:{plan['model']}")
     for f in plan["sources"].get("failed_files", []):
         error_line(out, f["error"])
-    out.print("Nothing to do." if plan["nothing_to_do"] else "Run it with: synix run")
+    cmp_ = plan.get("compared_to_main")
+    if cmp_ and cmp_.get("ratio") is not None:
+        unit = {"cost_usd": "cost", "tokens": "tokens", "llm_calls": "LLM calls"}[cmp_["unit"]]
+        out.print(f"Branch {safe(plan['branch'])}: {cmp_['ratio']:g}x main's {unit} "
+                  f"for the whole memory of this architecture.")
+    branch = "" if plan.get("branch", "main") == "main" else f" --branch {safe(plan['branch'])}"
+    out.print("Nothing to do." if plan["nothing_to_do"] else f"Run it with: synix run{branch}")
 
 
 def status_table(out: Console, status: dict) -> None:

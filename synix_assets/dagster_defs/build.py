@@ -22,7 +22,6 @@ from synix_assets.dagster_defs.jobs import build_all_job, layer_jobs
 from synix_assets.dagster_defs.records import sync_instance
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
-from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.artifact_store import ArtifactStore
@@ -56,7 +55,7 @@ def build_defs(project_dir: str | Path, *, resources: dict | None = None,
 
 def _build_defs(project_dir, *, resources, sync) -> dg.Definitions:
     paths = ProjectPaths(Path(project_dir).resolve())
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     identity = llm_identity()
     versions = code_versions(pipeline, identity)
     keys = asset_keys_of(pipeline)

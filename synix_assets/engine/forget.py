@@ -31,7 +31,6 @@ from synix_assets.engine import forget_journal as journaling
 from synix_assets.engine import forget_plan as planning
 from synix_assets.engine import forget_verify as verifying
 from synix_assets.engine.locking import project_lock
-from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, ForgetUnverified
 from synix_resources.llm.cache import ResponseCache
@@ -78,7 +77,8 @@ def forget(paths: ProjectPaths, target: str | None = None, dry_run: bool = False
            llm_config: dict | None = None) -> ForgetReport:
     """Forget `target` (a conversation id or an export file path); `dry_run` only lists. A
     pending forget (interrupted earlier) is finished first; with no target, only that."""
-    pipeline = load_pipeline(paths.pipeline_file)
+    paths = paths.on_branch("main")  # a conversation is forgotten by every branch at once
+    pipeline = paths.load_pipeline()
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))  # as `synix run`
     with project_lock(paths.lock, timeout_s=lock_timeout_s), _forgetting(paths):
@@ -204,13 +204,30 @@ def _phase_store(paths: ProjectPaths, pipeline, journal: dict) -> dict:
             _trim_checkpoints(store, layer, position)
         for art in journal["artifacts"]:
             store.clear_failure(art["layer"], art["group_key"])
-        store.delete(a["id"] for a in journal["artifacts"])
+        store.delete(a["id"] for a in journal["artifacts"])  # and every branch's pointer to them
         for key in journal["ingest_meta"]:
             store.delete_meta(key)
-        store.delete_meta("build:fingerprint")
+        for info in store.branches():
+            view = store.on_branch(info.name)
+            for art in journal["artifacts"]:
+                view.clear_failure(art["layer"], art["group_key"])
+            view.delete_meta("build:fingerprint")
     finally:
         store.close()
     return {}
+
+
+def _other_branches(paths: ProjectPaths) -> list[ProjectPaths]:
+    """Every branch but main (snapshots such as main@previous included) that has a folder:
+    their projections hold copies of the forgotten text too."""
+    if not paths.branches_dir.is_dir():
+        return []
+    store = ArtifactStore(paths.store)
+    try:
+        names = [b.name for b in store.branches() if b.name != "main"]
+    finally:
+        store.close()
+    return [paths.on_branch(n) for n in names if paths.on_branch(n).branch_dir.is_dir()]
 
 
 def _trim_checkpoints(store, layer: str, position: int) -> None:
@@ -225,15 +242,17 @@ def _trim_checkpoints(store, layer: str, position: int) -> None:
 
 
 def _phase_index(paths: ProjectPaths, pipeline, journal: dict) -> dict:
-    if not paths.search.exists():
-        return {"index_docs_removed": 0}
-    index = SearchIndex(paths.search, embeddings=False)
-    try:
-        removed = index.remove(a["id"] for a in journal["artifacts"])
-        for text in journal["verify_texts"]:
-            removed += len(index.delete_where_content_contains(text))
-    finally:
-        index.close()
+    removed = 0
+    for branch in [paths, *_other_branches(paths)]:
+        if not branch.search.exists():
+            continue
+        index = SearchIndex(branch.search, embeddings=False)
+        try:
+            removed += index.remove(a["id"] for a in journal["artifacts"])
+            for text in journal["verify_texts"]:
+                removed += len(index.delete_where_content_contains(text))
+        finally:
+            index.close()
     return {"index_docs_removed": journal.get("results", {}).get("index_docs_removed", 0) + removed}
 
 
@@ -301,6 +320,8 @@ def _phase_internal(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     doomed_layers = {a["layer"] for a in journal["artifacts"]}
     derived = [pipeline.resolve(proj.path) for proj in pipeline.projections.values()
                if proj.kind == "context_doc" and proj.from_ in doomed_layers]
+    for branch in _other_branches(paths):  # a branch's context documents, whatever they read
+        derived += [f for f in branch.branch_dir.rglob("*") if f.suffix in (".md", ".txt")]
     if paths.internal.is_dir() and not paths.internal.is_symlink():
         derived += list(paths.internal.iterdir())
     for f in derived:  # never through a link, never outside the project
@@ -354,9 +375,11 @@ def _phase_purge(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     """Fold every WAL back and VACUUM with secure_delete, waiting (bounded) for readers."""
     deadline = time.monotonic() + verifying.wait_seconds()
     target = journal["target"]
-    if paths.search.exists():
-        verifying.wait_for_readers(paths.search, deadline, target)
-        index = SearchIndex(paths.search, embeddings=False)
+    for branch in [paths, *_other_branches(paths)]:
+        if not branch.search.exists():
+            continue
+        verifying.wait_for_readers(branch.search, deadline, target)
+        index = SearchIndex(branch.search, embeddings=False)
         try:
             index.purge_free_pages()  # also rewrites the FTS segments
         finally:

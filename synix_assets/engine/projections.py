@@ -184,7 +184,7 @@ def _context_key(path, text: str) -> str:
 
 def write_context_doc(ctx, name: str) -> ProjectionResult:
     proj = ctx.pipeline.projections[name]
-    path = ctx.pipeline.resolve(proj.path)
+    path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
     key = _context_key(path, text)
     if path.exists() and ctx.store.get_meta(f"projection:{name}:key") == key:
@@ -223,7 +223,7 @@ def projection_stale(ctx, name: str) -> bool:
     if proj.kind == "search_index":
         key, _ = _search_key(ctx, name)
         return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
-    path = ctx.pipeline.resolve(proj.path)
+    path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, _ = render_context_doc(ctx, name)
     return ctx.store.get_meta(f"projection:{name}:key") != _context_key(path, text) or \
         not path.exists()
@@ -231,5 +231,6 @@ def projection_stale(ctx, name: str) -> bool:
 
 def outputs_exist(ctx) -> bool:
     """Every projection's file is there (a deleted search.db or context.md must be rebuilt)."""
-    return all((ctx.paths.search if p.kind == "search_index" else ctx.pipeline.resolve(p.path)).exists()
+    return all((ctx.paths.search if p.kind == "search_index"
+                else ctx.paths.output_file(ctx.pipeline, p.path)).exists()
                for p in ctx.pipeline.projections.values())

@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from synix_assets.engine import interrupts, progress
+from synix_assets.engine.branches import finish_pending_promote
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
 from synix_assets.engine.forget import finish_pending_forget
 from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
-from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
+from synix_resources.errors import (BranchError, BuildFailed, BuildInterrupted,
+                                    PipelineDefinitionError)
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
-from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.run")
 # Dagster's console logger prints every failed step with its stack trace; the CLI reports the one
@@ -103,7 +103,7 @@ def dagster_instance(paths: ProjectPaths):
 def _fingerprint(ctx, scan, layers: list[str]) -> str:
     """Everything a whole build's result depends on: inputs, provider, each layer's version and
     each projection's full configuration (which layers it reads, embeddings, path, budget)."""
-    projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.pipeline.resolve(p.path))}
+    projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.paths.output_file(ctx.pipeline, p.path))}
                                   if p.kind == "context_doc" else dataclasses.asdict(p))
                    for _, p in sorted(ctx.pipeline.projections.items())]
     parts = [scan.fingerprint, ctx.llm_identity,
@@ -134,18 +134,25 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     `dagster_logs` shows Dagster's own error records (stack traces) on the terminal.
     `instance`/`run_tags`: the Dagster instance and extra run tags when the build runs inside a
     Dagster run (the `synix_build_all` job); else the project's own home."""
+    if paths.branch != "main":
+        # A branch's layers need their own Dagster asset keys (so main's history and staleness
+        # stay main's); until they have them, building a branch would write main's assets.
+        raise BranchError(f"building branch {paths.branch!r} is not available yet",
+                          hint="branches can be created, diffed, searched and promoted; build "
+                               "them once `synix run --branch` lands (docs/branches.md)")
     started = time.monotonic()
     notify = progress or (lambda *a: None)
     with interrupts.watching():
         try:
             finish_pending_forget(paths, llm_config=llm_config)  # an interrupted forget comes first
-            pipeline = load_pipeline(paths.pipeline_file)
-            layers = _selected_layers(pipeline, select, from_layer)
             paths.state_dir.mkdir(parents=True, exist_ok=True)
             if lock_timeout_s is None:
                 lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
             with project_lock(paths.lock, timeout_s=lock_timeout_s):
-                store = ArtifactStore(paths.store)
+                finish_pending_promote(paths)  # an interrupted promote ends before main is read
+                pipeline = paths.load_pipeline()
+                layers = _selected_layers(pipeline, select, from_layer)
+                store = paths.open_store()
                 llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
                 try:
                     return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
@@ -186,7 +193,7 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
     # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
-    ctx.run_tags = {"synix/trigger": "cli", "synix/branch": "main", **(run_tags or {})}
+    ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
     try:
         instance = instance or dagster_instance(paths)
         from synix_assets.dagster_defs.build import build_defs, resources_for

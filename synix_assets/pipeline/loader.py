@@ -10,8 +10,10 @@ from synix_assets.pipeline.api import Pipeline
 from synix_resources.errors import PipelineDefinitionError, SynixError
 
 
-def load_pipeline(path: str | Path) -> Pipeline:
-    """Run the file and return its module-level `pipeline`; relative paths resolve next to it."""
+def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pipeline:
+    """Run the file and return its module-level `pipeline`; relative paths resolve next to it,
+    or against `base_dir` (a branch's pipeline file lives under .synix/ but reads the
+    project's exports)."""
     path = Path(path).resolve()
     if not path.is_file():
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
@@ -43,7 +45,9 @@ def load_pipeline(path: str | Path) -> Pipeline:
         raise PipelineDefinitionError(
             f"{path} defines no `pipeline = Pipeline(...)` at module level",
             hint="see `synix init` for a working example")
-    if pipeline.base_dir is None:
+    if base_dir is not None:
+        pipeline.base_dir = Path(base_dir).resolve()
+    elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
     return pipeline.validate()
 

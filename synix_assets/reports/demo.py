@@ -49,7 +49,6 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
              progress: Callable[[str, str, dict], None] | None = None) -> dict:
     from synix_assets import scaffold
     from synix_assets.engine.runner import run_build
-    from synix_assets.pipeline.loader import load_pipeline
     from synix_assets.reports.query import search_view
 
     tell = notify or (lambda step, data: None)
@@ -65,7 +64,7 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
         # Unscoped search keeps the highest-altitude hit of each lineage (often the core memory);
         # scoped to the rollup layer it shows how the architecture change regrouped the memory.
         result = search_view(paths, query, limit=5)
-        rollup = rollup_layer(load_pipeline(paths.pipeline_file))
+        rollup = rollup_layer(paths.load_pipeline())
         scoped = search_view(paths, query, layers=[rollup], limit=3) if rollup else None
         record["searches"].append({"title": title, **result, "rollup": scoped})
         tell("search", {"title": title, "result": result, "rollup_layer": rollup, "rollup": scoped})
@@ -78,7 +77,7 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
                       "provider": provider})
         build("First build: every layer from scratch")
         search(f'Search "{query}"')
-        pipeline = load_pipeline(paths.pipeline_file)
+        pipeline = paths.load_pipeline()
         doc = next(p for p in pipeline.projections.values() if p.kind == "context_doc")
         doc_path = pipeline.resolve(doc.path)
         record["context_doc"] = str(doc_path)

@@ -41,6 +41,11 @@ class PlanReport:
     layers: dict[str, LayerEstimate] = field(default_factory=dict)
     projections: dict[str, dict] = field(default_factory=dict)
     sources: dict = field(default_factory=dict)
+    branch: str = "main"
+    # What the whole memory of this architecture costs once this plan has run: the recorded
+    # cost of every current artifact that stays, plus the estimate of what will be rebuilt.
+    architecture: dict = field(default_factory=dict)
+    compared_to_main: dict | None = None
 
     def total(self, key: str) -> float:
         return sum(getattr(l, key) for l in self.layers.values())
@@ -51,7 +56,9 @@ class PlanReport:
             not any(p["stale"] for p in self.projections.values())
 
     def to_json(self) -> dict:
-        return {"pipeline": self.pipeline, "provider": self.provider, "model": self.model,
+        return {"pipeline": self.pipeline, "branch": self.branch, "provider": self.provider,
+                "model": self.model, "architecture": self.architecture,
+                "compared_to_main": self.compared_to_main,
                 "layers": {k: asdict(v) for k, v in self.layers.items()},
                 "projections": self.projections, "sources": self.sources,
                 "llm_calls": int(self.total("llm_calls")), "tokens_in": int(self.total("tokens_in")),
@@ -82,19 +89,48 @@ def plan_client(llm_config: dict | None = None):
         logging.getLogger("synix.llm").disabled = False
 
 
-def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | None = None) -> PlanReport:
+def _architecture(store, plans, estimates) -> dict:
+    total = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
+    for layer, plan in plans.items():
+        stale = set(plan.stale_keys) | set(plan.retire)
+        for group, (calls, tin, tout, cost) in store.current_costs(layer).items():
+            if group not in stale:
+                total["llm_calls"] += calls
+                total["tokens_in"] += tin
+                total["tokens_out"] += tout
+                total["cost_usd"] += cost
+        est = estimates[layer]
+        total["llm_calls"] += est.llm_calls
+        total["tokens_in"] += est.tokens_in
+        total["tokens_out"] += est.tokens_out
+        total["cost_usd"] += est.cost_usd
+    total["cost_usd"] = round(total["cost_usd"], 6)
+    return total
+
+
+def _ratio(mine: dict, main: dict) -> dict:
+    """How this architecture's cost compares with main's, in $ when both have a price, else in
+    tokens, else in calls (offline providers cost nothing)."""
+    for unit, key in (("cost_usd", "cost_usd"), ("tokens", None), ("llm_calls", "llm_calls")):
+        a = mine[key] if key else mine["tokens_in"] + mine["tokens_out"]
+        b = main[key] if key else main["tokens_in"] + main["tokens_out"]
+        if a and b:
+            return {"unit": unit, "ratio": round(a / b, 2), "main": main}
+    return {"unit": "llm_calls", "ratio": None, "main": main}
+
+
+def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | None = None,
+              compare: bool = True) -> PlanReport:
     from synix_assets.engine.context import BuildContext
     from synix_assets.engine.layers import plan_all
     from synix_assets.engine.projections import projection_stale
     from synix_assets.engine.upstream import avg_out_tokens
-    from synix_assets.pipeline.loader import load_pipeline
     from synix_resources.llm.pricing import estimate_cost
-    from synix_resources.store.artifact_store import ArtifactStore
 
-    pipeline = load_pipeline(paths.pipeline_file)
+    pipeline = paths.load_pipeline()
     require_exports(pipeline)
     client = plan_client(llm_config)
-    store = ArtifactStore(paths.store)
+    store = paths.open_store()
     try:
         ctx = BuildContext(pipeline, store, client, paths)
         scan = ctx.reader.scan()
@@ -124,8 +160,14 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             pending = any(plans[l].stale or plans[l].retire for l in upstream if l in plans)
             info = {"kind": proj.kind, "stale": pending or projection_stale(ctx, name)}
             if proj.kind == "context_doc":
-                info["path"] = str(pipeline.resolve(proj.path))
+                info["path"] = str(paths.output_file(pipeline, proj.path))
             report.projections[name] = info
+        report.branch = paths.branch
+        report.architecture = _architecture(store, plans, report.layers)
+        if compare and paths.branch != "main":
+            main = make_plan(paths.on_branch("main"), batch=batch, llm_config=llm_config,
+                             compare=False)
+            report.compared_to_main = _ratio(report.architecture, main.architecture)
         return report
     finally:
         store.close()

@@ -18,11 +18,10 @@ NOT_BUILT_HINT = "run `synix run` first to build the memory"
 @contextmanager
 def open_store(paths: ProjectPaths):
     """The project's store; a clean error (not an empty new database) when nothing was built."""
-    from synix_resources.store.artifact_store import ArtifactStore
 
     if not paths.store.exists():
         raise ArtifactNotFound(f"nothing has been built in {paths.root} yet", hint=NOT_BUILT_HINT)
-    store = ArtifactStore(paths.store)
+    store = paths.open_store()
     try:
         yield store
     finally:

@@ -8,10 +8,9 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
     """{"pipeline", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
     from synix_assets.engine.dagster_runs import settle_abandoned_runs
     from synix_assets.reports.plan import make_plan
-    from synix_resources.store.artifact_store import ArtifactStore
 
     plan = make_plan(paths, llm_config=llm_config)
-    store = ArtifactStore(paths.store)
+    store = paths.open_store()
     try:
         settle_abandoned_runs(paths, store)  # a killed build's last run shows as interrupted
         stored = store.layers()

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from synix_resources import fingerprints
 from synix_resources.errors import ArtifactNotFound
+from synix_resources.store.branches import MAIN, BranchesMixin, check_branch_name
 from synix_resources.store.connection import StoreConnection, utc_now
 from synix_resources.store.provenance import ProvenanceMixin
 from synix_resources.store.records import (
@@ -37,7 +38,7 @@ _SELECT = (f"SELECT {_ARTIFACT_COLS}, au.artifact_id IS NOT NULL, {_AUDIT_COLS} 
 _INSERT_ARTIFACT = (
     "INSERT INTO artifacts (artifact_id, layer, group_key, level, content, content_hash, "
     "materialization_key, metadata, run_id, created_at, superseded_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)")
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 # Re-putting a superseded version (same id = same inputs and step version) revives it.
 _REVIVE_ARTIFACT = (
     "UPDATE artifacts SET level = ?, content = ?, content_hash = ?, metadata = ?, run_id = ?, "
@@ -102,8 +103,17 @@ def _decode_audit(row: tuple) -> dict[str, Any]:
     return {**values, **(json.loads(extra) if extra else {})}
 
 
-class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
-    """SQLite-backed store of artifacts, provenance edges, audit, runs and build bookkeeping."""
+class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
+    """SQLite-backed store of artifacts, provenance edges, audit, runs and build bookkeeping.
+
+    A store object reads and moves the current pointers of one branch (`branch`, default
+    main); `on_branch(name)` gives a view of another branch over the same connection. Artifacts
+    themselves are shared: a branch that computes a key some branch already built reuses it.
+    """
+
+    def __init__(self, path, *, branch: str = MAIN, **kwargs):
+        self.branch = check_branch_name(branch)
+        super().__init__(path, **kwargs)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -137,6 +147,8 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
 
     def _write_one(self, conn: sqlite3.Connection, pending: _Pending) -> Artifact | str:
         """Write one artifact; returns its id instead when it was already current."""
+        if self.branch != MAIN:
+            return self._write_one_on_branch(conn, pending)
         art = pending.artifact
         row = conn.execute(
             "SELECT artifact_id FROM artifacts WHERE layer = ? AND group_key = ? "
@@ -155,7 +167,7 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
             conn.execute(_INSERT_ARTIFACT, (
                 art.artifact_id, art.layer, art.group_key, art.level, art.content,
                 art.content_hash, art.materialization_key, pending.metadata_json, art.run_id,
-                now))
+                now, None))
         else:
             conn.execute(_REVIVE_ARTIFACT, (
                 art.level, art.content, art.content_hash, pending.metadata_json, art.run_id,
@@ -169,6 +181,52 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
         if pending.audit_row is not None:
             conn.execute(_INSERT_AUDIT, (art.artifact_id, *pending.audit_row))
         return replace(art, created_at=now)
+
+    def _write_one_on_branch(self, conn: sqlite3.Connection, pending: _Pending) -> Artifact | str:
+        """A branch never moves main's pointers: a new artifact is stored as not current on
+        main, and an artifact some branch already built is reused as it is."""
+        art = pending.artifact
+        row = conn.execute("SELECT artifact_id FROM refs WHERE branch = ? AND layer = ? "
+                           "AND group_key = ?", (self.branch, art.layer, art.group_key)).fetchone()
+        if row is not None and row[0] == art.artifact_id:
+            return art.artifact_id
+        known = conn.execute("SELECT 1 FROM artifacts WHERE artifact_id = ?",
+                             (art.artifact_id,)).fetchone()
+        now = utc_now()
+        if known is None:
+            if art.parent_ids:
+                self._check_parents_exist(conn, art)
+            conn.execute(_INSERT_ARTIFACT, (
+                art.artifact_id, art.layer, art.group_key, art.level, art.content,
+                art.content_hash, art.materialization_key, pending.metadata_json, art.run_id,
+                now, now))
+            if art.parent_ids:
+                conn.executemany(
+                    "INSERT INTO edges (child_id, parent_id, position) VALUES (?, ?, ?)",
+                    [(art.artifact_id, pid, pos) for pos, pid in enumerate(art.parent_ids)])
+            if pending.audit_row is not None:
+                conn.execute(_INSERT_AUDIT, (art.artifact_id, *pending.audit_row))
+        self._set_ref(conn, art.layer, art.group_key, art.artifact_id)
+        return replace(art, created_at=now) if known is None else art.artifact_id
+
+    def adopt(self, layer: str, group_key: str, materialization_key: str) -> Artifact | None:
+        """Make the already stored artifact with this key current on this branch (no LLM call,
+        content untouched); None when no branch has built it yet."""
+        artifact_id = fingerprints.artifact_id(layer, group_key, materialization_key)
+        with self._write(f"reusing {layer}/{group_key}") as conn:
+            if conn.execute("SELECT 1 FROM artifacts WHERE artifact_id = ?",
+                            (artifact_id,)).fetchone() is None:
+                return None
+            if self.branch == MAIN:
+                now = utc_now()
+                conn.execute("UPDATE artifacts SET superseded_at = ? WHERE layer = ? AND "
+                             "group_key = ? AND superseded_at IS NULL AND artifact_id != ?",
+                             (now, layer, group_key, artifact_id))
+                conn.execute("UPDATE artifacts SET superseded_at = NULL WHERE artifact_id = ?",
+                             (artifact_id,))
+            else:
+                self._set_ref(conn, layer, group_key, artifact_id)
+            return self._select(conn, "a.artifact_id = ?", (artifact_id,))[0]
 
     def _check_parents_exist(self, conn: sqlite3.Connection, art: Artifact) -> None:
         missing = [r[0] for r in conn.execute(
@@ -186,6 +244,10 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
         if not keys:
             return 0
         with self._write(f"retiring {len(keys)} groups of {layer}") as conn:
+            if self.branch != MAIN:
+                return conn.execute(
+                    f"DELETE FROM refs WHERE branch = ? AND layer = ? AND group_key IN "
+                    f"{_IDS_PARAM}", (self.branch, layer, json.dumps(keys))).rowcount
             return conn.execute(
                 f"UPDATE artifacts SET superseded_at = ? WHERE layer = ? "
                 f"AND superseded_at IS NULL AND group_key IN {_IDS_PARAM}",
@@ -232,7 +294,17 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
                 metadata=json.loads(row[7]), run_id=row[8], created_at=row[9],
                 superseded_at=row[10], audit=_decode_audit(row[12:]) if row[11] else None,
                 parent_ids=tuple(parents.get(row[0], ()))))
+        if self.branch != MAIN and out:
+            out = self._as_seen_by_branch(conn, out)
         return out
+
+    def _as_seen_by_branch(self, conn: sqlite3.Connection, arts: list[Artifact]) -> list[Artifact]:
+        """`superseded_at` relative to this branch: None for its current artifacts."""
+        current = {r[0] for r in conn.execute(
+            f"SELECT artifact_id FROM refs WHERE branch = ? AND artifact_id IN {_IDS_PARAM}",
+            (self.branch, json.dumps([a.artifact_id for a in arts])))}
+        return [replace(a, superseded_at=None) if a.artifact_id in current else
+                replace(a, superseded_at=a.superseded_at or a.created_at) for a in arts]
 
     def _resolve(self, conn: sqlite3.Connection, ref: str) -> str | None:
         """Full id for an exact id or a unique prefix (of the id or of its hex digest)."""
@@ -293,23 +365,42 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
     def current(self, layer: str, group_key: str) -> Artifact | None:
         """The current artifact of (layer, group_key), or None if the group has none."""
         with self._read(f"reading {layer}/{group_key}") as conn:
-            rows = self._select(conn, "a.layer = ? AND a.group_key = ? AND a.superseded_at IS "
-                                      "NULL", (layer, group_key))
+            if self.branch != MAIN:
+                rows = self._select(conn, "a.artifact_id = (SELECT artifact_id FROM refs WHERE "
+                                          "branch = ? AND layer = ? AND group_key = ?)",
+                                    (self.branch, layer, group_key))
+            else:
+                rows = self._select(conn, "a.layer = ? AND a.group_key = ? AND "
+                                          "a.superseded_at IS NULL", (layer, group_key))
         return rows[0] if rows else None
 
     def current_index(self, layer: str) -> dict[str, CurrentRef]:
         """group_key → CurrentRef of every current artifact in `layer`, in one query (for rebuild planning)."""
         with self._read(f"indexing {layer}") as conn:
-            rows = conn.execute(
-                "SELECT group_key, artifact_id, materialization_key, content_hash, created_at "
-                "FROM artifacts WHERE layer = ? AND superseded_at IS NULL", (layer,)).fetchall()
+            if self.branch != MAIN:
+                rows = conn.execute(
+                    "SELECT r.group_key, a.artifact_id, a.materialization_key, a.content_hash, "
+                    "a.created_at FROM refs r JOIN artifacts a ON a.artifact_id = r.artifact_id "
+                    "WHERE r.branch = ? AND r.layer = ?", (self.branch, layer)).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT group_key, artifact_id, materialization_key, content_hash, "
+                    "created_at FROM artifacts WHERE layer = ? AND superseded_at IS NULL",
+                    (layer,)).fetchall()
         return {r[0]: CurrentRef(r[1], r[2], r[3], r[4]) for r in rows}
 
     def list_layer(self, layer: str, include_superseded: bool = False) -> list[Artifact]:
         """Artifacts of `layer` ordered by group_key (then age), current ones only unless asked."""
-        where = "a.layer = ?" + ("" if include_superseded else " AND a.superseded_at IS NULL")
+        params: tuple = (layer,)
+        if include_superseded:
+            where = "a.layer = ?"
+        elif self.branch != MAIN:
+            where = "a.artifact_id IN (SELECT artifact_id FROM refs WHERE branch = ? AND layer = ?)"
+            params = (self.branch, layer)
+        else:
+            where = "a.layer = ? AND a.superseded_at IS NULL"
         with self._read(f"listing {layer}") as conn:
-            return self._select(conn, where, (layer,), order="a.group_key, a.created_at, a.rowid")
+            return self._select(conn, where, params, order="a.group_key, a.created_at, a.rowid")
 
     def history(self, layer: str, group_key: str) -> list[Artifact]:
         """Every version of (layer, group_key), newest first."""
@@ -320,9 +411,17 @@ class ArtifactStore(ProvenanceMixin, RunsMixin, StoreConnection):
     def layers(self) -> dict[str, dict[str, Any]]:
         """layer → {"artifacts": current count, "superseded": count, "last_built": newest created_at}."""
         with self._read("summarising layers") as conn:
-            rows = conn.execute(
-                "SELECT layer, SUM(superseded_at IS NULL), SUM(superseded_at IS NOT NULL), "
-                "MAX(created_at) FROM artifacts GROUP BY layer ORDER BY layer").fetchall()
+            if self.branch != MAIN:
+                rows = conn.execute(
+                    "SELECT a.layer, SUM(r.artifact_id IS NOT NULL), SUM(r.artifact_id IS NULL), "
+                    "MAX(CASE WHEN r.artifact_id IS NOT NULL THEN a.created_at END) "
+                    "FROM artifacts a LEFT JOIN refs r ON r.artifact_id = a.artifact_id "
+                    "AND r.branch = ? GROUP BY a.layer HAVING SUM(r.artifact_id IS NOT NULL) > 0 "
+                    "ORDER BY a.layer", (self.branch,)).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT layer, SUM(superseded_at IS NULL), SUM(superseded_at IS NOT NULL), "
+                    "MAX(created_at) FROM artifacts GROUP BY layer ORDER BY layer").fetchall()
         return {r[0]: {"artifacts": r[1], "superseded": r[2], "last_built": r[3]} for r in rows}
 
     def ordered_ids(self, layers: Iterable[str], *, newest_first: bool = True,

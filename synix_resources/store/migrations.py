@@ -251,5 +251,39 @@ def m007_failures(db: Database) -> None:
     db["failures"].create_index(["run_id"], index_name="idx_failures_run")
 
 
+@migration
+def m008_branches(db: Database) -> None:
+    # A branch is a named set of current-artifact pointers over the one shared artifacts table;
+    # main's pointers stay in artifacts.superseded_at. Deleting an artifact (forget, gc) drops
+    # every branch's pointer to it.
+    db.execute(
+        """
+        CREATE TABLE refs (
+            branch TEXT NOT NULL,
+            layer TEXT NOT NULL,
+            group_key TEXT NOT NULL,
+            artifact_id TEXT NOT NULL REFERENCES artifacts (artifact_id) ON DELETE CASCADE,
+            PRIMARY KEY (branch, layer, group_key)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX idx_refs_artifact ON refs (artifact_id)")
+    db["branches"].create(
+        {"name": str, "parent": str, "created_at": str, "info": str},
+        pk="name",
+        not_null={"created_at", "info"},
+        defaults={"info": "{}"},
+    )
+
+
+@migration
+def m009_branch_of_runs_and_failures(db: Database) -> None:
+    db["runs"].add_column("branch", str, not_null_default="main")
+    db["runs"].create_index(["branch", "started_at"], index_name="idx_runs_branch")
+    db["failures"].add_column("branch", str, not_null_default="main")
+    db["failures"].transform(pk=("branch", "layer", "group_key"))
+    db["failures"].create_index(["run_id"], index_name="idx_failures_run", if_not_exists=True)
+
+
 __all__ = ["MIGRATIONS", "MIGRATIONS_TABLE", "Migration", "MigrationRegistry", "migrate",
            "migration"]

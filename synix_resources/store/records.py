@@ -82,6 +82,7 @@ class Run:
     finished_at: str | None
     stats: dict[str, Any]
     owner: dict[str, Any] | None = None  # the process running it: pid, host, start time
+    branch: str = "main"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,10 @@ class ArtifactStoreResource(dg.ConfigurableResource):
         description="SQLite file of the artifact store, e.g. dg.EnvVar('SYNIX_STORE_PATH'); "
                     "relative paths are resolved against the working directory.",
     )
+    branch: str = Field(
+        default="main",
+        description="The branch whose current artifacts this resource reads and moves.",
+    )
     busy_timeout_ms: int = Field(
         default=30000,
         description="How long a write waits for another process's lock before failing.",
@@ -46,7 +50,8 @@ class ArtifactStoreResource(dg.ConfigurableResource):
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Open (and migrate) the store once for this run/process."""
-        self._store = ArtifactStore(self.path, busy_timeout_ms=self.busy_timeout_ms)
+        self._store = ArtifactStore(self.path, branch=self.branch,
+                                    busy_timeout_ms=self.busy_timeout_ms)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Close the connection opened for this run/process."""
@@ -55,7 +60,8 @@ class ArtifactStoreResource(dg.ConfigurableResource):
     def get_store(self) -> ArtifactStore:
         """The open `ArtifactStore` of this resource instance, opening it on first use."""
         if self._store is None:
-            self._store = ArtifactStore(self.path, busy_timeout_ms=self.busy_timeout_ms)
+            self._store = ArtifactStore(self.path, branch=self.branch,
+                                        busy_timeout_ms=self.busy_timeout_ms)
         return self._store
 
     @property

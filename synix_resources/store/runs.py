@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from synix_resources.errors import StoreError
+from synix_resources.store.branches import branch_meta_key
 from synix_resources.store.connection import utc_now
 from synix_resources.store.records import Checkpoint, Failure, Run
 
@@ -72,12 +73,14 @@ class RunsMixin:
         with self._write(f"starting run {run_id}") as conn:
             conn.execute(
                 "INSERT INTO runs (run_id, pipeline, steps, status, dagster_run_id, started_at, "
-                "finished_at, stats) VALUES (?, ?, ?, 'running', ?, ?, NULL, json_object('owner', json(?))) "
+                "finished_at, stats, branch) VALUES (?, ?, ?, 'running', ?, ?, NULL, "
+                "json_object('owner', json(?)), ?) "
                 "ON CONFLICT (run_id) DO UPDATE SET pipeline = excluded.pipeline, "
                 "steps = excluded.steps, status = 'running', finished_at = NULL, "
                 "stats = json_set(runs.stats, '$.owner', json(?)), "
                 "dagster_run_id = COALESCE(excluded.dagster_run_id, runs.dagster_run_id)",
-                (run_id, pipeline, _dumps(list(steps)), dagster_run_id, utc_now(), owner, owner))
+                (run_id, pipeline, _dumps(list(steps)), dagster_run_id, utc_now(), owner,
+                 self.branch, owner))
         return run_id
 
     def abandoned_runs(self) -> list[Run]:
@@ -125,10 +128,10 @@ class RunsMixin:
         owner = stats.pop("owner", None)  # kept beside the stats in the row, not one of them
         return Run(run_id=row[0], pipeline=row[1], steps=json.loads(row[2]), status=row[3],
                    dagster_run_id=row[4], started_at=row[5], finished_at=row[6],
-                   stats=stats, owner=owner)
+                   stats=stats, owner=owner, branch=row[8])
 
     _RUN_COLS = ("SELECT run_id, pipeline, steps, status, dagster_run_id, started_at, "
-                 "finished_at, stats FROM runs")
+                 "finished_at, stats, branch FROM runs")
 
     def get_run(self, run_id: str) -> Run | None:
         """The run with this id, or None."""
@@ -137,10 +140,10 @@ class RunsMixin:
         return self._run(row) if row else None
 
     def list_runs(self, limit: int = 20) -> list[Run]:
-        """The most recent runs, newest first."""
+        """The most recent runs of this store's branch, newest first."""
         with self._read("listing runs") as conn:
-            rows = conn.execute(f"{self._RUN_COLS} ORDER BY started_at DESC, rowid DESC "
-                                "LIMIT ?", (limit,)).fetchall()
+            rows = conn.execute(f"{self._RUN_COLS} WHERE branch = ? ORDER BY started_at DESC, "
+                                "rowid DESC LIMIT ?", (self.branch, limit)).fetchall()
         return [self._run(r) for r in rows]
 
     # --- fold checkpoints ---------------------------------------------------------------
@@ -175,7 +178,8 @@ class RunsMixin:
     def get_meta(self, key: str, default: Any = None) -> Any:
         """The JSON value stored under `key`, or `default`."""
         with self._read(f"reading meta {key}") as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            row = conn.execute("SELECT value FROM meta WHERE key = ?",
+                               (branch_meta_key(self.branch, key),)).fetchone()
         return json.loads(row[0]) if row else default
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -183,12 +187,14 @@ class RunsMixin:
         with self._write(f"writing meta {key}") as conn:
             conn.execute("INSERT INTO meta (key, value, updated_at) VALUES (?, ?, ?) "
                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
-                         "updated_at = excluded.updated_at", (key, json.dumps(value), utc_now()))
+                         "updated_at = excluded.updated_at",
+                         (branch_meta_key(self.branch, key), json.dumps(value), utc_now()))
 
     def delete_meta(self, key: str) -> bool:
         """Remove `key` (and its value) from the meta table; True if it was there."""
         with self._write(f"deleting meta {key}") as conn:
-            return conn.execute("DELETE FROM meta WHERE key = ?", (key,)).rowcount > 0
+            return conn.execute("DELETE FROM meta WHERE key = ?",
+                                (branch_meta_key(self.branch, key),)).rowcount > 0
 
     # --- failed partitions --------------------------------------------------------------
 
@@ -197,16 +203,16 @@ class RunsMixin:
         """Record that (layer, group_key) failed in this run, replacing its earlier failure."""
         with self._write(f"recording failure of {layer}/{group_key}") as conn:
             conn.execute(
-                "INSERT INTO failures (layer, group_key, run_id, error, recorded_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (layer, group_key) DO UPDATE SET "
+                "INSERT INTO failures (branch, layer, group_key, run_id, error, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (branch, layer, group_key) DO UPDATE SET "
                 "run_id = excluded.run_id, error = excluded.error, "
                 "recorded_at = excluded.recorded_at",
-                (layer, group_key, run_id, str(error), utc_now()))
+                (self.branch, layer, group_key, run_id, str(error), utc_now()))
 
     def failures(self, layer: str | None = None, run_id: str | None = None) -> list[Failure]:
         """Recorded partition failures, optionally only of one layer and/or run, by layer then group."""
-        sql = "SELECT run_id, layer, group_key, error, recorded_at FROM failures WHERE 1 = 1"
-        params: list[Any] = []
+        sql = "SELECT run_id, layer, group_key, error, recorded_at FROM failures WHERE branch = ?"
+        params: list[Any] = [self.branch]
         if layer is not None:
             sql += " AND layer = ?"
             params.append(layer)
@@ -220,5 +226,5 @@ class RunsMixin:
     def clear_failure(self, layer: str, group_key: str) -> bool:
         """Forget the recorded failure of (layer, group_key); True if there was one."""
         with self._write(f"clearing failure of {layer}/{group_key}") as conn:
-            return conn.execute("DELETE FROM failures WHERE layer = ? AND group_key = ?",
-                                (layer, group_key)).rowcount > 0
+            return conn.execute("DELETE FROM failures WHERE branch = ? AND layer = ? AND "
+                                "group_key = ?", (self.branch, layer, group_key)).rowcount > 0

@@ -1,0 +1,311 @@
+"""Branches of a project: create, list, switch, diff, promote (with undo), delete, gc.
+
+A branch is a pipeline definition (`.synix/branches/<name>/pipeline.py`, a copy of its parent's
+at creation, then edited) plus its own pointers to current artifacts in the shared store and its
+own projections. Artifacts are shared: building a branch reuses every artifact whose
+materialization key some branch already built. Promote makes main serve a branch's memory: the
+store moves main's pointers in one transaction (recording a journal), then the file steps
+(pipeline.py, projections, the `main@previous` snapshot) are finished from that journal, so a
+crash at any point leaves main as it was or finishes into the promoted state on the next command.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from synix_assets.engine.locking import project_lock
+from synix_assets.project import CURRENT_BRANCH_FILE, MAIN, ProjectPaths
+from synix_resources.errors import BranchError
+from synix_resources.fingerprints import sha256_text
+from synix_resources.store.branches import PREVIOUS
+
+PROMOTE_JOURNAL = "promote:pending"
+SNAPSHOT = MAIN + PREVIOUS
+
+
+def _lock_timeout() -> float:
+    return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def _copy_sqlite(src: Path, dst: Path) -> None:
+    """Copy a live SQLite file through the backup API: readers of `dst` see the old or the new
+    database, never a mix, and no stale WAL is left to replay."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(str(src)) as source, sqlite3.connect(str(dst)) as target:
+        source.backup(target)
+    source.close()
+    target.close()
+
+
+def _require_exists(paths: ProjectPaths, name: str) -> None:
+    with paths.open_store() as store:
+        if name != MAIN and store.branch_info(name) is None:
+            raise BranchError(f"no branch {name!r}", hint="see `synix branch list`")
+
+
+# --- create / list / switch / delete -------------------------------------------------------
+
+
+def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = None,
+                  pipeline_file: str | Path | None = None) -> dict:
+    """Instant: copies the parent's pointers and pipeline file; no artifact, no LLM call."""
+    parent = paths.on_branch(from_branch or paths.branch)
+    source_file = Path(pipeline_file).expanduser().resolve() if pipeline_file else parent.pipeline_file
+    if not source_file.is_file():
+        raise BranchError(f"pipeline file {source_file} does not exist",
+                          hint="give an existing file to --pipeline")
+    target = paths.on_branch(name)
+    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+        with paths.open_store() as store:
+            if store.branch_info(name) is not None or name == MAIN:
+                raise BranchError(f"branch {name!r} already exists",
+                                  hint=f"pick another name or `synix branch delete {name}`")
+            text = source_file.read_bytes()
+            _write_atomic(target.pipeline_file, text)
+            try:
+                target.load_pipeline()  # a broken file fails here, naming it, not at the first run
+                info = store.create_branch(name, from_branch=parent.branch,
+                                           info={"pipeline_sha": sha256_text(text.decode("utf-8", "replace")),
+                                                 "from_file": str(source_file)})
+            except BaseException:
+                shutil.rmtree(target.branch_dir, ignore_errors=True)
+                raise
+    return {"branch": name, "from": info.parent, "pipeline": str(target.pipeline_file),
+            "created_at": info.created_at}
+
+
+def list_branches(paths: ProjectPaths) -> list[dict]:
+    current = paths.branch
+    out = []
+    with paths.open_store() as store:
+        for info in store.branches():
+            view = store.on_branch(info.name)
+            layers = view.layers()
+            runs = view.list_runs(limit=1)
+            out.append({"name": info.name, "current": info.name == current,
+                        "parent": info.parent, "created_at": info.created_at or None,
+                        "pipeline": str(paths.on_branch(info.name).pipeline_file),
+                        "artifacts": sum(v["artifacts"] for v in layers.values()),
+                        "layers": {k: v["artifacts"] for k, v in layers.items()},
+                        "last_run": ({"run_id": runs[0].run_id, "status": runs[0].status,
+                                      "started_at": runs[0].started_at} if runs else None),
+                        "built": view.get_meta("build:fingerprint") is not None})
+    return out
+
+
+def switch_branch(paths: ProjectPaths, name: str) -> dict:
+    _require_exists(paths, name)
+    marker = paths.state_dir / CURRENT_BRANCH_FILE
+    if name == MAIN:
+        marker.unlink(missing_ok=True)
+    else:
+        _write_atomic(marker, name.encode("utf-8"))
+    return {"branch": name}
+
+
+def delete_branch(paths: ProjectPaths, name: str) -> dict:
+    """Drops the branch's pointers and projections; its artifacts wait for `gc`."""
+    if name == MAIN:
+        raise BranchError("cannot delete main", hint="promote another branch instead")
+    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+        with paths.open_store() as store:
+            pointers = store.delete_branch(name)
+        shutil.rmtree(paths.on_branch(name).branch_dir, ignore_errors=True)
+    if paths.branch == name or (paths.state_dir / CURRENT_BRANCH_FILE).exists() and \
+            (paths.state_dir / CURRENT_BRANCH_FILE).read_text().strip() == name:
+        (paths.state_dir / CURRENT_BRANCH_FILE).unlink(missing_ok=True)
+    return {"branch": name, "pointers_removed": pointers,
+            "hint": "run `synix gc` to remove artifacts no branch uses any more"}
+
+
+def gc(paths: ProjectPaths, *, dry_run: bool = False) -> dict:
+    """Removes artifacts that no branch points at (nor builds on); never a referenced one."""
+    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+        with paths.open_store() as store:
+            doomed = store.unreferenced()
+            by_layer: dict[str, int] = {}
+            for art in store.get_many(doomed):
+                by_layer[art.layer] = by_layer.get(art.layer, 0) + 1
+            removed = 0 if dry_run else store.delete(doomed)
+    return {"dry_run": dry_run, "unreferenced": len(doomed), "removed": removed,
+            "by_layer": by_layer}
+
+
+# --- diff --------------------------------------------------------------------------------
+
+
+def _step_versions(paths: ProjectPaths) -> dict[str, dict]:
+    from synix_assets.engine.llm_identity import llm_identity
+
+    pipeline = paths.load_pipeline()
+    identity = llm_identity()
+    out = {}
+    for layer in pipeline.layer_order():
+        step = pipeline.steps[layer]
+        out[layer] = {"kind": step.kind, "from": list(step.from_),
+                      "version": pipeline.version(layer, "" if step.kind == "merge" else identity)}
+    for name, proj in pipeline.projections.items():
+        out[name] = {"kind": proj.kind, "from": list(proj.from_) if isinstance(proj.from_, tuple)
+                     else [proj.from_], "version": sha256_text(repr(sorted(vars(proj).items())))}
+    return out
+
+
+def diff_branch(paths: ProjectPaths, name: str, *, base: str = MAIN) -> dict:
+    """Changed steps (by step version) and, per layer, added/removed/changed records."""
+    _require_exists(paths, name)
+    _require_exists(paths, base)
+    mine, theirs = _step_versions(paths.on_branch(base)), _step_versions(paths.on_branch(name))
+    steps = []
+    for step in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(step), theirs.get(step)
+        if a is None:
+            steps.append({"step": step, "change": "added", "kind": b["kind"]})
+        elif b is None:
+            steps.append({"step": step, "change": "removed", "kind": a["kind"]})
+        elif a != b:
+            steps.append({"step": step, "change": "changed", "kind": b["kind"],
+                          "what": [k for k in ("kind", "from", "version") if a[k] != b[k]]})
+    with paths.open_store() as store:
+        layers = [{"layer": d.layer, "added": d.added, "removed": d.removed,
+                   "changed": [{"group_key": g, "base": x, "branch": y} for g, x, y in d.changed],
+                   "shared": d.shared} for d in store.diff_branches(base, name)]
+    return {"base": base, "branch": name, "steps": steps, "layers": layers}
+
+
+def diff_record(paths: ProjectPaths, name: str, record: str, *, base: str = MAIN) -> dict:
+    """A unified text diff of one record against its counterpart (same layer and group) on base."""
+    with paths.open_store() as store:
+        art = store.get(record)
+        theirs = store.on_branch(name).current(art.layer, art.group_key)
+        mine = store.on_branch(base).current(art.layer, art.group_key)
+    a = mine.content if mine else ""
+    b = theirs.content if theirs else ""
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(),
+                                      fromfile=f"{base}:{art.layer}/{art.group_key}",
+                                      tofile=f"{name}:{art.layer}/{art.group_key}", lineterm=""))
+    return {"layer": art.layer, "group_key": art.group_key,
+            "base_id": mine.artifact_id if mine else None,
+            "branch_id": theirs.artifact_id if theirs else None,
+            "identical": a == b, "diff": "\n".join(lines)}
+
+
+# --- promote -------------------------------------------------------------------------------
+
+
+def _projection_files(paths: ProjectPaths) -> list[tuple[str, Path]]:
+    """(kind, path) of every file the branch's projections write."""
+    pipeline = paths.load_pipeline()
+    files = []
+    for proj in pipeline.projections.values():
+        if proj.kind == "search_index":
+            files.append(("sqlite", paths.search))
+        else:
+            files.append(("file", paths.output_file(pipeline, proj.path)))
+    return list(dict.fromkeys(files))
+
+
+def _snapshot_dir(paths: ProjectPaths) -> Path:
+    return paths.on_branch(SNAPSHOT).branch_dir
+
+
+def _staging_dir(paths: ProjectPaths) -> Path:
+    return paths.branches_dir / f"{SNAPSHOT}.staging"
+
+
+def _stage_snapshot(paths: ProjectPaths) -> None:
+    """Main's pipeline.py and projection files, copied aside before main changes."""
+    main = paths.on_branch(MAIN)
+    staging = _staging_dir(paths)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True, mode=0o700)
+    _write_atomic(staging / "pipeline.py", main.pipeline_file.read_bytes())
+    snap = ProjectPaths(main.root, SNAPSHOT)
+    pipeline = main.load_pipeline()
+    for kind, src in _projection_files(main):
+        if not src.exists():
+            continue
+        rel = (snap.search if kind == "sqlite" else
+               snap.output_file(pipeline, src)).relative_to(snap.branch_dir)
+        if kind == "sqlite":
+            _copy_sqlite(src, staging / rel)
+        else:
+            _write_atomic(staging / rel, src.read_bytes())
+
+
+def promote_branch(paths: ProjectPaths, name: str, *, force: bool = False) -> dict:
+    """main serves `name`'s memory: pipeline, current artifacts and projections. No LLM call.
+    Undo with `promote_branch(paths, "main@previous")`."""
+    if name == MAIN:
+        raise BranchError("main cannot be promoted into itself", hint="name another branch")
+    source = paths.on_branch(name)
+    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+        finish_pending_promote(paths)
+        with paths.open_store() as store:
+            if store.branch_info(name) is None:
+                raise BranchError(f"no branch {name!r}", hint="see `synix branch list`")
+            built = store.on_branch(name).get_meta("build:fingerprint") is not None
+        if not built and not force and name != SNAPSHOT:
+            raise BranchError(f"branch {name!r} has no complete build to promote",
+                              hint=f"run `synix run --branch {name}` first (or pass --force)")
+        source.load_pipeline()  # refuse a broken pipeline before anything moves
+        _stage_snapshot(paths)
+        with paths.open_store() as store:
+            moved = store.promote(name, journal={"source": name, "phase": "db"})
+        finish_pending_promote(paths)
+    return {"promoted": name, "undo": f"synix branch promote {SNAPSHOT}", **moved}
+
+
+def finish_pending_promote(paths: ProjectPaths) -> bool:
+    """Finish the file steps of a promote whose store transaction committed; True if one was
+    pending. Each step is idempotent, so an interrupted finish is simply run again."""
+    main = paths.on_branch(MAIN)
+    with main.open_store() as store:
+        journal = store.get_meta(PROMOTE_JOURNAL)
+        if journal is None:
+            return False
+        source = paths.on_branch(journal["source"])
+        if journal["phase"] == "db":
+            # The source's files are intact until the snapshot swap below, even when the source
+            # is main@previous itself (the new snapshot waits in the staging folder).
+            for kind, src in _projection_files(source):
+                rel = src.relative_to(source.branch_dir)
+                dst = main.search if kind == "sqlite" else main.root / rel
+                if src.exists():
+                    if kind == "sqlite":
+                        _copy_sqlite(src, dst)
+                    else:
+                        _write_atomic(dst, src.read_bytes())
+            _write_atomic(main.pipeline_file, source.pipeline_file.read_bytes())
+            journal["phase"] = "files"
+            store.set_meta(PROMOTE_JOURNAL, journal)
+        if journal["phase"] == "files":
+            staging, snap = _staging_dir(paths), _snapshot_dir(paths)
+            if staging.exists():
+                shutil.rmtree(snap, ignore_errors=True)
+                os.replace(staging, snap)
+            store.delete_meta(PROMOTE_JOURNAL)
+    return True
+
+
+def check_branch_usable(paths: ProjectPaths) -> None:
+    """A clear error when the selected branch does not exist (e.g. deleted meanwhile)."""
+    if paths.branch == MAIN:
+        return
+    if not paths.pipeline_file.is_file():
+        raise BranchError(f"no branch {paths.branch!r} in {paths.root}",
+                          hint="see `synix branch list`, or `synix branch switch main`")
+    _require_exists(paths, paths.branch)
