@@ -78,7 +78,8 @@ def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json)
     use_qa = qa_mod.model_configured() if qa is None else qa
     settings = EvalSettings(modes=modes, systems=systems, qa=use_qa,
                             qa_mode="hybrid" if "hybrid" in modes else modes[0])
-    branch = name or (project.root.name if project else "baseline")
+    branch = name or ((project.root.name if project.branch == "main" else project.branch)
+                      if project else "baseline")
     db = Path(results) if results else (results_path(project.state_dir) if project else None)
     result = run_eval(bench, project=project, branch=branch, settings=settings, results_db=db,
                       progress=None if as_json else _progress_printer())
@@ -211,7 +212,8 @@ def synixbench(ctx, results, as_json) -> None:
 
     project = _project(ctx, required=True)
     db = Path(results) if results else results_path(project.state_dir)
-    result = run_synixbench(project, branch=project.root.name, results_db=db)
+    result = run_synixbench(project, branch=project.root.name if project.branch == "main" else project.branch,
+                             results_db=db)
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return

@@ -72,8 +72,12 @@ pipeline = eval_pipeline({source!r}, {exports!r}, {root!r}, embeddings={embeddin
 
 
 def case_folder(project: ProjectPaths, benchmark: str, case_id: str) -> Path:
+    """Each branch evaluates in its own scratch folders (all share the project's LLM cache)."""
     name = _SAFE.sub("_", case_id).strip("_") or "case"
-    return project.state_dir / EVAL_DIR / benchmark / name
+    base = project.state_dir / EVAL_DIR
+    if project.branch != "main":
+        base = base / "branches" / project.branch
+    return base / benchmark / name
 
 
 def prepare(project: ProjectPaths, benchmark: str, case: Case, *, embeddings: bool = True) -> EvalPaths:
