@@ -18,14 +18,19 @@ def _remember_branch(ctx: click.Context, param, value):
     return value
 
 
+def project_dir_option(fn):
+    """`-p/--project DIR` alone, for commands whose `--branch` means something else."""
+    return click.option("-p", "--project", type=click.Path(file_okay=False), expose_value=False,
+                        callback=_remember_project,
+                        help="Project folder (default: the current folder or a parent with a pipeline.py).")(fn)
+
+
 def project_option(fn):
     """`-p/--project DIR` and `--branch NAME` on a command (the group accepts them too)."""
     fn = click.option("--branch", metavar="NAME", expose_value=False, callback=_remember_branch,
                       help="Branch to use (default: the project's current branch, see "
                            "`synix branch switch`).")(fn)
-    return click.option("-p", "--project", type=click.Path(file_okay=False), expose_value=False,
-                        callback=_remember_project,
-                        help="Project folder (default: the current folder or a parent with a pipeline.py).")(fn)
+    return project_dir_option(fn)
 
 
 def project_paths(ctx: click.Context):

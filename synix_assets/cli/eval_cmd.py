@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from synix_assets.cli.common import project_option
+from synix_assets.cli.common import project_dir_option, project_option
 
 MODES = ("fts", "semantic", "hybrid")
 BASELINES = ("raw-rag", "full-context")
@@ -242,7 +242,7 @@ def synixbench(ctx, results, as_json) -> None:
 @click.option("--all-data", is_flag=True,
               help="Also show runs on older data files (default: each benchmark's newest data file).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@project_option
+@project_dir_option
 @click.pass_context
 def report(ctx, results, benchmark, branches, html_path, all_data, as_json) -> None:
     """The latest recorded results side by side (markdown), without re-running anything.

@@ -101,7 +101,10 @@ def _feeds_this_run(context, children: set[dg.AssetKey]) -> bool:
 
 def _recorded_code_version(instance, key: dg.AssetKey) -> str | None:
     event = instance.get_latest_materialization_event(key)
-    return event.asset_materialization.tags.get("dagster/code_version") if event else None
+    if event is None or event.asset_materialization is None:
+        return None
+    # runless events (e.g. what forget restores) carry no tags at all
+    return (event.asset_materialization.tags or {}).get("dagster/code_version")
 
 
 def _failure(layer: str, result) -> dg.Failure:

@@ -196,22 +196,16 @@ def test_put_many_keeps_item_order_and_handles_repeats_within_a_batch(store):
     assert store.put_many([]) == []
 
 
-def test_put_many_10k_small_artifacts_is_fast(store):
+def test_put_many_10k_small_artifacts_in_one_transaction_and_indexes_them_all(store):
+    # Speed figures for bulk writes live in benchmarks/bench_build.py, not in a timed test.
     items = [dict(layer="transcripts", group_key=f"conv-{i:05d}", content=f"message {i}",
                   materialization_key=f"key-{i}", metadata={"i": i}) for i in range(10_000)]
-    start = time.perf_counter()
     out = store.put_many(items)
-    elapsed = time.perf_counter() - start
     assert len(out) == 10_000
-    assert elapsed < 3.0, f"put_many of 10k took {elapsed:.2f}s"
-
-    start = time.perf_counter()
     index = store.current_index("transcripts")
-    index_elapsed = time.perf_counter() - start
     assert len(index) == 10_000
     assert index["conv-00042"] == CurrentRef(out[42].artifact_id, "key-42", out[42].content_hash,
                                              out[42].created_at)
-    assert index_elapsed < 0.5, f"current_index of 10k took {index_elapsed:.3f}s"
 
 
 # --- reading --------------------------------------------------------------------------------
