@@ -5,6 +5,8 @@ embedders can mount the bare app elsewhere.
 """
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -14,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.serve import api, explorer
 from synix_assets.serve.errors import status_of, validation_line
-from synix_assets.serve.service import MemoryService
+from synix_assets.serve.service import BranchServices, MemoryService
 from synix_resources.errors import SynixError
 
 
@@ -25,6 +27,19 @@ def create_app(service: MemoryService) -> FastAPI:
                               "records, lineage, layers, timeline, the context document and a "
                               "prompt-ready brief.")
     app.state.service = service
+    app.state.branches = BranchServices(service)  # ?branch=NAME reads that branch's memory
+
+    @app.middleware("http")
+    async def chosen_branch(request: Request, call_next):
+        # A page without ?branch= shows the branch picked in the switcher (a cookie); the JSON
+        # API always says which branch it reads, so it is left alone.
+        chosen = request.cookies.get(explorer.BRANCH_COOKIE)
+        if chosen and chosen != "main" and "branch" not in request.query_params \
+                and not request.url.path.startswith(("/v1", "/static", "/branch")):
+            query = request.scope.get("query_string", b"")
+            extra = urlencode({"branch": chosen}).encode()
+            request.scope["query_string"] = query + b"&" + extra if query else extra
+        return await call_next(request)
     app.include_router(api.router)
     app.include_router(explorer.router)
     app.mount("/static", StaticFiles(directory=explorer.HERE / "static"), name="static")
@@ -63,11 +78,12 @@ def run_server(service: MemoryService, *, host: str, port: int, token: str | Non
     from synix_assets.web.serving import Terminated, make_server, sigterm_raises
 
     policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts)
-    server = make_server(create_app(service), policy, host=host, port=port)
+    app = create_app(service)
+    server = make_server(app, policy, host=host, port=port)
     with sigterm_raises():
         try:
             server.run()
         except (KeyboardInterrupt, Terminated):
             pass
         finally:
-            service.close()
+            app.state.branches.close()

@@ -21,7 +21,6 @@ from synix_assets.reports.query import NOT_BUILT_HINT, artifact_dict, focus_tree
 from synix_resources.errors import ArtifactNotFound, SearchError, ServeError
 from synix_resources.llm.mapreduce import estimate_tokens
 
-BRANCHES = ("main",)  # the seam for branches: every call names one; only "main" exists yet
 MAX_LIMIT = 200
 PREVIEW_CHARS = 280
 MODES = ("fts", "semantic", "hybrid")
@@ -38,11 +37,42 @@ class BadRequest(ServeError):
     """A request parameter is invalid (the HTTP layer answers 400)."""
 
 
-def check_branch(branch: str) -> str:
-    if branch not in BRANCHES:
-        raise ArtifactNotFound(f"no branch {branch!r} in this project",
-                               hint=f"branches here: {', '.join(BRANCHES)}")
-    return branch
+def branch_names(paths: ProjectPaths) -> list[str]:
+    """main, then every branch of the project that has a pipeline file (snapshots included)."""
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    store = ArtifactStore(paths.store, read_only=True)
+    try:
+        names = [b.name for b in store.branches()]
+    finally:
+        store.close()
+    return [n for n in names if n == "main" or paths.on_branch(n).pipeline_file.is_file()]
+
+
+class BranchServices:
+    """One MemoryService per branch, opened on first use (the app serves every branch)."""
+
+    def __init__(self, main: "MemoryService"):
+        self.main = main
+        self._services = {main.paths.branch: main}
+        self._lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        return branch_names(self.main.paths)
+
+    def get(self, branch: str) -> "MemoryService":
+        with self._lock:
+            if branch not in self._services:
+                if branch not in self.names():
+                    raise ArtifactNotFound(f"no branch {branch!r} in this project",
+                                           hint=f"branches here: {', '.join(self.names())}")
+                self._services[branch] = MemoryService(self.main.paths.on_branch(branch))
+            return self._services[branch]
+
+    def close(self) -> None:
+        with self._lock:
+            for svc in self._services.values():
+                svc.close()
 
 
 def check_limit(limit: int, name: str = "limit") -> int:
@@ -127,13 +157,19 @@ class MemoryService:
 
     # ---- plumbing ---------------------------------------------------------------------
 
+    def check_branch(self, branch: str) -> str:
+        """Each service reads one branch (`BranchServices` picks the service for a branch)."""
+        if branch != self.paths.branch:
+            raise ArtifactNotFound(f"this reader serves branch {self.paths.branch!r}, not {branch!r}")
+        return branch
+
     @property
     def pipeline(self):
         if self._pipeline is None or self._pipeline_mtime != self._mtime(self.paths.pipeline_file):
             from synix_assets.pipeline.loader import load_pipeline
 
             self._pipeline_mtime = self._mtime(self.paths.pipeline_file)
-            self._pipeline = load_pipeline(self.paths.pipeline_file)
+            self._pipeline = load_pipeline(self.paths.pipeline_file, base_dir=self.paths.root)
         return self._pipeline
 
     @staticmethod
@@ -172,7 +208,7 @@ class MemoryService:
         from synix_resources.search.index import SearchIndex
         from synix_resources.store.artifact_store import ArtifactStore
 
-        store = ArtifactStore(self.paths.store, read_only=True)
+        store = ArtifactStore(self.paths.store, read_only=True, branch=self.paths.branch)
         index = None
         if self.paths.search.exists():
             index = SearchIndex(self.paths.search, embeddings="auto")
@@ -185,7 +221,7 @@ class MemoryService:
     @contextmanager
     def reader(self, branch: str = "main") -> Iterator[Reader]:
         """A pooled reader inside one read transaction on the store and on the index."""
-        check_branch(branch)
+        self.check_branch(branch)
         self._slots.acquire()
         try:
             try:
@@ -235,7 +271,7 @@ class MemoryService:
 
     def pipeline_graph(self, branch: str = "main") -> dict:
         """The DAG: sources, steps and projections as nodes (counts, staleness), edges by input."""
-        check_branch(branch)
+        self.check_branch(branch)
         status = self._project_status()
         pipe = self.pipeline
         nodes = [{"id": name, "kind": "source", "records": None, "stale": None}
@@ -418,7 +454,7 @@ class MemoryService:
 
     def context(self, branch: str = "main") -> dict:
         """The context document as written by the last build, and the records its footer names."""
-        check_branch(branch)
+        self.check_branch(branch)
         pipe = self.pipeline
         docs = [p for p in pipe.projections.values() if p.kind == "context_doc"]
         if not docs:
