@@ -51,6 +51,7 @@ env.globals["link"] = link
 
 
 BRANCH_COOKIE = "synix_branch"
+DIFF_RECORDS = 50  # changed records shown side by side per layer
 
 
 def render(request: Request, name: str, status: int = 200, **ctx) -> HTMLResponse:
@@ -81,8 +82,10 @@ def branch_diff(request: Request, branch: str = "main", base: str = "main"):
 
     services = request.app.state.branches
     services.get(branch), services.get(base)  # both must exist
-    return render(request, "diff.html", diff=diff_branch(services.main.paths, branch, base=base),
-                  branch=branch)
+    diff = diff_branch(services.main.paths, branch, base=base)
+    shown = [c for layer in diff["layers"] for c in layer["changed"][:DIFF_RECORDS]]
+    texts = services.main.texts([i for c in shown for i in (c["base"], c["branch"])])
+    return render(request, "diff.html", diff=diff, texts=texts, shown=DIFF_RECORDS, branch=branch)
 
 
 @router.get("/")

@@ -254,6 +254,11 @@ class MemoryService:
                     reader.index.close()
             self._all.clear()
 
+    def texts(self, ids: list[str]) -> dict[str, str]:
+        """Artifact id → content, for any ids in the shared store (whichever branch uses them)."""
+        with self.reader(self.paths.branch) as r:
+            return {a.artifact_id: a.content for a in r.store.get_many(list(dict.fromkeys(ids)))}
+
     # ---- overview ---------------------------------------------------------------------
 
     def layers(self, branch: str = "main") -> list[dict]:

@@ -24,6 +24,11 @@ def branch(served_project):
     with served_project.open_store() as store:
         if store.branch_info("topical-view") is None:
             create_branch(served_project, "topical-view", pipeline_file=TOPICAL)
+            # one episode summarised differently on the branch: a changed record to compare
+            view = store.on_branch("topical-view")
+            episode = view.list_layer("episodes")[0]
+            view.put(layer="episodes", group_key=episode.group_key, materialization_key="branch-key",
+                     content="A branch summary about kayaks.", parents=list(episode.parent_ids))
     return "topical-view"
 
 
@@ -68,6 +73,9 @@ def test_switcher_sticks_across_pages_and_the_diff_shows_both_branches(server, b
             steps = page.locator("#diff-steps").inner_text()
             assert "topics" in steps and "added" in steps and "monthly" in steps
             assert "episodes" in page.locator("#diff-layers").inner_text()
+            records = page.locator("#diff-records").inner_text()
+            assert "A branch summary about kayaks." in records  # the branch's text
+            assert records.count("episodes-") >= 2  # beside main's record
             page.locator("#branch-switcher select").select_option("main")
             page.wait_for_url("**/explore")
             assert page.locator("#branch-switcher select").input_value() == "main"
