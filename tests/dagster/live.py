@@ -139,20 +139,33 @@ def shot_path(tmp: Path, name: str) -> Path:
 
 def screenshot_graph(base: str, group: str, path: Path, wait_text: str | None = None) -> None:
     """Open the asset group graph in headless Chromium, wait for `wait_text`, save a screenshot."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
+
+    def opened(page) -> None:
+        page.get_by_text("Latest event").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        skip = page.get_by_role("button", name="Skip")  # Dagster's one-time community prompt
+        if skip.count():
+            skip.first.click()
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 900})
             page.goto(f"{base}/locations/synix/asset-groups/{group}")
-            page.get_by_text("Latest event").first.wait_for(timeout=60_000)
-            page.wait_for_timeout(1500)
-            skip = page.get_by_role("button", name="Skip")  # Dagster's one-time community prompt
-            if skip.count():
-                skip.first.click()
-            if wait_text:
-                page.get_by_text(wait_text).first.wait_for(timeout=60_000)
+            opened(page)
+            # The graph's status badges come from a live-data query that now and then misses
+            # its first poll on a loaded machine: reload (at most twice) rather than wait forever.
+            for attempt in range(3 if wait_text else 0):
+                try:
+                    page.get_by_text(wait_text).first.wait_for(timeout=40_000)
+                    break
+                except PlaywrightTimeout:
+                    if attempt == 2:
+                        raise
+                    page.reload()
+                    opened(page)
             page.wait_for_timeout(1000)
             page.screenshot(path=str(path))
         finally:
