@@ -21,7 +21,7 @@ from datetime import timedelta
 import dagster as dg
 
 from synix_assets.dagster_defs.checks import CHECK_NAME, check_result
-from synix_assets.dagster_defs.graph import dagster_name, layer_key, parents, source_key
+from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.engine.context import BuildContext
@@ -49,7 +49,8 @@ def owners(pipeline) -> list[str]:
 
 def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMResource) -> BuildContext:
     tags = context.run.tags if context.run else {}
-    return BuildContext(pipeline, store.get_store(), llm.get_client(), paths,
+    # one store resource serves every branch; each asset reads and moves its own branch's pointers
+    return BuildContext(pipeline, store.get_store().on_branch(paths.branch), llm.get_client(), paths,
                         run_id=tags.get(RUN_ID_TAG) or context.run.run_id,
                         batch=tags.get(BATCH_TAG) == "1")
 
@@ -85,16 +86,16 @@ def _lock_timeout() -> float:
     return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
 
 
-def _children(pipeline, name: str) -> set[dg.AssetKey]:
-    names = [*pipeline.steps, *pipeline.projections]
-    return {layer_key(n) for n in names if any(p.name == name for p in parents(pipeline, n))}
+def _children(pipeline, name: str, names: Names) -> set[dg.AssetKey]:
+    nodes = [*pipeline.steps, *pipeline.projections]
+    return {names.layer(n) for n in nodes if any(p.name == name for p in parents(pipeline, n, names))}
 
 
 def _feeds_this_run(context, children: set[dg.AssetKey]) -> bool:
     """True when an asset downstream of this one runs later in the same run: it waits for this
     step's output, so the step must produce one."""
-    if context.run.job_name.startswith("synix_build_"):
-        return False  # a per-layer job: nothing else runs after this step
+    if context.run.job_name.rpartition("__")[2].startswith("synix_build_"):
+        return False  # a per-layer job (of any branch): nothing else runs after this step
     selected = context.run.asset_selection  # empty for some ad-hoc runs: assume a chain
     return not selected or bool(children & set(selected))
 
@@ -126,20 +127,21 @@ def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
     return True
 
 
-def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity: str) -> dg.AssetsDefinition:
+def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity: str,
+                names: Names = MAIN_NAMES) -> dg.AssetsDefinition:
     step = pipeline.steps[layer]
-    part = partitions_for(pipeline, layer)
-    key = layer_key(layer)
+    part = partitions_for(pipeline, layer, names)
+    key = names.layer(layer)
     deps = [dg.AssetDep(p.key, partition_mapping=dg.AllPartitionMapping()) if p.kind == "fan_in"
-            else dg.AssetDep(p.key) for p in parents(pipeline, layer)]
-    children = _children(pipeline, layer)
-    fan_in = any(p.kind == "fan_in" for p in parents(pipeline, layer))
+            else dg.AssetDep(p.key) for p in parents(pipeline, layer, names)]
+    children = _children(pipeline, layer, names)
+    fan_in = any(p.kind == "fan_in" for p in parents(pipeline, layer, names))
     version = versions[layer]
-    top = part is None and not children - {layer_key(n) for n in pipeline.projections}
+    top = part is None and not children - {names.layer(n) for n in pipeline.projections}
     freshness = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=7), warn_window=timedelta(days=1)) \
         if top else None
 
-    @dg.asset(name=dagster_name(layer), deps=deps, partitions_def=part, group_name=GROUP,
+    @dg.asset(key=key, deps=deps, partitions_def=part, group_name=names.group(GROUP),
               code_version=version, description=describe(pipeline, layer, identity),
               output_required=False, owners=owners(pipeline), freshness_policy=freshness,
               backfill_policy=dg.BackfillPolicy.single_run() if part is not None else None,
@@ -149,7 +151,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
                   "rebuild), evaluated by every build of this layer."))],
               metadata={"synix/level": pipeline.level(layer), "synix/kind": step.kind,
                         "synix/partitioning": pipeline.partitioning(layer)},
-              tags={"synix/level": str(pipeline.level(layer))})
+              tags={"synix/level": str(pipeline.level(layer)), "synix/branch": names.branch})
     def _layer(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with project_lock(paths.lock, timeout_s=_lock_timeout()):
@@ -162,7 +164,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         full = tags.get(FULL_LAYER_TAG) == "1"
         keys = None if (part is None or full) else set(context.partition_keys)
         scan = ctx.reader.scan() if is_source_merge(pipeline, layer) else None
-        prov = Provenance(pipeline, ctx.store, layer, version, context.instance)  # cursors before building
+        prov = Provenance(pipeline, ctx.store, layer, version, context.instance, names)  # cursors before building
         restamp = _recorded_code_version(context.instance, key) not in (None, version)
         result = build_layer(ctx, layer, scan, keys)
         ctx.store.record_layer_stats(ctx.run_id, layer, result.totals())
@@ -180,7 +182,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             if record and not result.failed and not result.count("blocked") \
                     and _feeds_this_run(context, children):
                 yield dg.MaterializeResult()  # lets downstream steps of this run start
-            yield from _partitions(ctx, layer, record, prov)
+            yield from _partitions(ctx, layer, record, prov, key)
         # the whole plan, so partitions whose upstream is not built yet count as stale too
         yield check_result(layer, plan_all(ctx, scan if scan is not None else ctx.reader.scan())[layer])
         if owned:
@@ -191,7 +193,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
     return _layer
 
 
-def _partitions(ctx, layer: str, outcomes, prov: Provenance):
+def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):
     arts = {a.artifact_id: a for a in ctx.store.get_many(
         [o.artifact_id for o in outcomes if o.artifact_id and o.status == "built"])}
     for o in outcomes:
@@ -199,7 +201,7 @@ def _partitions(ctx, layer: str, outcomes, prov: Provenance):
         if art is None:
             continue
         yield dg.AssetMaterialization(
-            asset_key=layer_key(layer), partition=o.group_key,
+            asset_key=key, partition=o.group_key,
             metadata={**artifact_metadata(art), **_outcome_metadata(o)},
             tags=prov.tags(o.group_key, art.content_hash))
 
@@ -215,19 +217,21 @@ def _single(ctx, layer: str, outcomes, prov: Provenance):
                                data_version=dg.DataVersion(data_version(art.content_hash)))
 
 
-def projection_asset(pipeline, paths, name: str, versions: dict[str, str]) -> dg.AssetsDefinition:
+def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
+                     names: Names = MAIN_NAMES) -> dg.AssetsDefinition:
     proj = pipeline.projections[name]
-    ups = parents(pipeline, name)
+    ups = parents(pipeline, name, names)
     deps = [dg.AssetDep(p.key, partition_mapping=dg.AllPartitionMapping()) if p.kind == "fan_in"
             else dg.AssetDep(p.key) for p in ups]
     what = "search index (the agent's RAG)" if proj.kind == "search_index" \
         else f"context document {proj.path} (the agent's system prompt)"
     version = versions[name]
 
-    @dg.asset(name=dagster_name(name), deps=deps, group_name="projections", output_required=False,
+    @dg.asset(key=names.layer(name), deps=deps, group_name=names.group("projections"), output_required=False,
               description=f"Synix projection: {what}, from {', '.join(p.name for p in ups)}. "
                           f"Rewritten only when the artifacts it reads changed.",
-              kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline))
+              kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline),
+              tags={"synix/branch": names.branch})
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         with project_lock(paths.lock, timeout_s=_lock_timeout()):
             yield from _run(context, store, llm)
@@ -250,8 +254,8 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str]) -> dg
     return _projection
 
 
-def source_specs(pipeline) -> list[dg.AssetSpec]:
-    return [dg.AssetSpec(source_key(s.name), group_name="sources", owners=owners(pipeline),
+def source_specs(pipeline, names: Names = MAIN_NAMES) -> list[dg.AssetSpec]:
+    return [dg.AssetSpec(names.source(s.name), group_name="sources", owners=owners(pipeline),
                          description=f"{s.format} exports in {pipeline.resolve(s.path)}, observed by "
                                      f"the synix_exports_sensor (files, conversations).",
                          metadata={"path": str(pipeline.resolve(s.path)), "format": s.format})

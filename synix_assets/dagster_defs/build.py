@@ -1,8 +1,9 @@
 """Compile a project's pipeline.py into Dagster definitions.
 
-`build_defs(project_dir)` gives one asset per layer and projection (each emitting its
-`synix_up_to_date` check), the export folders as observed external assets, the named jobs, the
-export sensor (running by default) and the resources. A project's own `definitions.py` (written by
+`build_defs(project_dir)` gives, for main and for every branch side by side (graph.Names), one
+asset per layer and projection (each emitting its `synix_up_to_date` check), the named jobs, the
+export folders as observed external assets, one export sensor feeding every branch (running by
+default) and the resources. A project's own `definitions.py` (written by
 `synix init`) calls it with its folder; `synix run` calls it in process. When the process has a
 Dagster home (DAGSTER_HOME, which a project's `.env` sets for every `dagster` command run in it),
 loading the definitions also syncs that instance with the store (records.sync_instance).
@@ -11,18 +12,20 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 
 from synix_assets.dagster_defs import storage
 from synix_assets.dagster_defs.assets import layer_asset, projection_asset, source_specs
-from synix_assets.dagster_defs.graph import code_versions, layer_key, source_key
+from synix_assets.dagster_defs.graph import Names, code_versions
 from synix_assets.dagster_defs.jobs import build_all_job, layer_jobs
-from synix_assets.dagster_defs.records import sync_instance
+from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
-from synix_assets.project import ProjectPaths
+from synix_assets.project import MAIN, ProjectPaths
+from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.artifact_store import ArtifactStore
 from synix_resources.store.resource import ArtifactStoreResource
@@ -36,43 +39,112 @@ def resources_for(paths: ProjectPaths, identity: str | None = None) -> dict:
             "llm": LLMResource(cache_path=str(paths.llm_cache), provider=provider)}
 
 
-def asset_keys_of(pipeline) -> set[dg.AssetKey]:
-    return {*(source_key(s) for s in pipeline.sources), *(layer_key(l) for l in pipeline.steps),
-            *(layer_key(n) for n in pipeline.projections)}
+@dataclass(frozen=True)
+class BranchGraph:
+    """One branch's pipeline as Dagster sees it: its paths, its names and its code versions."""
+
+    paths: ProjectPaths
+    pipeline: object
+    names: Names
+    versions: dict[str, str]
+
+    def asset_keys(self) -> set[dg.AssetKey]:
+        p, n = self.pipeline, self.names
+        return {*(n.source(s) for s in p.sources), *(n.layer(l) for l in p.steps),
+                *(n.layer(x) for x in p.projections)}
+
+
+def _source_spec(src) -> tuple:
+    return (src.format, str(src.path))
+
+
+def branch_graph(paths: ProjectPaths, identity: str, main=None) -> BranchGraph:
+    """The graph of `paths.branch` (`main`: main's pipeline, when already loaded)."""
+    if paths.branch == MAIN:
+        pipeline = main or paths.load_pipeline()
+        return BranchGraph(paths, pipeline, Names(), code_versions(pipeline, identity))
+    pipeline = paths.load_pipeline()
+    main = main or ProjectPaths(paths.root).load_pipeline()
+    own = frozenset(s for s, src in pipeline.sources.items()
+                    if s not in main.sources or _source_spec(main.sources[s]) != _source_spec(src))
+    return BranchGraph(paths, pipeline, Names(paths.branch, own), code_versions(pipeline, identity))
+
+
+def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> list[BranchGraph]:
+    """Main's graph and every other branch's (`only`: just these branches). A branch whose
+    pipeline does not load is left out with a warning, so one broken experiment never hides
+    main's assets; `synix run --branch` on it reports the pipeline error itself."""
+    main_paths = ProjectPaths(root)
+    main = main_paths.load_pipeline()
+    graphs = []
+    for branch in [MAIN, *_registered_branches(main_paths)] if only is None else only:
+        try:
+            graphs.append(branch_graph(main_paths.on_branch(branch), identity, main))
+        except SynixError as exc:
+            warnings.warn(f"branch {branch!r} left out of the Dagster definitions: {exc.one_line()}")
+    return graphs
+
+
+def _registered_branches(paths: ProjectPaths) -> list[str]:
+    if not paths.store.exists():
+        return []
+    store = ArtifactStore(paths.store)
+    try:
+        # snapshots (`main@previous`) are restore points, not graphs
+        return [b.name for b in store.branches() if b.name != MAIN and "@" not in b.name
+                and paths.on_branch(b.name).pipeline_file.exists()]
+    finally:
+        store.close()
 
 
 def build_defs(project_dir: str | Path, *, resources: dict | None = None,
-               sync: bool = True) -> dg.Definitions:
+               sync: bool = True, branches: list[str] | None = None) -> dg.Definitions:
+    """`branches`: only these branches' graphs (`synix run --branch` builds one); default every
+    branch of the project, side by side."""
     # Single-run backfills (one run per layer, not per partition) are a Dagster beta parameter;
     # the warning would print at every start of every Dagster process, so it is silenced here.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        defs = _build_defs(project_dir, resources=resources, sync=sync)
+        defs = _build_defs(project_dir, resources=resources, sync=sync, only=branches)
         defs.get_repository_def()  # resolve now: binding resources copies the sensor, which warns too
         return defs
 
 
-def _build_defs(project_dir, *, resources, sync) -> dg.Definitions:
-    paths = ProjectPaths(Path(project_dir).resolve())
-    pipeline = paths.load_pipeline()
+def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey]) -> list:
+    p, paths, names, versions = graph.pipeline, graph.paths, graph.names, graph.versions
+    return [*(spec for spec in source_specs(p, names) if spec.key not in shared_sources),
+            *(layer_asset(p, paths, layer, versions, identity, names) for layer in p.layer_order()),
+            *(projection_asset(p, paths, name, versions, names) for name in p.projections)]
+
+
+def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
+    root = Path(project_dir).resolve()
     identity = llm_identity()
-    versions = code_versions(pipeline, identity)
-    keys = asset_keys_of(pipeline)
-    assets = [*source_specs(pipeline),
-              *(layer_asset(pipeline, paths, layer, versions, identity) for layer in pipeline.layer_order()),
-              *(projection_asset(pipeline, paths, name, versions) for name in pipeline.projections)]
-    build_all = build_all_job(paths)
-    defs = dg.Definitions(assets=assets, jobs=[build_all, *layer_jobs(pipeline)],
-                          sensors=[export_sensor(pipeline, paths, build_all, versions, keys)],
-                          resources=resources or resources_for(paths, identity))
+    graphs = branch_graphs(root, identity, only)
+    assets, jobs, build_jobs, seen_sources = [], [], {}, set()
+    for graph in graphs:
+        assets += _assets(graph, identity, seen_sources)
+        seen_sources |= {graph.names.source(s) for s in graph.pipeline.sources}
+        build_jobs[graph.names.branch] = build_all_job(graph.paths, graph.names)
+        jobs += [build_jobs[graph.names.branch], *layer_jobs(graph.pipeline, graph.names)]
+    keys = set().union(*(g.asset_keys() for g in graphs))
+    main_paths = ProjectPaths(root)
+    defs = dg.Definitions(assets=assets, jobs=jobs,
+                          sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None)],
+                          resources=resources or resources_for(main_paths, identity))
     home = os.environ.get("DAGSTER_HOME")
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too
-        if sync and paths.store.exists():
-            store = ArtifactStore(paths.store)
+        if sync and main_paths.store.exists():
+            instance = dg.DagsterInstance.get()
+            store = ArtifactStore(main_paths.store)
             try:
-                sync_instance(dg.DagsterInstance.get(), pipeline, store, versions, keys)
+                for graph in graphs:
+                    sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
+                                  graph.versions, graph.names)
+                if only is None:
+                    wipe_orphans(instance, keys)
             finally:
                 store.close()
     return defs

@@ -9,7 +9,7 @@ command line it is `dagster job execute -j synix_build_all` (see docs/dagster.md
 
 import dagster as dg
 
-from synix_assets.dagster_defs.graph import dagster_name, layer_key
+from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import TRIGGER_TAG
 from synix_resources.errors import SynixError
@@ -19,31 +19,37 @@ BUILD_ALL = "synix_build_all"
 PROJECTIONS_JOB = "synix_update_projections"
 LAYER_TAG = "synix/layer"
 BRANCH_TAG = "synix/branch"
-BRANCH = "main"  # branches arrive later; every run is on main for now
 
 
-def layer_job_name(layer: str) -> str:
-    return f"synix_build_{dagster_name(layer)}"
+def layer_job_name(layer: str, names: Names = MAIN_NAMES) -> str:
+    """`synix_build_<layer>` on main, `<branch>__synix_build_<layer>` on another branch."""
+    return names.qualify(f"synix_build_{dagster_name(layer)}")
 
 
-def layer_jobs(pipeline) -> list:
-    jobs = [dg.define_asset_job(layer_job_name(layer), selection=[layer_key(layer)],
-                                description=f"Build the {layer} layer (the partitions given, or the "
-                                            f"stale ones when `synix run` launches it).",
-                                tags={LAYER_TAG: layer, BRANCH_TAG: BRANCH})
+def _on(names: Names) -> str:
+    return "" if names.is_main else f" of branch {names.branch}"
+
+
+def layer_jobs(pipeline, names: Names = MAIN_NAMES) -> list:
+    tags = {BRANCH_TAG: names.branch}
+    jobs = [dg.define_asset_job(layer_job_name(layer, names), selection=[names.layer(layer)],
+                                description=f"Build the {layer} layer{_on(names)} (the partitions "
+                                            f"given, or the stale ones when `synix run` launches it).",
+                                tags={LAYER_TAG: layer, **tags})
             for layer in pipeline.layer_order()]
-    singles = [layer_key(l) for l in pipeline.layer_order() if partitions_for(pipeline, l) is None]
+    singles = [names.layer(l) for l in pipeline.layer_order() if partitions_for(pipeline, l, names) is None]
     if pipeline.projections:
         jobs.append(dg.define_asset_job(
-            PROJECTIONS_JOB, selection=[*singles, *(layer_key(n) for n in pipeline.projections)],
-            description="Refresh the search index and context document (and the unpartitioned "
-                        "layers they read, when `synix run` selects them).",
-            tags={LAYER_TAG: "projections", BRANCH_TAG: BRANCH}))
+            names.qualify(PROJECTIONS_JOB),
+            selection=[*singles, *(names.layer(n) for n in pipeline.projections)],
+            description=f"Refresh the search index and context document{_on(names)} (and the "
+                        f"unpartitioned layers they read, when `synix run` selects them).",
+            tags={LAYER_TAG: "projections", **tags}))
     return jobs
 
 
-def build_all_job(paths) -> dg.JobDefinition:
-    @dg.op(name="build_memory", description="Plan with Synix's keys, then build every layer with work "
+def build_all_job(paths, names: Names = MAIN_NAMES) -> dg.JobDefinition:
+    @dg.op(name=names.qualify("build_memory"), description="Plan with Synix's keys, then build every layer with work "
                                             "and refresh the projections: the same code as `synix run`.")
     def build_memory(context: dg.OpExecutionContext, llm: LLMResource):
         from synix_assets.engine.runner import run_build
@@ -53,7 +59,7 @@ def build_all_job(paths) -> dg.JobDefinition:
                     if k != "cache_path" and v not in ("", None, 0, 0.0, False)}
         try:
             report = run_build(paths, instance=context.instance, llm_config=settings,
-                               run_tags={TRIGGER_TAG: trigger, BRANCH_TAG: BRANCH})
+                               run_tags={TRIGGER_TAG: trigger, BRANCH_TAG: names.branch})
         except SynixError as e:
             raise dg.Failure(description=e.one_line()) from None
         summary = report.to_json()
@@ -65,9 +71,10 @@ def build_all_job(paths) -> dg.JobDefinition:
                                      "dagster_runs": dg.MetadataValue.json(report.dagster_runs)})
         return None
 
-    @dg.job(name=BUILD_ALL, tags={BRANCH_TAG: BRANCH, LAYER_TAG: "all"},
-            description="Build the whole memory: every stale partition of every layer, then the "
-                        "search index and context document (one Dagster run per layer with work).")
+    @dg.job(name=names.qualify(BUILD_ALL), tags={BRANCH_TAG: names.branch, LAYER_TAG: "all"},
+            description=f"Build the whole memory{_on(names)}: every stale partition of every "
+                        f"layer, then the search index and context document (one Dagster run per "
+                        f"layer with work).")
     def _job():
         build_memory()
 

@@ -1,9 +1,16 @@
-"""Dagster partitions of each layer: per conversation, per period, per topic, or none."""
+"""Dagster partitions of each layer: per conversation, per period, per topic, or none. Each
+branch has its own dynamic partition sets (`Names.qualify`), so registering a branch's months
+never adds partitions to main's graph."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-CONVERSATIONS = dg.DynamicPartitionsDefinition(name="conversations")
+if TYPE_CHECKING:
+    from synix_assets.dagster_defs.graph import Names
+
+CONVERSATIONS_NAME = "conversations"
 
 
 def periods_name(layer: str) -> str:
@@ -14,21 +21,25 @@ def topics_name(layer: str) -> str:
     return f"{layer}_topics"
 
 
-def partitions_for(pipeline, layer: str) -> dg.PartitionsDefinition | None:
+def _qualify(names: "Names | None", name: str) -> str:
+    return names.qualify(name) if names is not None else name
+
+
+def partitions_for(pipeline, layer: str, names: "Names | None" = None) -> dg.PartitionsDefinition | None:
     kind = pipeline.partitioning(layer)
     if kind == "conversation":
-        return CONVERSATIONS
+        return dg.DynamicPartitionsDefinition(name=_qualify(names, CONVERSATIONS_NAME))
     if kind == "period":
-        return dg.DynamicPartitionsDefinition(name=periods_name(layer))
+        return dg.DynamicPartitionsDefinition(name=_qualify(names, periods_name(layer)))
     if kind == "topic":
         topics = pipeline.steps[layer].config["topics"]
         if topics == "auto":
-            return dg.DynamicPartitionsDefinition(name=topics_name(layer))
+            return dg.DynamicPartitionsDefinition(name=_qualify(names, topics_name(layer)))
         return dg.StaticPartitionsDefinition(list(topics))
     return None
 
 
-def dynamic_name(pipeline, layer: str) -> str | None:
+def dynamic_name(pipeline, layer: str, names: "Names | None" = None) -> str | None:
     """Name of the layer's dynamic partitions definition (None for static/unpartitioned)."""
-    part = partitions_for(pipeline, layer)
+    part = partitions_for(pipeline, layer, names)
     return part.name if isinstance(part, dg.DynamicPartitionsDefinition) else None

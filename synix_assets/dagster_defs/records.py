@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from synix_assets.dagster_defs.graph import Parent, layer_key, parents
+from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, Parent, parents
 from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
 from synix_assets.engine.projections import artifact_title
 
@@ -49,9 +49,10 @@ def _single_hash(store, layer: str) -> str | None:
 class Provenance:
     """Builds the provenance tags of one asset's materializations for one build."""
 
-    def __init__(self, pipeline, store, name: str, code_version: str, instance):
+    def __init__(self, pipeline, store, name: str, code_version: str, instance,
+                 names: Names = MAIN_NAMES):
         self.store, self.code_version = store, code_version
-        self.parents: list[Parent] = parents(pipeline, name)
+        self.parents: list[Parent] = parents(pipeline, name, names)
         sources = {p.key for p in self.parents if p.kind == "source"}
         self.cursors = latest_storage_ids(instance, [p.key for p in self.parents], sources)
         self._single = {p.name: _single_hash(store, p.name) for p in self.parents if p.kind == "single"}
@@ -88,11 +89,12 @@ def artifact_metadata(art) -> dict:
     return md
 
 
-def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]]) -> int:
+def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]],
+                        names: Names = MAIN_NAMES) -> int:
     """Add the given group keys to each layer's dynamic partitions; returns how many were new."""
     added = 0
     for layer, keys in layer_keys.items():
-        name = dynamic_name(pipeline, layer)
+        name = dynamic_name(pipeline, layer, names)
         if not name or not keys:
             continue
         have = set(instance.get_dynamic_partitions(name))
@@ -103,35 +105,40 @@ def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]]) ->
     return added
 
 
-def sync_instance(instance, pipeline, store, versions: dict[str, str], asset_keys: set[dg.AssetKey]) -> dict:
-    """Bring `instance` in step with the store (see the module docstring); cheap when it already is."""
-    layers = pipeline.layer_order()
-    current = {layer: store.current_index(layer) for layer in layers}
-    added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers})
+def wipe_orphans(instance, asset_keys: set[dg.AssetKey]) -> list[dg.AssetKey]:
+    """Wipe assets no branch's pipeline defines any more (a removed layer, a deleted branch)."""
     wiped = [k for k in instance.get_asset_keys() if k not in asset_keys]
     if wiped:
         instance.wipe_assets(wiped)
+    return wiped
+
+
+def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Names = MAIN_NAMES) -> dict:
+    """Bring `instance` in step with one branch's pointers in the store (see the module
+    docstring); cheap when it already is. `store` reads that branch."""
+    layers = pipeline.layer_order()
+    current = {layer: store.current_index(layer) for layer in layers}
+    added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers}, names)
     recorded = 0
     for layer in layers:
-        if not current[layer] or instance.get_latest_materialization_event(layer_key(layer)) is not None:
+        if not current[layer] or instance.get_latest_materialization_event(names.layer(layer)) is not None:
             continue
-        prov = Provenance(pipeline, store, layer, versions[layer], instance)
-        partitioned = partitions_for(pipeline, layer) is not None
+        prov = Provenance(pipeline, store, layer, versions[layer], instance, names)
+        partitioned = partitions_for(pipeline, layer, names) is not None
         for art in store.get_many(ref.artifact_id for ref in current[layer].values()):
             instance.report_runless_asset_event(dg.AssetMaterialization(
-                asset_key=layer_key(layer), partition=art.group_key if partitioned else None,
+                asset_key=names.layer(layer), partition=art.group_key if partitioned else None,
                 metadata={**artifact_metadata(art), "note": "recorded from the Synix store"},
                 tags={**prov.tags(art.group_key if partitioned else None, art.content_hash),
                       TRIGGER_TAG: "store_sync"}))
             recorded += 1
     for name in pipeline.projections:
         key = store.get_meta(f"projection:{name}:key")
-        if key and instance.get_latest_materialization_event(layer_key(name)) is None:
-            prov = Provenance(pipeline, store, name, versions[name], instance)
+        if key and instance.get_latest_materialization_event(names.layer(name)) is None:
+            prov = Provenance(pipeline, store, name, versions[name], instance, names)
             instance.report_runless_asset_event(dg.AssetMaterialization(
-                asset_key=layer_key(name), metadata={"note": "recorded from the Synix store"},
+                asset_key=names.layer(name), metadata={"note": "recorded from the Synix store"},
                 tags={**prov.tags(None, key), TRIGGER_TAG: "store_sync"}))
             recorded += 1
-    return {"partitions_added": added, "materializations_recorded": recorded,
-            "orphans_wiped": [k.to_user_string() for k in wiped]}
+    return {"partitions_added": added, "materializations_recorded": recorded}
 

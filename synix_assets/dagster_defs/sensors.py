@@ -6,7 +6,8 @@ per file its size, mtime and content hash. A file is read only once it has settl
 and mtime on two consecutive ticks, or untouched for `SETTLE_SECONDS` — so an export that is still
 being copied is never half-read. When files changed it observes the export folder (files and
 conversation counts), registers the new conversation and period partitions, and launches one
-`synix_build_all` run: Synix's own plan then rebuilds exactly the affected conversations, months
+`synix_build_all` run per branch whose pipeline reads a changed file (main's, and
+`<branch>__synix_build_all` for each other branch): Synix's own plan then rebuilds exactly the affected conversations, months
 or topics, core, the search index and the context document (docs/dagster.md explains why this
 beats Dagster's own partition mappings here). The run key is derived from the changed content, so
 a repeated tick cannot launch the same build twice.
@@ -18,9 +19,10 @@ import time
 import dagster as dg
 
 from synix_assets.dagster_defs.checks import check_evaluation
-from synix_assets.dagster_defs.graph import layer_key, source_key
-from synix_assets.dagster_defs.jobs import BRANCH, BRANCH_TAG
-from synix_assets.dagster_defs.records import TRIGGER_TAG, register_partitions, sync_instance
+from synix_assets.dagster_defs.graph import Names
+from synix_assets.dagster_defs.jobs import BRANCH_TAG
+from synix_assets.dagster_defs.records import (TRIGGER_TAG, register_partitions, sync_instance,
+                                               wipe_orphans)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.ingest import SourceReader, file_sha256
 from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer
@@ -41,30 +43,35 @@ def _settled(prev: dict | None, size: int, mtime_ns: int, now: float) -> bool:
     return now - mtime_ns / 1e9 >= SETTLE_SECONDS
 
 
-def changed_files(reader: SourceReader, cursor: dict, now: float) -> tuple[dict, list]:
-    """(new cursor, [(path, sha)] of settled files whose content is new or changed)."""
+def changed_files(readers: list[SourceReader], cursor: dict, now: float) -> tuple[dict, list]:
+    """(new cursor, [(path, sha)] of settled files whose content is new or changed), over the
+    export files every reader (one per branch) reads."""
     new_cursor, changed = {}, []
-    for _, path, _ in reader.files():
+    files = {str(path): path for reader in readers for _, path, _ in reader.files()}
+    for name, path in sorted(files.items()):
         st = path.stat()
-        prev = cursor.get(str(path))
+        prev = cursor.get(name)
         entry = {"size": st.st_size, "mtime": st.st_mtime_ns, "sha": prev.get("sha") if prev else None}
         if not _settled(prev, st.st_size, st.st_mtime_ns, now):
             entry["sha"] = None  # still being written: look again next tick
         elif not (prev and prev.get("sha") and prev["size"] == st.st_size and prev["mtime"] == st.st_mtime_ns):
             entry["sha"] = file_sha256(path)
             if not prev or prev.get("sha") != entry["sha"]:
-                changed.append((str(path), entry["sha"]))
-        new_cursor[str(path)] = entry
+                changed.append((name, entry["sha"]))
+        new_cursor[name] = entry
     return new_cursor, changed
 
 
-def _observations(pipeline, scan) -> list[dg.AssetObservation]:
+def _observations(pipeline, scan, names: Names, seen: set) -> list[dg.AssetObservation]:
     out = []
     for name, src in pipeline.sources.items():
+        if names.source(name) in seen:
+            continue  # an export folder main (or another branch) reads too: observed once
+        seen.add(names.source(name))
         root = str(pipeline.resolve(src.path))
         files = [f for f in scan.files if f.startswith(root)]
         convs = [s for s in scan.summaries if s.source == name]
-        out.append(dg.AssetObservation(asset_key=source_key(name), metadata={
+        out.append(dg.AssetObservation(asset_key=names.source(name), metadata={
             "files": len(files), "conversations": len({s.conversation_id for s in convs}),
             "messages": sum(s.message_count for s in convs),
             "unreadable_files": len([f for f, _ in scan.failed_files if f.startswith(root)]),
@@ -92,48 +99,74 @@ def file_digest(path) -> str:
     return sha256_text(path.read_text(encoding="utf-8")) if path.exists() else ""
 
 
-def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_keys) -> dg.SensorDefinition:
-    loaded_digest = file_digest(paths.pipeline_file)
+def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True) -> dg.SensorDefinition:
+    """`graphs`: every branch's BranchGraph (build.py); `build_jobs`: each branch's
+    synix_build_all job. A changed export file launches a build of every branch reading it.
+    `whole`: the definitions hold every branch, so assets outside `asset_keys` are orphans."""
+    loaded = {g.names.branch: file_digest(g.paths.pipeline_file) for g in graphs}
 
-    @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=INTERVAL_SECONDS, job=build_job,
-               default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Watches the pipeline's export folders; on a new or changed export it "
-                           "builds the whole memory (affected conversations, months/topics, core, "
-                           "search index, context document) with the synix_build_all job.")
+    @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=INTERVAL_SECONDS,
+               jobs=list(build_jobs.values()), default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Watches the export folders of every branch's pipeline; on a new or "
+                           "changed export it builds the whole memory of each branch reading it "
+                           "(affected conversations, months/topics, core, search index, context "
+                           "document) with that branch's synix_build_all job.")
     def _sensor(context: dg.SensorEvaluationContext, store: ArtifactStoreResource, llm: LLMResource):
         st = store.get_store()
-        if file_digest(paths.pipeline_file) == loaded_digest:
-            synced = sync_instance(context.instance, pipeline, st, versions, set(asset_keys))
-            if synced["partitions_added"] or synced["materializations_recorded"] or synced["orphans_wiped"]:
-                context.log.info(f"synced Dagster with the Synix store: {synced}")
-        else:  # these definitions are older than pipeline.py: their asset list must not wipe anything
-            context.log.info("pipeline.py changed since the definitions loaded: reload the code "
+        current = [g for g in graphs if file_digest(g.paths.pipeline_file) == loaded[g.names.branch]]
+        for g in current:
+            synced = sync_instance(context.instance, g.pipeline, st.on_branch(g.names.branch),
+                                   g.versions, g.names)
+            if synced["partitions_added"] or synced["materializations_recorded"]:
+                context.log.info(f"synced Dagster with the Synix store ({g.names.branch}): {synced}")
+        if len(current) < len(graphs):  # older definitions: their asset list must not wipe anything
+            context.log.info("a pipeline.py changed since the definitions loaded: reload the code "
                              "location to sync the new assets")
+        elif whole:
+            wiped = wipe_orphans(context.instance, set(asset_keys))
+            if wiped:
+                context.log.info(f"wiped assets no pipeline defines: {[k.to_user_string() for k in wiped]}")
         cursor = json.loads(context.cursor) if context.cursor else {}
-        reader = SourceReader(pipeline, st)
-        new_cursor, changed = changed_files(reader, cursor, time.time())
+        readers = {g.names.branch: SourceReader(g.pipeline, st.on_branch(g.names.branch)) for g in graphs}
+        new_cursor, changed = changed_files(list(readers.values()), cursor, time.time())
         cursor_text = json.dumps(new_cursor, sort_keys=True)
         if not changed:
             return dg.SensorResult(cursor=cursor_text,
                                    skip_reason=None if new_cursor else "no export files yet")
-        ctx = BuildContext(pipeline, st, llm=None, paths=paths, reader=reader)
-        scan = reader.scan()
-        for _, err in scan.failed_files:
-            context.log.warning(err)
-        register_partitions(context.instance, pipeline, _new_partitions(pipeline, ctx, scan))
-        # Until the build below finishes, the checks say what Synix will rebuild (e.g. core).
-        checks = []
-        try:
-            ctx.llm = llm.get_client()
-        except LLMConfigError as exc:  # the build reports it; the tick still launches it
-            context.log.warning(exc.one_line())
-        else:
-            plans = plan_all(ctx, scan)
-            checks = [check_evaluation(l, layer_key(l), plans[l]) for l in pipeline.layer_order()]
-        context.log.info(f"{len(changed)} export file(s) changed: building the memory")
-        return dg.SensorResult(
-            run_requests=[dg.RunRequest(run_key=sha256_text(json.dumps(sorted(changed)))[:24],
-                                        tags={TRIGGER_TAG: "exports_sensor", BRANCH_TAG: BRANCH})],
-            asset_events=[*_observations(pipeline, scan), *checks], cursor=cursor_text)
+        paths_changed = {p for p, _ in changed}
+        requests, events, seen = [], [], set()
+        for g in graphs:
+            reader = readers[g.names.branch]
+            if not paths_changed & {str(path) for _, path, _ in reader.files()}:
+                continue
+            events += _branch_tick(context, g, reader, llm, seen)
+            requests.append(dg.RunRequest(
+                run_key=sha256_text(json.dumps([g.names.branch, *sorted(changed)]))[:24],
+                job_name=build_jobs[g.names.branch].name,
+                tags={TRIGGER_TAG: "exports_sensor", BRANCH_TAG: g.names.branch}))
+        context.log.info(f"{len(changed)} export file(s) changed: building "
+                         f"{', '.join(r.tags[BRANCH_TAG] for r in requests)}")
+        return dg.SensorResult(run_requests=requests, asset_events=events, cursor=cursor_text)
 
     return _sensor
+
+
+def _branch_tick(context, graph, reader: SourceReader, llm: LLMResource, seen: set) -> list:
+    """One branch's part of a tick with changed exports: observe its export folders, register
+    the partitions its build will need, and report what Synix will rebuild (until the build
+    finishes, the checks say so, e.g. on core)."""
+    pipeline, names = graph.pipeline, graph.names
+    ctx = BuildContext(pipeline, reader.store, llm=None, paths=graph.paths, reader=reader)
+    scan = reader.scan()
+    for _, err in scan.failed_files:
+        context.log.warning(err)
+    register_partitions(context.instance, pipeline, _new_partitions(pipeline, ctx, scan), names)
+    checks = []
+    try:
+        ctx.llm = llm.get_client()
+    except LLMConfigError as exc:  # the build reports it; the tick still launches it
+        context.log.warning(exc.one_line())
+    else:
+        plans = plan_all(ctx, scan)
+        checks = [check_evaluation(l, names.layer(l), plans[l]) for l in pipeline.layer_order()]
+    return [*_observations(pipeline, scan, names, seen), *checks]

@@ -20,6 +20,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from synix_assets.engine import interrupts, progress
@@ -31,8 +32,7 @@ from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import (BranchError, BuildFailed, BuildInterrupted,
-                                    PipelineDefinitionError)
+from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
 
@@ -103,7 +103,9 @@ def dagster_instance(paths: ProjectPaths):
 def _fingerprint(ctx, scan, layers: list[str]) -> str:
     """Everything a whole build's result depends on: inputs, provider, each layer's version and
     each projection's full configuration (which layers it reads, embeddings, path, budget)."""
-    projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.paths.output_file(ctx.pipeline, p.path))}
+    # the declared output path (not the branch's copy of it), so a promoted branch's build is
+    # main's clean build: the same inputs and steps give the same fingerprint on every branch
+    projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.pipeline.resolve(Path(p.path)))}
                                   if p.kind == "context_doc" else dataclasses.asdict(p))
                    for _, p in sorted(ctx.pipeline.projections.items())]
     parts = [scan.fingerprint, ctx.llm_identity,
@@ -134,12 +136,6 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     `dagster_logs` shows Dagster's own error records (stack traces) on the terminal.
     `instance`/`run_tags`: the Dagster instance and extra run tags when the build runs inside a
     Dagster run (the `synix_build_all` job); else the project's own home."""
-    if paths.branch != "main":
-        # A branch's layers need their own Dagster asset keys (so main's history and staleness
-        # stay main's); until they have them, building a branch would write main's assets.
-        raise BranchError(f"building branch {paths.branch!r} is not available yet",
-                          hint="branches can be created, diffed, searched and promoted; build "
-                               "them once `synix run --branch` lands (docs/branches.md)")
     started = time.monotonic()
     notify = progress or (lambda *a: None)
     with interrupts.watching():
@@ -196,13 +192,16 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
     try:
         instance = instance or dagster_instance(paths)
-        from synix_assets.dagster_defs.build import build_defs, resources_for
+        from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
         from synix_resources.llm.resource import LLMResource
 
         llm_resource = LLMResource(**llm_settings)
         ctx.llm = llm_resource.get_client()
-        defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource})
-        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs)
+        # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
+        defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
+                          branches=[paths.branch])
+        names = branch_graph(paths, ctx.llm_identity, None).names
+        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, names)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
             _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
     except KeyboardInterrupt:
@@ -310,8 +309,9 @@ def _forget_current(store, layer: str) -> None:
 class _Launcher:
     """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
 
-    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str]):
+    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], names):
         self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance
+        self.names = names  # this branch's asset keys, partition sets and job names
         self.run_config = run_config
         self.dagster_runs = dagster_runs
 
@@ -329,10 +329,10 @@ class _Launcher:
         from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
 
         tags = {**self.tags(), "synix/layer": layer}
-        part = partitions_for(pipeline, layer)
+        part = partitions_for(pipeline, layer, self.names)
         if part is not None:
             keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
-            name = dynamic_name(pipeline, layer)
+            name = dynamic_name(pipeline, layer, self.names)
             if name:
                 have = self.instance.get_dynamic_partitions(name)
                 missing = [k for k in keys if k not in set(have)]
@@ -352,17 +352,16 @@ class _Launcher:
         `synix_update_projections` for the projections and the layer they lead with); raises
         KeyboardInterrupt if a signal came meanwhile and LayerIncomplete if a step failed leaving
         partitions neither built nor recorded as failed."""
-        from synix_assets.dagster_defs.graph import layer_key
         from synix_assets.dagster_defs.jobs import PROJECTIONS_JOB, layer_job_name
 
         if len(names) == 1 and names[0] in pipeline.steps:
-            job = self.defs.resolve_job_def(layer_job_name(names[0]))
+            job = self.defs.resolve_job_def(layer_job_name(names[0], self.names))
             result = job.execute_in_process(instance=self.instance, tags=tags or self.tags(),
                                             raise_on_error=False, run_config=self.run_config)
         else:
-            job = self.defs.resolve_job_def(PROJECTIONS_JOB)
+            job = self.defs.resolve_job_def(self.names.qualify(PROJECTIONS_JOB))
             result = job.execute_in_process(
-                instance=self.instance, asset_selection=[layer_key(n) for n in names],
+                instance=self.instance, asset_selection=[self.names.layer(n) for n in names],
                 tags=tags or {**self.tags(), "synix/layer": "projections"}, raise_on_error=False,
                 run_config=self.run_config)
         self.dagster_runs.append(result.run_id)
@@ -373,9 +372,7 @@ class _Launcher:
         return result
 
     def _check_failures(self, pipeline, result, names: list[str]) -> None:
-        from synix_assets.dagster_defs.graph import dagster_name
-
-        by_step = {dagster_name(n): n for n in names}
+        by_step = {self.names.layer(n).to_python_identifier(): n for n in names}
         for event in result.all_events:
             if not event.is_step_failure:
                 continue
@@ -410,8 +407,6 @@ def _run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> N
     """One run for the projections, led by the last layer when it is unpartitioned and stale."""
     from dagster import MetadataValue
 
-    from synix_assets.dagster_defs.graph import layer_key
-
     # A layer that changed makes its projections' run worth launching (the asset itself skips a
     # projection whose inputs did not change); only when nothing was built is each key checked,
     # e.g. to restore a deleted context.md. Computing every key costs a pass over all artifacts.
@@ -436,5 +431,5 @@ def _run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> N
     written = {ev.asset_key for ev in result.get_asset_materialization_events()
                if ev.materialization.metadata.get("changed", MetadataValue.bool(True)).value}
     for name in stale:
-        report.projections[name] = {"changed": layer_key(name) in written}
+        report.projections[name] = {"changed": launch.names.layer(name) in written}
     notify("projections", "done", report.projections)

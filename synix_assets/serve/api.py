@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request
 from synix_assets.serve.service import MAX_LIMIT, MODES, MemoryService
 
 router = APIRouter(prefix="/v1", tags=["memory"])
-BRANCH = Query("main", description="Branch to read (only `main` until branches exist).")
+BRANCH = Query("main", description="Branch to read (default main; see `synix branch list`).")
 
 
 def _svc(request: Request, branch: str = "main") -> MemoryService:

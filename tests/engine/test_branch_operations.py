@@ -133,9 +133,107 @@ def test_delete_then_gc_removes_only_what_no_branch_uses(built):
         assert store.find(t.artifact_id) is not None
 
 
-def test_building_a_branch_is_refused_until_it_has_its_own_dagster_assets(built):
-    branches.create_branch(built, "exp")
-    with pytest.raises(BranchError, match="building branch 'exp' is not available yet"):
-        run_build(built.on_branch("exp"))
+def _counts(report):
+    return {k: (v["built"], v["cached"]) for k, v in report.to_json()["layers"].items()}
+
+
+def _tree_digest(folder):
+    return {str(p.relative_to(folder)): _digest(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _main_projection_bytes(paths):
+    return {"context": _digest(paths.root / "context.md"), "search": _digest(paths.search)}
+
+
+EDIT_EPISODES = (
+    'pipeline.transform("episodes", from_="transcripts", prompt=prompts.episode_summary)',
+    'def short_episode(record):\n    return "Summarise in 40 words:\\n" + record.content\n\n'
+    'pipeline.transform("episodes", from_="transcripts", prompt=short_episode)')
+
+
+def test_topical_branch_builds_only_topics_and_core_and_main_is_untouched(built):
+    main_before = _main_projection_bytes(built)
+    branches.create_branch(built, "topical", pipeline_file=TOPICAL)
+    topical = built.on_branch("topical")
+    report = run_build(topical)
+    assert _counts(report) == {"transcripts": (0, 24), "episodes": (0, 24), "topics": (6, 0),
+                               "core": (1, 0)}
+    assert report.to_json()["llm_calls"] == 6 + 6  # six topics, then the fold's six steps
+    assert _main_projection_bytes(built) == main_before
+    assert (topical.branch_dir / "context.md").exists() and topical.search.exists()
     with built.open_store() as store:
-        assert store.on_branch("exp").list_runs() == []
+        assert "topics" not in store.layers() or not store.current_index("topics")  # main's view
+        assert len(store.on_branch("topical").current_index("topics")) == 6
+    again = run_build(topical)
+    assert again.noop and again.to_json()["llm_calls"] == 0
+
+
+def test_episode_prompt_edit_on_a_branch_rebuilds_episodes_and_above_there_only(built):
+    main_before = _main_projection_bytes(built)
+    with built.open_store() as store:
+        main_pointers = store.pointers()
+    branches.create_branch(built, "short")
+    short = built.on_branch("short")
+    short.pipeline_file.write_text(short.pipeline_file.read_text().replace(*EDIT_EPISODES))
+    report = run_build(short)
+    assert _counts(report) == {"transcripts": (0, 24), "episodes": (24, 0), "monthly": (6, 0),
+                               "core": (1, 0)}
+    assert _main_projection_bytes(built) == main_before
+    with built.open_store() as store:
+        assert store.pointers() == main_pointers
+    diff = branches.diff_branch(built, "short")
+    assert {s["step"]: s["change"] for s in diff["steps"]}["episodes"] == "changed"
+    layers = {d["layer"]: d for d in diff["layers"]}
+    assert len(layers["episodes"]["changed"]) == 24 and layers["transcripts"]["changed"] == []
+    # main builds as before: nothing of the branch leaks into its plan
+    assert run_build(built).noop
+
+
+def test_promoting_a_built_branch_makes_mains_next_run_a_no_op_with_the_branchs_memory(built):
+    branches.create_branch(built, "topical", pipeline_file=TOPICAL)
+    topical = built.on_branch("topical")
+    run_build(topical)
+    branch_context = (topical.branch_dir / "context.md").read_bytes()
+    branches.promote_branch(built, "topical")
+    assert (built.root / "context.md").read_bytes() == branch_context
+    report = run_build(built)
+    assert report.noop and report.to_json()["llm_calls"] == 0
+    with built.open_store() as store:
+        assert store.pointers() == store.on_branch("topical").pointers()
+
+
+def test_dagster_shows_each_branch_as_its_own_graph_with_its_own_runs(built):
+    import dagster as dg
+
+    from synix_assets.dagster_defs.build import build_defs
+
+    branches.create_branch(built, "topical", pipeline_file=TOPICAL)
+    run_build(built.on_branch("topical"))
+    defs = build_defs(built.root)  # DAGSTER_HOME is the project's (set by the build)
+    keys = {spec.key.to_user_string() for spec in defs.resolve_all_asset_specs()}
+    assert {"episodes", "monthly", "core", "sources/exports"} <= keys
+    assert {"branches/topical/episodes", "branches/topical/topics", "branches/topical/core",
+            "branches/topical/synix_context"} <= keys
+    assert "branches/topical/monthly" not in keys and "branches/topical/sources/exports" not in keys
+    repo = defs.get_repository_def()
+    assert {"synix_build_all", "topical__synix_build_all", "topical__synix_build_topics"} <= \
+        set(repo.job_names)
+    specs = {s.key.to_user_string(): s for s in defs.resolve_all_asset_specs()}
+    # same code where the branch shares main's layer, different where it does not
+    assert specs["episodes"].code_version == specs["branches/topical/episodes"].code_version
+    assert specs["core"].code_version != specs["branches/topical/core"].code_version
+    assert specs["branches/topical/topics"].group_name == "branch_topical"
+    instance = dg.DagsterInstance.get()
+    assert instance.get_latest_materialization_event(dg.AssetKey(["branches", "topical", "core"]))
+    assert instance.get_latest_materialization_event(dg.AssetKey(["topics"])) is None
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"synix/branch": "topical"}))
+    assert {r.job_name for r in runs} == {"topical__synix_build_topics",
+                                          "topical__synix_update_projections"}
+    # shared layers show as materialized on the branch too (recorded from the store, not rebuilt)
+    assert len(instance.get_dynamic_partitions("topical__conversations")) == 24
+    shared = instance.get_latest_materialization_event(dg.AssetKey(["branches", "topical", "episodes"]))
+    assert shared.asset_materialization.tags["synix/trigger"] == "store_sync"
+    # deleting the branch removes its graph, and the next load wipes its assets from the instance
+    branches.delete_branch(built, "topical")
+    build_defs(built.root)
+    assert instance.get_latest_materialization_event(dg.AssetKey(["branches", "topical", "core"])) is None
