@@ -41,6 +41,20 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def write_branch_pipeline(paths: ProjectPaths, text: str) -> None:
+    """Replace a branch's pipeline.py, keeping the old file if the new one does not load."""
+    if paths.branch == MAIN:
+        raise BranchError("main's pipeline.py is edited directly", hint="name a branch")
+    _require_exists(paths, paths.branch)
+    before = paths.pipeline_file.read_bytes()
+    _write_atomic(paths.pipeline_file, text.encode("utf-8"))
+    try:
+        paths.load_pipeline()
+    except BaseException:
+        _write_atomic(paths.pipeline_file, before)
+        raise
+
+
 def _copy_sqlite(src: Path, dst: Path) -> None:
     """Copy a live SQLite file through the backup API: readers of `dst` see the old or the new
     database, never a mix, and no stale WAL is left to replay."""

@@ -208,6 +208,23 @@ class Pipeline:
         from synix_assets.pipeline.toml_io import pipeline_from_toml
         return pipeline_from_toml(text, base_dir=base_dir, namespace=namespace)
 
+    def remove(self, name: str) -> None:
+        """Drop a step or projection (a branch replacing a step removes it, then declares it
+        anew); what reads it must be redeclared too, or validation names the broken edge."""
+        for table in (self.steps, self.projections, self.sources):
+            if name in table:
+                del table[name]
+                return
+        raise PipelineDefinitionError(f"no step, projection or source named '{name}'",
+                                      hint=f"declared: {', '.join([*self.sources, *self.steps, *self.projections])}")
+
+    def branch(self, name: str, *, from_branch: str | None = None):
+        """This pipeline's project on branch `name` (created from main if new): override steps,
+        then plan, run, diff and promote it (synix_assets.engine.branch_api)."""
+        from synix_assets.engine.branch_api import PipelineBranch
+
+        return PipelineBranch(self, name, from_branch=from_branch)
+
     # ---- helpers ------------------------------------------------------------------------
     def _add(self, step: Step) -> Step:
         self._check_new_name(step.name)

@@ -13,7 +13,7 @@ import pytest
 from synix_assets.engine import branches
 from synix_assets.engine.runner import run_build
 from synix_assets.project import find_project
-from synix_resources.errors import BranchError
+from synix_resources.errors import BranchError, PipelineDefinitionError
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 TOPICAL = REPO / "synix_assets" / "examples" / "topical.py"
@@ -237,3 +237,38 @@ def test_dagster_shows_each_branch_as_its_own_graph_with_its_own_runs(built):
     branches.delete_branch(built, "topical")
     build_defs(built.root)
     assert instance.get_latest_materialization_event(dg.AssetKey(["branches", "topical", "core"])) is None
+
+
+def test_python_branch_api_overrides_a_step_runs_diffs_and_promotes(built, tmp_path):
+    from synix_assets.pipeline.prompts import template
+
+    prompt = tmp_path / "episode.txt"
+    prompt.write_text("Summarise this conversation in 30 words:\n{content}\n")
+    pipeline = built.load_pipeline()
+    branch = pipeline.branch("short")
+    branch.transform("episodes", from_="transcripts", prompt=template(prompt))
+    assert "Summarise this conversation" in branch.pipeline.steps["episodes"].prompt.text()
+    planned = branch.plan().to_json()
+    assert planned["layers"]["episodes"]["stale"] == 24 and planned["layers"]["transcripts"]["stale"] == 0
+    assert _counts(branch.run()) == {"transcripts": (0, 24), "episodes": (24, 0), "monthly": (6, 0),
+                                     "core": (1, 0)}
+    layers = {d["layer"]: d for d in branch.diff()["layers"]}
+    assert len(layers["episodes"]["changed"]) == 24
+    branch.promote()
+    assert run_build(built).noop
+    assert "Summarise this conversation" in built.load_pipeline().steps["episodes"].prompt.text()
+
+
+def test_python_branch_api_refuses_a_prompt_it_cannot_write_and_keeps_the_file(built):
+    from synix_assets.pipeline import builtin_prompts
+
+    def local_prompt(record):
+        return record.content
+
+    branch = built.load_pipeline().branch("exp")
+    before = branch.paths.pipeline_file.read_bytes()
+    with pytest.raises(PipelineDefinitionError, match="cannot be written into the branch"):
+        branch.transform("episodes", from_="transcripts", prompt=local_prompt)
+    with pytest.raises(PipelineDefinitionError, match="'ghost'"):  # a broken edge: file restored
+        branch.transform("episodes", from_="ghost", prompt=builtin_prompts.episode_summary)
+    assert branch.paths.pipeline_file.read_bytes() == before
