@@ -31,10 +31,14 @@ load_from:
 
 
 
-def template_text(template: str) -> str:
+def template_file(template: str) -> Path:
     if template not in TEMPLATES:
         raise SynixError(f"unknown template {template!r}", hint=f"use one of {', '.join(TEMPLATES)}")
-    return (EXAMPLES / f"{template}.py").read_text(encoding="utf-8")
+    return EXAMPLES / f"{template}.py"
+
+
+def template_text(template: str) -> str:
+    return template_file(template).read_text(encoding="utf-8")
 
 
 def demo_exports() -> list[Path]:

@@ -13,6 +13,7 @@ class DemoView:
         self.out = render.console()
         self.plain = render.PlainProgress(self.out)
         self.pipeline = None
+        self.root = None
 
     def progress(self, layer: str, event: str, data: dict) -> None:
         self.plain(layer, event, data)
@@ -32,23 +33,38 @@ class DemoView:
     def _load_pipeline(self, root: str) -> None:
         from synix_assets.pipeline.loader import load_pipeline
 
-        self.pipeline = load_pipeline(Path(root) / "pipeline.py")
+        self.root = Path(root)
+        self.pipeline = load_pipeline(self.root / "pipeline.py")
+
+    @staticmethod
+    def _flag(data: dict) -> str:
+        branch = data.get("branch", "main")
+        return "" if branch == "main" else f" --branch {render.safe(branch)}"
 
     def _run_start(self, data: dict) -> None:
         self.out.print(Rule(render.safe(data["title"]), align="left"))
-        self.out.print("$ synix run")
+        self.out.print(f"$ synix run{self._flag(data)}")
 
     def _run(self, data: dict) -> None:
-        render.run_summary(self.out, data["report"], self.pipeline)
+        render.run_summary(self.out, data["report"], self._pipeline_of(data))
+
+    def _pipeline_of(self, data: dict):
+        from synix_assets.project import ProjectPaths
+
+        if data.get("branch", "main") == "main" or self.root is None:
+            return self.pipeline
+        return ProjectPaths(self.root, data["branch"]).load_pipeline()
 
     def _search(self, data: dict) -> None:
         result = data["result"]
+        flag = self._flag(data)
         self.out.print(Rule(render.safe(data["title"]), align="left"))
-        self.out.print(f"$ synix search {render.safe(repr(result['query']))} --limit 5")
+        self.out.print(f"$ synix search {render.safe(repr(result['query']))} --limit 5{flag}")
         render.search_results(self.out, {**result, "hits": result["hits"][:2]})
         scoped = data.get("rollup")
         if scoped is not None:
-            self.out.print(f"$ synix search {render.safe(repr(result['query']))} --layers {data['rollup_layer']}")
+            self.out.print(f"$ synix search {render.safe(repr(result['query']))} --layers "
+                           f"{data['rollup_layer']}{flag}")
             for hit in scoped["hits"]:
                 style = render.level_style(hit["level"])
                 titles = sorted({s.get("title") or "?" for s in hit["sources"]})
@@ -66,11 +82,42 @@ class DemoView:
         if len(lines) > 8:
             self.out.print("  [dim]…[/]")
 
-    def _switch(self, data: dict) -> None:
-        self.out.print(Rule("Change the memory architecture", align="left"))
-        self.out.print(f"pipeline.py now rolls episodes up by {data['template'].replace('topical', 'topic')} "
-                       "instead of by month; transcripts and episodes stay cached.")
-        self._load_pipeline(str(Path(data["pipeline"]).parent))
+    def _branch(self, data: dict) -> None:
+        self.out.print(Rule("Try another memory architecture on a branch", align="left"))
+        self.out.print(f"$ synix branch create topical --pipeline {render.safe(Path(data['pipeline']).name)}"
+                       f"   # from {render.safe(data['from'])}: no copies, no LLM calls")
+        self.out.print("  the branch rolls episodes up by topic instead of by month; main keeps "
+                       "serving the monthly memory meanwhile.")
+
+    def _compare(self, data: dict) -> None:
+        self.out.print(Rule("main and topical side by side", align="left"))
+        table = render.make_table("", "main", "topical", title=None, left=("", "main", "topical"))
+        hits = {b: d["rollup"]["hits"] if d.get("rollup") else [] for b, d in data["searches"].items()}
+        for i in range(max(len(h) for h in hits.values())):
+            table.add_row(f"rollup hit {i + 1}", *(render.safe((hits[b][i]["title"] if i < len(hits[b])
+                                                                else ""), one_line=True)[:40]
+                                                    for b in ("main", "topical")))
+        context = {b: t.strip().splitlines() for b, t in data["context"].items()}
+        table.add_row("context.md", *(f"{len(context[b])} lines, {len(data['context'][b])} chars"
+                                      for b in ("main", "topical")))
+        self.out.print(table)
+
+    def _diff(self, data: dict) -> None:
+        self.out.print(Rule("What the branch changes", align="left"))
+        self.out.print("$ synix branch diff topical")
+        for step in data["steps"]:
+            self.out.print(f"  step {render.safe(step['step'])}: {render.safe(step['change'])}")
+        for layer in data["layers"]:
+            self.out.print(f"  {render.safe(layer['layer'])}: +{len(layer['added'])} "
+                           f"-{len(layer['removed'])} ~{len(layer['changed'])} "
+                           f"={layer['shared']} shared records")
+
+    def _promote(self, data: dict) -> None:
+        self.out.print(Rule("Promote the winner", align="left"))
+        self.out.print("$ synix branch promote topical")
+        self.out.print(f"  main now serves topical's memory (no LLM calls); undo with "
+                       f"`{render.safe(data['undo'])}`")
+        self._load_pipeline(str(self.root))
 
     def finish(self, root) -> None:
         self.out.print(Rule("Done"))

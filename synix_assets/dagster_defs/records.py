@@ -113,32 +113,47 @@ def wipe_orphans(instance, asset_keys: set[dg.AssetKey]) -> list[dg.AssetKey]:
     return wiped
 
 
+def record_current(instance, pipeline, store, versions: dict[str, str], names: Names,
+                   layers: dict[str, list[str]], projections: list[str], trigger: str) -> int:
+    """Record one runless materialization per given current artifact (layer → group keys) and
+    projection, with full provenance tags: Dagster then shows what the store holds, e.g. after
+    a promote moved main's pointers without a build. Returns how many were recorded."""
+    recorded = 0
+    for layer, group_keys in layers.items():
+        if not group_keys:
+            continue
+        prov = Provenance(pipeline, store, layer, versions[layer], instance, names)
+        partitioned = partitions_for(pipeline, layer, names) is not None
+        current = store.current_index(layer)
+        ids = [current[g].artifact_id for g in group_keys if g in current]
+        for art in store.get_many(ids):
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=names.layer(layer), partition=art.group_key if partitioned else None,
+                metadata={**artifact_metadata(art), "note": "recorded from the Synix store"},
+                tags={**prov.tags(art.group_key if partitioned else None, art.content_hash),
+                      TRIGGER_TAG: trigger}))
+            recorded += 1
+    for name in projections:
+        key = store.get_meta(f"projection:{name}:key")
+        if key:
+            prov = Provenance(pipeline, store, name, versions[name], instance, names)
+            instance.report_runless_asset_event(dg.AssetMaterialization(
+                asset_key=names.layer(name), metadata={"note": "recorded from the Synix store"},
+                tags={**prov.tags(None, key), TRIGGER_TAG: trigger}))
+            recorded += 1
+    return recorded
+
+
 def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Names = MAIN_NAMES) -> dict:
     """Bring `instance` in step with one branch's pointers in the store (see the module
     docstring); cheap when it already is. `store` reads that branch."""
     layers = pipeline.layer_order()
     current = {layer: store.current_index(layer) for layer in layers}
     added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers}, names)
-    recorded = 0
-    for layer in layers:
-        if not current[layer] or instance.get_latest_materialization_event(names.layer(layer)) is not None:
-            continue
-        prov = Provenance(pipeline, store, layer, versions[layer], instance, names)
-        partitioned = partitions_for(pipeline, layer, names) is not None
-        for art in store.get_many(ref.artifact_id for ref in current[layer].values()):
-            instance.report_runless_asset_event(dg.AssetMaterialization(
-                asset_key=names.layer(layer), partition=art.group_key if partitioned else None,
-                metadata={**artifact_metadata(art), "note": "recorded from the Synix store"},
-                tags={**prov.tags(art.group_key if partitioned else None, art.content_hash),
-                      TRIGGER_TAG: "store_sync"}))
-            recorded += 1
-    for name in pipeline.projections:
-        key = store.get_meta(f"projection:{name}:key")
-        if key and instance.get_latest_materialization_event(names.layer(name)) is None:
-            prov = Provenance(pipeline, store, name, versions[name], instance, names)
-            instance.report_runless_asset_event(dg.AssetMaterialization(
-                asset_key=names.layer(name), metadata={"note": "recorded from the Synix store"},
-                tags={**prov.tags(None, key), TRIGGER_TAG: "store_sync"}))
-            recorded += 1
+    unrecorded = {l: sorted(current[l]) for l in layers
+                  if current[l] and instance.get_latest_materialization_event(names.layer(l)) is None}
+    projections = [n for n in pipeline.projections
+                   if instance.get_latest_materialization_event(names.layer(n)) is None]
+    recorded = record_current(instance, pipeline, store, versions, names, unrecorded, projections,
+                              "store_sync")
     return {"partitions_added": added, "materializations_recorded": recorded}
-

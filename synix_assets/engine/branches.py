@@ -194,10 +194,23 @@ def diff_branch(paths: ProjectPaths, name: str, *, base: str = MAIN) -> dict:
             steps.append({"step": step, "change": "changed", "kind": b["kind"],
                           "what": [k for k in ("kind", "from", "version") if a[k] != b[k]]})
     with paths.open_store() as store:
-        layers = [{"layer": d.layer, "added": d.added, "removed": d.removed,
-                   "changed": [{"group_key": g, "base": x, "branch": y} for g, x, y in d.changed],
-                   "shared": d.shared} for d in store.diff_branches(base, name)]
+        layers = [_layer_diff(store, d, base, name, in_base=d.layer in mine, in_branch=d.layer in theirs)
+                  for d in store.diff_branches(base, name) if d.layer in mine or d.layer in theirs]
     return {"base": base, "branch": name, "steps": steps, "layers": layers}
+
+
+def _layer_diff(store, d, base: str, name: str, *, in_base: bool, in_branch: bool) -> dict:
+    """A layer only one pipeline declares is wholly added or removed, whatever pointers the
+    branch inherited from its parent."""
+    if not in_branch:
+        return {"layer": d.layer, "added": [], "changed": [], "shared": 0,
+                "removed": sorted(store.on_branch(base).current_index(d.layer))}
+    if not in_base:
+        return {"layer": d.layer, "removed": [], "changed": [], "shared": 0,
+                "added": sorted(store.on_branch(name).current_index(d.layer))}
+    return {"layer": d.layer, "added": d.added, "removed": d.removed,
+            "changed": [{"group_key": g, "base": x, "branch": y} for g, x, y in d.changed],
+            "shared": d.shared}
 
 
 def diff_record(paths: ProjectPaths, name: str, record: str, *, base: str = MAIN) -> dict:
@@ -307,12 +320,36 @@ def finish_pending_promote(paths: ProjectPaths) -> bool:
             journal["phase"] = "files"
             store.set_meta(PROMOTE_JOURNAL, journal)
         if journal["phase"] == "files":
+            _show_in_dagster(main, store)
             staging, snap = _staging_dir(paths), _snapshot_dir(paths)
             if staging.exists():
                 shutil.rmtree(snap, ignore_errors=True)
                 os.replace(staging, snap)
             store.delete_meta(PROMOTE_JOURNAL)
     return True
+
+
+def _show_in_dagster(main: ProjectPaths, store) -> None:
+    """Record main's moved pointers in the project's Dagster instance (no build ran, so nothing
+    else would): the UI then shows the promoted memory on main's assets, fresh where `synix
+    plan` says so. Recording twice (a finish run again) only adds identical events."""
+    if not (main.dagster_home / "history").exists():
+        return
+    from synix_assets.dagster_defs.build import branch_graph
+    from synix_assets.dagster_defs.records import record_current, register_partitions
+    from synix_assets.engine.llm_identity import llm_identity
+    from synix_assets.engine.runner import dagster_instance
+
+    graph = branch_graph(main, llm_identity())
+    before, after = store.pointers(SNAPSHOT), store.pointers(MAIN)
+    moved: dict[str, list[str]] = {}
+    for (layer, group_key), artifact_id in sorted(after.items()):
+        if before.get((layer, group_key)) != artifact_id and layer in graph.pipeline.steps:
+            moved.setdefault(layer, []).append(group_key)
+    instance = dagster_instance(main)
+    register_partitions(instance, graph.pipeline, moved, graph.names)
+    record_current(instance, graph.pipeline, store, graph.versions, graph.names, moved,
+                   list(graph.pipeline.projections), "promote")
 
 
 def check_branch_usable(paths: ProjectPaths) -> None:

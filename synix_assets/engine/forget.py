@@ -274,9 +274,6 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     affected layers (it caches each asset's last materialization, preview included)."""
     if not planning.has_dagster(paths):
         return {"wiped_layers": []}
-    from synix_assets.dagster_defs.assets import layer_key
-    from synix_assets.dagster_defs.partitions import dynamic_name
-
     instance = planning.dagster_instance(paths)
     run_ids = sorted(set(journal["dagster_runs"]) |
                      set(planning.dagster_runs_mentioning(paths, journal)))
@@ -290,9 +287,9 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
             shard = paths.dagster_home / "history" / "runs" / f"{run_id}{suffix}"
             shard.unlink(missing_ok=True)
         shutil.rmtree(paths.dagster_home / "storage" / run_id, ignore_errors=True)
-    arts = [a for a in journal["artifacts"] if a["layer"] in pipeline.steps]
-    partitions = {(dynamic_name(pipeline, a["layer"]), a["group_key"]) for a in arts}
-    for name, key in sorted((n, k) for n, k in partitions if n):
+    graphs = _dagster_graphs(paths)
+    arts = [a for a in journal["artifacts"] if any(a["layer"] in g.pipeline.steps for g in graphs)]
+    for name, key in _partitions_named(graphs, arts):
         if instance.has_dynamic_partition(name, key):
             instance.delete_dynamic_partition(name, key)
     layers = sorted({a["layer"] for a in arts})
@@ -300,9 +297,28 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     restore = set(pipeline.steps) if planning.RUNLESS_RUN_ID in run_ids else set(layers)
     wiped = sorted(set(journal.get("results", {}).get("wiped_layers", [])) |
                    (restore if run_ids else set()))
-    if run_ids and layers:
-        instance.wipe_assets([layer_key(layer) for layer in layers])
+    if run_ids and layers:  # on every branch's graph that has the layer
+        instance.wipe_assets([g.names.layer(l) for g in graphs for l in layers if l in g.pipeline.steps])
     return {"wiped_layers": wiped, "dagster_runs": run_ids}
+
+
+def _dagster_graphs(paths: ProjectPaths) -> list:
+    """Every branch's Dagster graph (main first): a forgotten conversation leaves all of them."""
+    from synix_assets.dagster_defs.build import branch_graphs
+    from synix_assets.engine.llm_identity import llm_identity
+
+    return branch_graphs(paths.root, llm_identity())
+
+
+def _partitions_named(graphs, arts: list[dict], *, conversations_only: bool = False) -> list[tuple[str, str]]:
+    """(dynamic partition set, key) of each artifact on every branch graph declaring its layer
+    (`conversations_only`: only partitions named after a conversation, not months or topics)."""
+    from synix_assets.dagster_defs.partitions import dynamic_name
+
+    found = {(dynamic_name(g.pipeline, a["layer"], g.names), a["group_key"])
+             for g in graphs for a in arts if a["layer"] in g.pipeline.steps
+             and (not conversations_only or g.pipeline.partitioning(a["layer"]) == "conversation")}
+    return sorted((n, k) for n, k in found if n)
 
 
 def _phase_exports(paths: ProjectPaths, pipeline, journal: dict) -> dict:
@@ -348,19 +364,21 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
         return {}
     import dagster as dg
 
-    from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.dagster_defs.partitions import partitions_for
 
     instance = planning.dagster_instance(paths)
     store = ArtifactStore(paths.store)
     try:
-        for layer in layers:
-            key = layer_key(layer)
-            partitioned = partitions_for(pipeline, layer) is not None
+        for graph, layer in [(g, l) for g in _dagster_graphs(paths) for l in layers
+                             if l in g.pipeline.steps]:
+            key = graph.names.layer(layer)
+            partitioned = partitions_for(graph.pipeline, layer, graph.names) is not None
             done = instance.get_materialized_partitions(key) if partitioned else set()
             if not partitioned and instance.get_latest_materialization_event(key) is not None:
                 continue
-            for art in store.list_layer(layer):
+            branch_store = store.on_branch(graph.names.branch)
+            current = branch_store.current_index(layer)
+            for art in branch_store.get_many(ref.artifact_id for ref in current.values()):
                 if partitioned and art.group_key in done:
                     continue
                 instance.report_runless_asset_event(dg.AssetMaterialization(
@@ -415,12 +433,9 @@ def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[t
     """Dagster partitions still named after a forgotten conversation."""
     if not planning.has_dagster(paths):
         return []
-    from synix_assets.dagster_defs.partitions import dynamic_name
-
     instance = planning.dagster_instance(paths)
-    keys = {(dynamic_name(pipeline, a["layer"]), a["group_key"]) for a in journal["artifacts"]
-            if a["layer"] in pipeline.steps and pipeline.partitioning(a["layer"]) == "conversation"}
-    return sorted((n, k) for n, k in keys if n and instance.has_dynamic_partition(n, k))
+    named = _partitions_named(_dagster_graphs(paths), journal["artifacts"], conversations_only=True)
+    return [(n, k) for n, k in named if instance.has_dynamic_partition(n, k)]
 
 
 def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:

@@ -1,7 +1,9 @@
 """`synix demo`: the whole story on the bundled exports, offline, in one call.
 
-init → build → search → context.md → rebuild (nothing to do) → switch to topical rollups →
-rebuild (only the new layers) → search again. `notify(step, data)` lets the CLI show each step
+init → build → search → context.md → rebuild (nothing to do) → branch `topical` with topical
+rollups → build the branch (transcripts and episodes shared at no cost) → search and context
+document of main and the branch side by side → diff → promote (main now serves topical; its next
+build is a no-op). `notify(step, data)` lets the CLI show each step
 as it happens; the returned dict is the record of all of them.
 """
 from __future__ import annotations
@@ -54,20 +56,25 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
     tell = notify or (lambda step, data: None)
     record: dict = {"root": None, "runs": [], "searches": []}
 
-    def build(title: str) -> None:
-        tell("run-start", {"title": title})
-        report = run_build(paths, progress=progress)
-        record["runs"].append({"title": title, **report.to_json()})
-        tell("run", {"title": title, "report": report})
+    def build(title: str, on=None) -> None:
+        where = on or paths
+        tell("run-start", {"title": title, "branch": where.branch})
+        report = run_build(where, progress=progress)
+        record["runs"].append({"title": title, "branch": where.branch, **report.to_json()})
+        tell("run", {"title": title, "report": report, "branch": where.branch})
 
-    def search(title: str) -> None:
+    def search(title: str, on=None) -> dict:
         # Unscoped search keeps the highest-altitude hit of each lineage (often the core memory);
         # scoped to the rollup layer it shows how the architecture change regrouped the memory.
-        result = search_view(paths, query, limit=5)
-        rollup = rollup_layer(paths.load_pipeline())
-        scoped = search_view(paths, query, layers=[rollup], limit=3) if rollup else None
-        record["searches"].append({"title": title, **result, "rollup": scoped})
-        tell("search", {"title": title, "result": result, "rollup_layer": rollup, "rollup": scoped})
+        where = on or paths
+        result = search_view(where, query, limit=5)
+        rollup = rollup_layer(where.load_pipeline())
+        scoped = search_view(where, query, layers=[rollup], limit=3) if rollup else None
+        record["searches"].append({"title": title, "branch": where.branch, **result, "rollup": scoped})
+        data = {"title": title, "branch": where.branch, "result": result, "rollup_layer": rollup,
+                "rollup": scoped}
+        tell("search", data)
+        return data
 
     with offline_provider() as provider:
         root = scaffold.init_project(root, exports=scaffold.demo_exports())
@@ -83,8 +90,35 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
         record["context_doc"] = str(doc_path)
         tell("context", {"path": str(doc_path), "text": doc_path.read_text(encoding="utf-8")})
         build("Second build: nothing changed")
-        scaffold.switch_template(root, "topical")
-        tell("switch", {"template": "topical", "pipeline": str(paths.pipeline_file)})
-        build("Third build: monthly rollups swapped for topical rollups")
-        search(f'Search "{query}" again')
+        branch_flow(paths, record, tell, build, search, query)
     return record
+
+
+def _context_text(paths: ProjectPaths) -> str:
+    pipeline = paths.load_pipeline()
+    doc = next(p for p in pipeline.projections.values() if p.kind == "context_doc")
+    return paths.output_file(pipeline, doc.path).read_text(encoding="utf-8")
+
+
+def branch_flow(paths: ProjectPaths, record: dict, tell, build, search, query: str) -> None:
+    """Try topical rollups on a branch beside main, compare, diff, promote."""
+    from synix_assets import scaffold
+    from synix_assets.engine import branches
+
+    created = branches.create_branch(paths, "topical", pipeline_file=scaffold.template_file("topical"))
+    topical = paths.on_branch("topical")
+    tell("branch", {**created, "template": "topical"})
+    build("Build the branch: only topical rollups and core are new", on=topical)
+    main_search = search(f'Search "{query}" on main', on=paths)
+    branch_search = search(f'Search "{query}" on topical', on=topical)
+    contexts = {"main": _context_text(paths), "topical": _context_text(topical)}
+    record["compare"] = {"searches": [main_search["result"], branch_search["result"]],
+                         "context": contexts}
+    tell("compare", {"searches": {"main": main_search, "topical": branch_search}, "context": contexts})
+    diff = branches.diff_branch(paths, "topical")
+    record["diff"] = diff
+    tell("diff", diff)
+    promoted = branches.promote_branch(paths, "topical")
+    record["promote"] = promoted
+    tell("promote", promoted)
+    build("Main after the promote: nothing to build")

@@ -200,6 +200,18 @@ def test_promoting_a_built_branch_makes_mains_next_run_a_no_op_with_the_branchs_
     assert report.noop and report.to_json()["llm_calls"] == 0
     with built.open_store() as store:
         assert store.pointers() == store.on_branch("topical").pointers()
+        core, topics = store.current("core", "all"), store.current_index("topics")
+    # Dagster shows the promoted memory on main's own assets (no build ran to record it)
+    import dagster as dg
+
+    from synix_assets.dagster_defs.records import data_version
+    from synix_assets.engine.runner import dagster_instance
+
+    instance = dagster_instance(built)
+    event = instance.get_latest_materialization_event(dg.AssetKey(["core"])).asset_materialization
+    assert event.tags["dagster/data_version"] == data_version(core.content_hash)
+    assert event.tags["synix/trigger"] == "promote"
+    assert set(instance.get_materialized_partitions(dg.AssetKey(["topics"]))) == set(topics)
 
 
 def test_dagster_shows_each_branch_as_its_own_graph_with_its_own_runs(built):

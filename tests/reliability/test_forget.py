@@ -135,3 +135,33 @@ def test_forgetting_an_export_file_also_takes_its_conversations_out_of_a_later_e
     assert report.files_rewritten == [str(built.root / "exports" / "cumulative.json")]
     assert files_containing(built.root, MARKER) == []
     assert "june-0" in (built.root / "exports" / "cumulative.json").read_text()
+
+
+def test_forget_reaches_a_built_branch_its_store_pointers_projections_and_dagster_partitions(
+        built, files_containing):
+    import dagster as dg
+
+    from synix_assets.engine import branches
+    from synix_assets.engine.runner import dagster_instance
+
+    branches.create_branch(built, "short")
+    short = built.on_branch("short")
+    short.pipeline_file.write_text(short.pipeline_file.read_text().replace(
+        'prompt=prompts.episode_summary)', 'prompt=prompts.episode_summary, max_tokens=300)'))
+    assert run_build(short).layers["episodes"]["built"] == 6
+    instance = dagster_instance(built)
+    assert instance.has_dynamic_partition("short__conversations", "private-0")
+    assert any(".synix/branches/short" in f for f in files_containing(built.root, MARKER))
+    report = forget(built, "private-0")
+    assert report.rebuild_error is None
+    assert files_containing(built.root, MARKER) == []
+    assert not instance.has_dynamic_partition("short__conversations", "private-0")
+    assert not instance.has_dynamic_partition("conversations", "private-0")
+    store = ArtifactStore(built.store)
+    try:
+        assert ("transcripts", "private-0") not in store.on_branch("short").pointers()
+        assert ("episodes", "private-1") in store.on_branch("short").pointers()
+    finally:
+        store.close()
+    episodes = dg.AssetKey(["branches", "short", "episodes"])
+    assert "private-0" not in instance.get_materialized_partitions(episodes)
