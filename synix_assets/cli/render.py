@@ -172,6 +172,7 @@ def run_summary(out: Console, report, pipeline=None) -> None:
                   num(report.total("failed")), num(j["llm_calls"]), num(j["tokens_in"]),
                   num(j["tokens_out"]), money(j["cost_usd"]), f"{report.seconds:.2f}s")
     out.print(table)
+    out.print(f"Branch: {safe(report.branch)}")
     provider_line(out, report.provider)
     changed = [n for n, v in report.projections.items() if v.get("changed")]
     if changed:
@@ -237,7 +238,8 @@ def plan_table(out: Console, plan: dict) -> None:
 
 def status_table(out: Console, status: dict) -> None:
     table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "cache hits",
-                       title=f"Status of {safe(status['pipeline'], one_line=True)}",
+                       title=f"Status of {safe(status['pipeline'], one_line=True)} "
+                             f"(branch {safe(status.get('branch', 'main'), one_line=True)})",
                        left=("layer", "last built (UTC)"))
     for layer, v in status["layers"].items():
         ratio = "-" if v["cache_hit_ratio"] is None else f"{v['cache_hit_ratio']:.0%}"

@@ -67,6 +67,7 @@ class BuildReport:
     skipped_inputs: list[dict] = field(default_factory=list)
     dagster_runs: list[str] = field(default_factory=list)
     provider: str = ""
+    branch: str = "main"
     seconds: float = 0.0
     noop: bool = False
     status: str = "completed"  # completed | failed | interrupted
@@ -75,7 +76,7 @@ class BuildReport:
         return sum(v.get(key, 0) for v in self.layers.values())
 
     def to_json(self) -> dict:
-        return {"run_id": self.run_id, "status": self.status,
+        return {"run_id": self.run_id, "branch": self.branch, "status": self.status,
                 "layers": {k: {"built": v.get("built", 0), "cached": v.get("cached", 0),
                                "failed": v.get("failed", 0),
                                **({"unfinished": v["unfinished"]} if v.get("unfinished") else {})}
@@ -168,7 +169,7 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     client = make_client(**llm_settings)
     run_id = uuid.uuid4().hex
     ctx = BuildContext(pipeline, store, client, paths, run_id=run_id, batch=batch)
-    report = BuildReport(run_id, provider=ctx.llm_identity)
+    report = BuildReport(run_id, provider=ctx.llm_identity, branch=paths.branch)
     scan = ctx.reader.scan()
     report.skipped_inputs = [{"file": f, "error": e} for f, e in scan.failed_files] + \
         [{"file": f, "conversation_id": c, "reason": r} for f, c, r in scan.skipped]

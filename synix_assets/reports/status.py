@@ -5,7 +5,7 @@ from synix_assets.project import ProjectPaths
 
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
-    """{"pipeline", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
+    """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
     from synix_assets.engine.dagster_runs import settle_abandoned_runs
     from synix_assets.reports.plan import make_plan
 
@@ -20,7 +20,7 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
         store.close()
     last = runs[0] if runs else None
     last_layers = ((last.stats or {}).get("layers") or {}) if last else {}
-    out = {"pipeline": plan.pipeline, "provider": f"{plan.provider}:{plan.model}", "layers": {},
+    out = {"pipeline": plan.pipeline, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
            "projections": plan.projections, "sources": plan.sources,
            "last_run": {"run_id": last.run_id, "status": last.status, "started_at": last.started_at,
                         "finished_at": last.finished_at} if last else None}
