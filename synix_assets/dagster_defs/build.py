@@ -142,7 +142,7 @@ def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
             try:
                 for graph in graphs:
                     sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
-                                  graph.versions, graph.names)
+                                  graph.versions, graph.names, graph.paths)
                 if only is None:
                     wipe_orphans(instance, keys)
             finally:

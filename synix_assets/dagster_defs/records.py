@@ -57,8 +57,12 @@ class Provenance:
         self.cursors = latest_storage_ids(instance, [p.key for p in self.parents], sources)
         self._single = {p.name: _single_hash(store, p.name) for p in self.parents if p.kind == "single"}
 
-    def tags(self, group_key: str | None, content_hash: str | None) -> dict[str, str]:
-        tags = {"dagster/code_version": self.code_version,
+    def tags(self, group_key: str | None, content_hash: str | None,
+             outdated: bool = False) -> dict[str, str]:
+        """`outdated`: the artifact is what the store holds but not what this code version would
+        build (Synix's plan would rebuild it), so Dagster must show it stale."""
+        code = f"{self.code_version}-outdated" if outdated else self.code_version
+        tags = {"dagster/code_version": code,
                 "dagster/data_version": data_version(content_hash),
                 "dagster/data_version_is_user_provided": "true"}
         for p in self.parents:
@@ -114,10 +118,13 @@ def wipe_orphans(instance, asset_keys: set[dg.AssetKey]) -> list[dg.AssetKey]:
 
 
 def record_current(instance, pipeline, store, versions: dict[str, str], names: Names,
-                   layers: dict[str, list[str]], projections: list[str], trigger: str) -> int:
+                   layers: dict[str, list[str]], projections: list[str], trigger: str,
+                   outdated: dict[str, set[str]] | None = None) -> int:
     """Record one runless materialization per given current artifact (layer → group keys) and
     projection, with full provenance tags: Dagster then shows what the store holds, e.g. after
-    a promote moved main's pointers without a build. Returns how many were recorded."""
+    a promote moved main's pointers without a build. `outdated`: per layer, the partitions
+    Synix's plan would rebuild (recorded as stale). Returns how many were recorded."""
+    outdated = outdated or {}
     recorded = 0
     for layer, group_keys in layers.items():
         if not group_keys:
@@ -130,7 +137,8 @@ def record_current(instance, pipeline, store, versions: dict[str, str], names: N
             instance.report_runless_asset_event(dg.AssetMaterialization(
                 asset_key=names.layer(layer), partition=art.group_key if partitioned else None,
                 metadata={**artifact_metadata(art), "note": "recorded from the Synix store"},
-                tags={**prov.tags(art.group_key if partitioned else None, art.content_hash),
+                tags={**prov.tags(art.group_key if partitioned else None, art.content_hash,
+                                  outdated=art.group_key in outdated.get(layer, ())),
                       TRIGGER_TAG: trigger}))
             recorded += 1
     for name in projections:
@@ -144,9 +152,12 @@ def record_current(instance, pipeline, store, versions: dict[str, str], names: N
     return recorded
 
 
-def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Names = MAIN_NAMES) -> dict:
+def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Names = MAIN_NAMES,
+                  paths=None) -> dict:
     """Bring `instance` in step with one branch's pointers in the store (see the module
-    docstring); cheap when it already is. `store` reads that branch."""
+    docstring); cheap when it already is. `store` reads that branch; with `paths` (the
+    branch's), what Synix's plan would rebuild is recorded as stale — a new branch whose
+    episode prompt changed shows its inherited episodes stale, exactly as `synix plan` does."""
     layers = pipeline.layer_order()
     current = {layer: store.current_index(layer) for layer in layers}
     added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers}, names)
@@ -154,6 +165,27 @@ def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Na
                   if current[l] and instance.get_latest_materialization_event(names.layer(l)) is None}
     projections = [n for n in pipeline.projections
                    if instance.get_latest_materialization_event(names.layer(n)) is None]
+    outdated: dict[str, set[str]] = {}
+    if paths is not None and (unrecorded or projections):
+        outdated, fresh = _synix_plan(pipeline, store, paths, projections)
+        projections = [n for n in projections if n in fresh]
     recorded = record_current(instance, pipeline, store, versions, names, unrecorded, projections,
-                              "store_sync")
+                              "store_sync", outdated)
     return {"partitions_added": added, "materializations_recorded": recorded}
+
+
+def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[str, set[str]], set[str]]:
+    """(per layer the partitions Synix would rebuild, the projections that are current)."""
+    from synix_assets.engine.context import BuildContext
+    from synix_assets.engine.layers import plan_all
+    from synix_assets.engine.projections import output_path, projection_stale
+    from synix_assets.reports.plan import plan_client
+
+    ctx = BuildContext(pipeline, store, plan_client(), paths)
+    try:
+        plans = plan_all(ctx, ctx.reader.scan())
+        # a missing file is stale without computing its key (a pass over every artifact)
+        fresh = {n for n in projections if output_path(ctx, n).exists() and not projection_stale(ctx, n)}
+    finally:
+        ctx.llm.close()
+    return {layer: set(plan.stale_keys) for layer, plan in plans.items()}, fresh

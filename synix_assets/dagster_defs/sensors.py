@@ -116,7 +116,7 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True) -
         current = [g for g in graphs if file_digest(g.paths.pipeline_file) == loaded[g.names.branch]]
         for g in current:
             synced = sync_instance(context.instance, g.pipeline, st.on_branch(g.names.branch),
-                                   g.versions, g.names)
+                                   g.versions, g.names, g.paths)
             if synced["partitions_added"] or synced["materializations_recorded"]:
                 context.log.info(f"synced Dagster with the Synix store ({g.names.branch}): {synced}")
         if len(current) < len(graphs):  # older definitions: their asset list must not wipe anything

@@ -229,8 +229,12 @@ def projection_stale(ctx, name: str) -> bool:
         not path.exists()
 
 
+def output_path(ctx, name: str):
+    """The file a projection writes on the context's branch."""
+    proj = ctx.pipeline.projections[name]
+    return ctx.paths.search if proj.kind == "search_index" else ctx.paths.output_file(ctx.pipeline, proj.path)
+
+
 def outputs_exist(ctx) -> bool:
     """Every projection's file is there (a deleted search.db or context.md must be rebuilt)."""
-    return all((ctx.paths.search if p.kind == "search_index"
-                else ctx.paths.output_file(ctx.pipeline, p.path)).exists()
-               for p in ctx.pipeline.projections.values())
+    return all(output_path(ctx, name).exists() for name in ctx.pipeline.projections)

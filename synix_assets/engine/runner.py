@@ -201,8 +201,8 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
         # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
         defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
                           branches=[paths.branch])
-        names = branch_graph(paths, ctx.llm_identity, None).names
-        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, names)
+        graph = branch_graph(paths, ctx.llm_identity, None)
+        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
             _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
     except KeyboardInterrupt:
@@ -272,6 +272,7 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
             _forget_current(store, layer)
         plan = plan_layer(ctx, layer, scan, None)
         if not plan.stale and not plan.retire:
+            launch.restamp(pipeline, layer)
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
                                     "blocked": len(plan.blocked), "llm_calls": 0}
             notify(layer, "done", report.layers[layer])
@@ -310,9 +311,10 @@ def _forget_current(store, layer: str) -> None:
 class _Launcher:
     """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
 
-    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], names):
+    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], graph):
         self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance
-        self.names = names  # this branch's asset keys, partition sets and job names
+        self.graph = graph
+        self.names = graph.names  # this branch's asset keys, partition sets and job names
         self.run_config = run_config
         self.dagster_runs = dagster_runs
 
@@ -324,6 +326,20 @@ class _Launcher:
         if self.ctx.batch:
             tags[BATCH_TAG] = "1"
         return tags
+
+    def restamp(self, pipeline, layer: str) -> None:
+        """A layer with nothing to build whose Dagster record carries another code version (it
+        was recorded as outdated, e.g. before its upstream was rebuilt with identical content):
+        Synix just verified every current partition, so record them again as current."""
+        from synix_assets.dagster_defs.records import record_current
+
+        event = self.instance.get_latest_materialization_event(self.names.layer(layer))
+        mat = event.asset_materialization if event is not None else None
+        if mat is None or (mat.tags or {}).get("dagster/code_version") in (None, self.graph.versions[layer]):
+            return
+        keys = sorted(self.ctx.store.current_index(layer))
+        record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
+                       {layer: keys}, [], "verified")
 
     def layer(self, pipeline, layer: str, plan):
         """One run over the partition range covering the layer's stale partitions."""

@@ -77,6 +77,21 @@ class DagsterDev:
         assert "errors" not in data, data["errors"]
         return data["data"]
 
+    def launch(self, job: str, tags: dict[str, str]) -> str:
+        """Launch a job as the UI's Launch button does; returns the run id."""
+        data = self.gql("""mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {
+            __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }""",
+                        {"p": {"selector": {"repositoryLocationName": "synix",
+                                            "repositoryName": "__repository__", "jobName": job},
+                               "executionMetadata": {"tags": [{"key": k, "value": v}
+                                                              for k, v in tags.items()]}}})
+        assert data["launchRun"]["__typename"] == "LaunchRunSuccess", data
+        return data["launchRun"]["run"]["runId"]
+
+    def run_status(self, run_id: str) -> str:
+        q = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+        return self.gql(q, {"id": run_id})["runOrError"]["status"]
+
     def reload(self) -> None:
         data = self.gql('mutation { reloadRepositoryLocation(repositoryLocationName: "synix") '
                         '{ __typename ... on WorkspaceLocationEntry { loadStatus } } }')
@@ -114,9 +129,10 @@ def synix(project: Path, *args: str, timeout: float = 300) -> subprocess.Complet
                           capture_output=True, text=True, timeout=timeout)
 
 
-def plan_stale(project: Path) -> dict[str, int]:
-    """Per layer/projection, what `synix plan` would rebuild (Dagster asset names)."""
-    out = synix(project, "plan", "--json")
+def plan_stale(project: Path, *args: str) -> dict[str, int]:
+    """Per layer/projection, what `synix plan` would rebuild (Dagster asset names); `args`
+    e.g. `--branch exp`."""
+    out = synix(project, "plan", "--json", *args)
     assert out.returncode == 0, out.stderr[-2000:]
     plan = json.loads(out.stdout)
     stale = {name: int(v["stale"]) for name, v in plan["layers"].items()}

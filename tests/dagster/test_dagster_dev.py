@@ -134,3 +134,40 @@ def test_monthly_to_topical_leaves_no_orphan_asset_and_everything_fresh(live):
     known = dev.gql("{ assetsOrError { ... on AssetConnection { nodes { key { path } } } } }")
     assert ["monthly"] not in [n["key"]["path"] for n in known["assetsOrError"]["nodes"]]  # wiped
     _assert_all_fresh(dev, root)
+
+
+def test_a_branch_is_its_own_graph_in_the_ui_stale_where_synix_plan_says_and_built_by_a_ui_run(live):
+    root, dev = live
+    created = synix(root, "branch", "create", "exp", "--json")
+    assert created.returncode == 0, created.stderr[-2000:]
+    exp = root / ".synix" / "branches" / "exp" / "pipeline.py"
+    exp.write_text(exp.read_text().replace("prompt=prompts.episode_summary)",
+                                           "prompt=prompts.episode_summary, max_tokens=300)"))
+    dev.reload()
+    keys = dev.asset_keys()
+    assert {"branches/exp/transcripts", "branches/exp/episodes", "branches/exp/topics",
+            "branches/exp/core", "branches/exp/memory_index", "episodes"} <= keys
+
+    def branch_status():
+        return {k.removeprefix("branches/exp/"): v for k, v in dev.staleness().items()
+                if k.startswith("branches/exp/")}
+
+    status = branch_status()
+    layers = ("transcripts", "episodes", "topics", "core")
+    plan = plan_stale(root, "--branch", "exp")
+    # inherited from main: transcripts current, the edited episodes and all above them stale
+    assert {l: dagster_stale(status)[l] for l in layers} == {l: plan[l] for l in layers}
+    assert plan["transcripts"] == 0 and plan["episodes"] == 25 and plan["core"] == 1
+    assert status["memory_index"] == {"MISSING": 1}  # the branch's own index is not built yet
+    shot = shot_path(root.parent, "dagster-branch-graph.png")
+    screenshot_graph(dev.base, "branch_exp", shot, wait_text="Unsynced")
+    assert shot.stat().st_size > 10_000
+
+    main_context = (root / "context.md").read_bytes()
+    run_id = dev.launch("exp__synix_build_all", {"synix/trigger": "ui"})
+    _wait(lambda: dev.run_status(run_id) in ("SUCCESS", "FAILURE", "CANCELED"), "the branch build ended", dev)
+    assert dev.run_status(run_id) == "SUCCESS", dev.output()[-3000:]
+    assert not any(plan_stale(root, "--branch", "exp").values())
+    assert not any(dagster_stale(branch_status()).values())
+    assert (root / ".synix" / "branches" / "exp" / "context.md").exists()
+    assert (root / "context.md").read_bytes() == main_context  # main untouched

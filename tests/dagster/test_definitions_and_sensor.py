@@ -208,3 +208,32 @@ def test_a_projection_asked_for_on_an_unbuilt_project_fails_with_what_to_do(demo
     message = failure.event_specific_data.error.message
     assert "nothing to project yet" in message and "synix_build_all" in message
     assert not (demo_project.root / "context.md").exists()
+
+
+def test_sensor_feeds_every_branch_reading_the_changed_export_and_observes_it_once(demo_project):
+    from synix_assets.engine import branches
+
+    run_build(demo_project)
+    topical = demo_project.root.parent / "topical.py"
+    topical.write_text(demo_project.pipeline_file.read_text()
+                       .replace('prompt=prompts.episode_summary)',
+                                'prompt=prompts.episode_summary, max_tokens=300)'))
+    branches.create_branch(demo_project, "exp", pipeline_file=topical)
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    sensor = defs.sensors[0]
+    _age(demo_project.root / "exports")
+    result = _tick(sensor, instance, defs)
+    jobs = {r.job_name: r.tags["synix/branch"] for r in result.run_requests}
+    assert jobs == {"synix_build_all": "main", "exp__synix_build_all": "exp"}
+    assert len({r.run_key for r in result.run_requests}) == 2
+    observed = [e for e in result.asset_events if isinstance(e, dg.AssetObservation)]
+    assert [e.asset_key for e in observed] == [dg.AssetKey(["sources", "exports"])]
+    checks = {e.asset_key.to_user_string(): e for e in result.asset_events
+              if isinstance(e, dg.AssetCheckEvaluation)}
+    # main is built: its checks pass; the branch's edited episodes are what its build will redo
+    assert checks["episodes"].passed and not checks["branches/exp/episodes"].passed
+    assert checks["branches/exp/episodes"].metadata["stale"].value == 24
+    assert len(instance.get_dynamic_partitions("exp__conversations")) == 24
+    assert instance.get_dynamic_partitions("exp__monthly_periods") == \
+        instance.get_dynamic_partitions("monthly_periods")
