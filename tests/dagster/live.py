@@ -92,6 +92,17 @@ class DagsterDev:
         q = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
         return self.gql(q, {"id": run_id})["runOrError"]["status"]
 
+    def active_runs(self) -> int:
+        data = self.gql("""{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]})
+            { ... on Runs { results { runId } } } }""")
+        return len(data["runsOrError"]["results"])
+
+    def failed_partitions(self, asset: str) -> list[str]:
+        q = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { ... on AssetNode {
+            assetPartitionStatuses { ... on DefaultPartitionStatuses { failedPartitions } } } } }"""
+        node = self.gql(q, {"path": asset.split("/")})["assetNodeOrError"]
+        return node["assetPartitionStatuses"]["failedPartitions"]
+
     def reload(self) -> None:
         data = self.gql('mutation { reloadRepositoryLocation(repositoryLocationName: "synix") '
                         '{ __typename ... on WorkspaceLocationEntry { loadStatus } } }')
