@@ -41,6 +41,17 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def drop_undeclared_layers(store, pipeline) -> int:
+    """A branch points only at layers its pipeline declares (one made with topical rollups does
+    not keep its parent's monthly pointers); the artifacts stay for whoever else uses them."""
+    if store.branch == MAIN:
+        return 0
+    dropped = 0
+    for layer in set(store.layers()) - set(pipeline.steps):
+        dropped += store.retire(layer, list(store.current_index(layer)))
+    return dropped
+
+
 def write_branch_pipeline(paths: ProjectPaths, text: str) -> None:
     """Replace a branch's pipeline.py, keeping the old file if the new one does not load."""
     if paths.branch == MAIN:
@@ -91,10 +102,11 @@ def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = N
             text = source_file.read_bytes()
             _write_atomic(target.pipeline_file, text)
             try:
-                target.load_pipeline()  # a broken file fails here, naming it, not at the first run
+                pipeline = target.load_pipeline()  # a broken file fails here, not at the first run
                 info = store.create_branch(name, from_branch=parent.branch,
                                            info={"pipeline_sha": sha256_text(text.decode("utf-8", "replace")),
                                                  "from_file": str(source_file)})
+                drop_undeclared_layers(store.on_branch(name), pipeline)
             except BaseException:
                 shutil.rmtree(target.branch_dir, ignore_errors=True)
                 raise

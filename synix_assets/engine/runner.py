@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from synix_assets.engine import interrupts, progress
-from synix_assets.engine.branches import finish_pending_promote
+from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_promote
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
 from synix_assets.engine.forget import finish_pending_forget
@@ -174,6 +174,8 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     report.skipped_inputs = [{"file": f, "error": e} for f, e in scan.failed_files] + \
         [{"file": f, "conversation_id": c, "reason": r} for f, c, r in scan.skipped]
     fingerprint = _fingerprint(ctx, scan, layers)
+    if whole:  # a branch whose pipeline dropped a layer stops pointing at it
+        drop_undeclared_layers(store, pipeline)
     clean = not store.failures() and not scan.failed_files and outputs_exist(ctx)
     if whole and not full and clean and store.get_meta(CLEAN_BUILD_KEY) == fingerprint:
         for layer in layers:
