@@ -24,6 +24,7 @@ from synix_assets.dagster_defs.jobs import build_all_job, layer_jobs
 from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
+from synix_assets.engine.branches import built_branch_names
 from synix_assets.project import MAIN, ProjectPaths
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
@@ -77,24 +78,12 @@ def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> l
     main_paths = ProjectPaths(root)
     main = main_paths.load_pipeline()
     graphs = []
-    for branch in [MAIN, *_registered_branches(main_paths)] if only is None else only:
+    for branch in [MAIN, *built_branch_names(main_paths)] if only is None else only:
         try:
             graphs.append(branch_graph(main_paths.on_branch(branch), identity, main))
         except SynixError as exc:
             warnings.warn(f"branch {branch!r} left out of the Dagster definitions: {exc.one_line()}")
     return graphs
-
-
-def _registered_branches(paths: ProjectPaths) -> list[str]:
-    if not paths.store.exists():
-        return []
-    store = ArtifactStore(paths.store)
-    try:
-        # snapshots (`main@previous`) are restore points, not graphs
-        return [b.name for b in store.branches() if b.name != MAIN and "@" not in b.name
-                and paths.on_branch(b.name).pipeline_file.exists()]
-    finally:
-        store.close()
 
 
 def build_defs(project_dir: str | Path, *, resources: dict | None = None,
