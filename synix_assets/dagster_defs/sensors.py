@@ -46,8 +46,9 @@ def _settled(prev: dict | None, size: int, mtime_ns: int, now: float) -> bool:
 
 
 def changed_files(readers: list[SourceReader], cursor: dict, now: float) -> tuple[dict, list]:
-    """(new cursor, [(path, sha)] of settled files whose content is new or changed), over the
-    export files every reader (one per branch) reads."""
+    """(new cursor, [(path, sha)] of settled files whose content is new or changed, and
+    [(path, "removed")] of files gone since the last tick), over the export files every reader
+    (one per branch) reads."""
     new_cursor, changed = {}, []
     files = {str(path): path for reader in readers for _, path, _ in reader.files()}
     for name, path in sorted(files.items()):
@@ -61,7 +62,18 @@ def changed_files(readers: list[SourceReader], cursor: dict, now: float) -> tupl
             if not prev or prev.get("sha") != entry["sha"]:
                 changed.append((name, entry["sha"]))
         new_cursor[name] = entry
+    # a deleted export is a change too: its conversations leave the memory at the next build
+    changed += [(name, "removed") for name, prev in sorted(cursor.items())
+                if name not in files and prev.get("sha")]
     return new_cursor, changed
+
+
+def _reads(graph, reader: SourceReader, paths_changed: set[str]) -> bool:
+    """Whether a branch reads any of the changed (or removed) export files."""
+    if paths_changed & {str(path) for _, path, _ in reader.files()}:
+        return True
+    roots = [str(graph.pipeline.resolve(src.path)) for src in graph.pipeline.sources.values()]
+    return any(p.startswith(root) for p in paths_changed for root in roots)
 
 
 def _observations(pipeline, scan, names: Names, seen: set) -> list[dg.AssetObservation]:
@@ -142,7 +154,7 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True) -
         requests, events, seen = [], [], set()
         for g in graphs:
             reader = readers[g.names.branch]
-            if not paths_changed & {str(path) for _, path, _ in reader.files()}:
+            if not _reads(g, reader, paths_changed):
                 continue
             events += _branch_tick(context, g, reader, llm, seen)
             requests.append(dg.RunRequest(
