@@ -268,6 +268,7 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
     from synix_assets.dagster_defs.partitions import partitions_for
 
     deferred = None
+    retired: dict[str, list[str]] = {}
     for layer in layers:
         notify(layer, "start", {})
         if full:
@@ -280,6 +281,8 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
             notify(layer, "done", report.layers[layer])
             continue
         notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
+        if plan.retire:
+            retired[layer] = list(plan.retire)
         if (whole and layer == layers[-1] and pipeline.projections
                 and partitions_for(pipeline, layer) is None):
             deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
@@ -290,6 +293,7 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
         finally:  # also when it did not finish: what it stored is reported
             _collect(report, ctx, layer, plan, scan, time.monotonic() - launched)
         notify(layer, "done", report.layers[layer])
+    launch.drop_partitions(pipeline, retired)
     _run_projections(ctx, launch, pipeline, report, notify, deferred, scan)
 
 
@@ -342,6 +346,26 @@ class _Launcher:
         keys = sorted(self.ctx.store.current_index(layer))
         record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
                        {layer: keys}, [], "verified")
+
+    def drop_partitions(self, pipeline, retired: dict[str, list[str]]) -> None:
+        """Partitions of vanished groups (a deleted export's conversations, a month left empty)
+        leave Dagster's partition sets once no layer sharing the set still holds them, so the UI
+        does not keep showing them."""
+        from synix_assets.dagster_defs.partitions import dynamic_name
+
+        sets: dict[str, list[str]] = {}
+        for layer in pipeline.layer_order():
+            name = dynamic_name(pipeline, layer, self.names)
+            if name:
+                sets.setdefault(name, []).append(layer)
+        for layer, keys in retired.items():
+            name = dynamic_name(pipeline, layer, self.names)
+            if not name:
+                continue
+            held = {k for l in sets[name] for k in self.ctx.store.current_index(l)}
+            for key in keys:
+                if key not in held and self.instance.has_dynamic_partition(name, key):
+                    self.instance.delete_dynamic_partition(name, key)
 
     def layer(self, pipeline, layer: str, plan):
         """One run over the partition range covering the layer's stale partitions."""
