@@ -72,7 +72,7 @@ def _observations(pipeline, scan) -> list[dg.AssetObservation]:
     return out
 
 
-def _new_partitions(pipeline, ctx, scan) -> dict[str, list[str]]:
+def new_partitions(pipeline, ctx, scan) -> dict[str, list[str]]:
     """Conversation and period partitions the build will need, registered before it starts so the
     UI shows them (as missing) at once."""
     out: dict[str, list[str]] = {}
@@ -120,7 +120,7 @@ def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_ke
         scan = reader.scan()
         for _, err in scan.failed_files:
             context.log.warning(err)
-        register_partitions(context.instance, pipeline, _new_partitions(pipeline, ctx, scan))
+        register_partitions(context.instance, pipeline, new_partitions(pipeline, ctx, scan))
         # Until the build below finishes, the checks say what Synix will rebuild (e.g. core).
         checks = []
         try:

@@ -19,6 +19,7 @@ or schedules it again with exponential backoff, or dead-letters it with the reas
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from datetime import datetime, timezone
@@ -56,6 +57,15 @@ class Inbox(StoreConnection):
         self.idle_gap_s = float(idle_gap_s)
         self.max_attempts = int(max_attempts)
         self.backoff_s = float(backoff_s)
+
+    @classmethod
+    def from_env(cls, path: str | Path, **kwargs) -> "Inbox":
+        """An inbox with the deployment's settings: SYNIX_LIVE_IDLE_MINUTES (15),
+        SYNIX_LIVE_MAX_ATTEMPTS (5), SYNIX_LIVE_BACKOFF_S (30, doubled per failed attempt)."""
+        env = os.environ
+        return cls(path, idle_gap_s=float(env.get("SYNIX_LIVE_IDLE_MINUTES", IDLE_GAP_S / 60)) * 60,
+                   max_attempts=int(env.get("SYNIX_LIVE_MAX_ATTEMPTS", MAX_ATTEMPTS)),
+                   backoff_s=float(env.get("SYNIX_LIVE_BACKOFF_S", BACKOFF_S)), **kwargs)
 
     # ---- writes on the request path ----------------------------------------------------
 
@@ -239,11 +249,14 @@ class Inbox(StoreConnection):
         return [{"turn_id": r[0], "version": r[1], "n": r[2], "role": r[3], "content": r[4], "ts": r[5],
                  "metadata": json.loads(r[6]), "received_at": r[7]} for r in rows]
 
-    def open_sessions(self, *, limit: int = 20) -> list[dict]:
-        """Open sessions, most recently active first."""
+    def unbuilt_sessions(self, *, limit: int = 20) -> list[dict]:
+        """Sessions whose newest turns are not in the built memory yet (open, or closed and
+        waiting in the outbox), most recently active first."""
         with self._read("reading sessions") as conn:
-            rows = conn.execute("SELECT session_id FROM sessions WHERE state = 'open' "
-                                "ORDER BY last_seen DESC LIMIT ?", (limit,)).fetchall()
+            rows = conn.execute(
+                "SELECT s.session_id FROM sessions s WHERE s.state = 'open' OR NOT EXISTS ("
+                "SELECT 1 FROM outbox o WHERE o.session_id = s.session_id AND o.version = s.version "
+                "AND o.state = 'built') ORDER BY s.last_seen DESC LIMIT ?", (limit,)).fetchall()
         return [s for s in (self.session(r[0]) for r in rows) if s]
 
     def all_turn_ids(self) -> list[str]:
