@@ -7,7 +7,7 @@ import sqlite3
 
 import dagster as dg
 import pytest
-from conftest import post
+from live_helpers import post
 
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.engine.runner import dagster_instance
