@@ -3,8 +3,8 @@ authorised by the tenant's bearer token before anything else runs.
 
 - live endpoints (this module): `POST ingest`, `POST sessions/{id}/close`, `GET sessions/{id}`,
   `GET status`, `GET brief` (the built memory plus the turns not built yet);
-- every read endpoint of `synix serve` (`search`, `records/…`, `layers`, `timeline`, `context`,
-  `map`, `pipeline`) is the tenant's own memory API (serve/app.py) with the prefix taken off, so
+- the read endpoints of `synix serve` (`search`, `records/…`, `layers`, `timeline`, `context`,
+  `map`) are the tenant's own memory API (serve/app.py) with the prefix taken off, so
   both stay one implementation.
 
 A token opens exactly one tenant: any other tenant name in the path — existing or not — is a 403
@@ -28,6 +28,10 @@ from synix_resources.live.requests import MAX_BODY_BYTES
 
 PREFIX = "/v1/tenants/"
 LIVE_ROUTES = ("ingest", "sessions", "brief", "status")
+# The memory API endpoints a tenant gets (serve/api.py). Not `pipeline`: its staleness plan may
+# settle a killed build's Dagster runs, which switches the process's DAGSTER_HOME — a server
+# building other tenants meanwhile must never do that.
+READ_ROUTES = ("search", "records", "layers", "timeline", "context", "map")
 DRAIN_LIMIT = 64 * 1024 * 1024  # read (and drop) at most this much of an oversized body
 
 
@@ -135,8 +139,12 @@ class HomeApp:
         refusal = await run_in_threadpool(self.services.authorise, tenant, _bearer(scope))
         if refusal is not None:
             return await _error(*refusal)(scope, receive, send)
-        if rest.split("/", 1)[0] in LIVE_ROUTES:
+        head = rest.split("/", 1)[0]
+        if head in LIVE_ROUTES:
             return await self.live(scope, receive, send)
+        if head not in READ_ROUTES:
+            return await _error(404, f"no endpoint {head!r} for a tenant — use one of "
+                                     f"{', '.join(LIVE_ROUTES + READ_ROUTES)}")(scope, receive, send)
         try:
             app = await run_in_threadpool(self._reader_app, tenant)
         except SynixError as exc:

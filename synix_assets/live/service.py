@@ -113,29 +113,39 @@ class TenantServices:
 
     def brief(self, tenant: str, query: str | None = None, *, budget_tokens: int = 2000, hits: int = 5,
               sessions: int = RECENT_SESSIONS, turns: int = RECENT_TURNS) -> dict:
-        """The built memory's brief (core, recent rollups/episodes, hits) plus the recent turns of
-        the sessions not built yet (open, or closed and waiting in the outbox), newest first, so
-        an agent sees what was said a minute ago even while the model is down."""
+        """Within `budget_tokens`: the recent turns of the sessions not built yet (open, or closed
+        and waiting in the outbox; newest first, at most half the budget), so an agent sees what
+        was said a minute ago even while the model is down, then the built memory's brief (core,
+        recent rollups/episodes, hits with provenance) in the rest."""
+        inbox = self.inboxes.get(tenant)
+        live, blocks, live_tokens = [], [], 0
+        for info in inbox.unbuilt_sessions(limit=sessions):
+            kept = []
+            for t in reversed(inbox.turns(info["session_id"], last=turns)):  # newest first
+                line = f"[{t['turn_id']}] {t['role']}: {t['content'][:TURN_PREVIEW_CHARS]}"
+                cost = estimate_tokens(line) + 2
+                if live_tokens + cost > budget_tokens // 2:
+                    break
+                live_tokens += cost
+                kept.insert(0, {"turn_id": t["turn_id"], "role": t["role"], "ts": t["ts"],
+                                "content": t["content"][:TURN_PREVIEW_CHARS], "line": line})
+            if not kept:
+                break
+            live.append({"session_id": info["session_id"], "state": info["state"], "version": info["version"],
+                         "turns": [{k: v for k, v in t.items() if k != "line"} for t in kept]})
+            blocks.append(f"## Session {info['session_id']} ({info['state']}, not yet in memory)\n"
+                          + "\n".join(t["line"] for t in kept))
         notice = None
         try:
-            memory = self.memory(tenant).brief(query, budget_tokens=budget_tokens, hits=hits)
+            memory = self.memory(tenant).brief(query, budget_tokens=max(100, budget_tokens - live_tokens),
+                                               hits=hits)
         except ArtifactNotFound as exc:  # nothing built yet: the live turns are the whole brief
             memory = {"sections": [], "text": "", "tokens": 0}
             notice = exc.one_line()
-        inbox = self.inboxes.get(tenant)
-        live = []
-        for info in inbox.unbuilt_sessions(limit=sessions):
-            recent = inbox.turns(info["session_id"], last=turns)
-            live.append({"session_id": info["session_id"], "state": info["state"], "version": info["version"],
-                         "turns": [{"turn_id": t["turn_id"], "role": t["role"], "ts": t["ts"],
-                                    "content": t["content"][:TURN_PREVIEW_CHARS]} for t in recent]})
-        live_text = "\n\n".join(
-            f"## Session {s['session_id']} ({s['state']}, not yet in memory)\n" +
-            "\n".join(f"[{t['turn_id']}] {t['role']}: {t['content']}" for t in s["turns"]) for s in live)
-        text = "\n\n".join(part for part in (memory.get("text", ""), live_text) if part)
+        text = "\n\n".join(part for part in (memory.get("text", ""), *blocks) if part)
         return {"tenant": tenant, "query": query, "budget_tokens": budget_tokens,
                 "sections": memory.get("sections", []), "live_sessions": live, "text": text,
-                "tokens": memory.get("tokens", 0) + estimate_tokens(live_text),
+                "tokens": memory.get("tokens", 0) + live_tokens,
                 **({"notice": notice} if notice else {}),
                 **({"search_notice": memory["notice"]} if memory.get("notice") else {})}
 

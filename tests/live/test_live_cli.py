@@ -52,3 +52,18 @@ def test_tenant_commands_refuse_bad_names_duplicates_and_unknown_tenants_in_one_
     again = invoke("tenant", "create", "acme", "--home", home)
     assert again.exit_code == 1 and "already exists" in again.output
     assert len(again.output.strip().splitlines()) == 1
+
+
+def test_the_home_servers_guard_takes_a_bearer_token_as_proof_for_posts_but_not_cross_origin():
+    from synix_assets.web.guard import GuardPolicy, check_request
+
+    policy = GuardPolicy(port=8765, bearer_is_proof=True)
+
+    def scope(**headers):
+        return {"type": "http", "method": "POST", "query_string": b"",
+                "headers": [(k.replace("_", "-").encode(), v.encode())
+                            for k, v in {"host": "127.0.0.1:8765", **headers}.items()]}
+    assert check_request(policy, scope(authorization="Bearer synix_x")) is None
+    assert check_request(policy, scope())[0] == 403
+    assert check_request(policy, scope(authorization="Bearer synix_x", origin="https://evil.example"))[0] == 403
+    assert check_request(GuardPolicy(port=8765), scope(authorization="Bearer synix_x"))[0] == 403

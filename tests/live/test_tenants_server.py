@@ -97,7 +97,7 @@ def test_a_tenant_token_reads_and_writes_nothing_of_another_tenant(served):
     assert bravo_ids
     bravo_turns = _turn_count(home, "bravo")
     gets = ["brief", "brief?query=PELICAN", "status", "search?q=PELICAN", "search?q=PELICAN&evidence=true",
-            "layers", "layers/episodes", "timeline", "context", "map", "pipeline",
+            "layers", "layers/episodes", "timeline", "context", "map", "pipeline", "whatever",
             "sessions/bravo-secret-session"]
     gets += [f"records/{i}{suffix}" for i in bravo_ids for suffix in ("", "/sources", "/leaves", "/lineage")]
     posts = [("ingest", {"session_id": "bravo-secret-session", "turns": _turns("injected")}),
