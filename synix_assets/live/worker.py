@@ -138,4 +138,7 @@ class Worker:
                         drain(paths, max_batches=2)
                 except SynixError as exc:  # one tenant's trouble never stops the others
                     log.warning("live build of tenant %s: %s", name, exc.one_line())
+                except Exception:  # noqa: BLE001 — logged with its traceback; the thread must
+                    # outlive one tenant's unexpected error, or every tenant's builds would stop
+                    log.exception("live build of tenant %s failed unexpectedly", name)
             self._stop.wait(self.interval_s)
