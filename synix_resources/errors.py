@@ -127,3 +127,27 @@ class EvalError(SynixError):
 
 class EvalResultsError(SynixError):
     """The eval results file cannot be read, or holds no run to report."""
+
+
+class LiveInputError(SynixError):
+    """A live ingest/close request is malformed (bad JSON, missing field, bad role, invalid text)."""
+
+
+class LiveInputTooLarge(LiveInputError):
+    """A live request body or one turn is over the size limit."""
+
+
+class SessionNotFound(SynixError):
+    """A live session id names no session of this tenant."""
+
+
+class IdempotencyConflict(SynixError):
+    """An idempotency key was reused with a different request body."""
+
+
+class TenantError(SynixError):
+    """A tenant name is invalid, taken or unknown, or the tenants home cannot be used."""
+
+
+class TenantAuthError(SynixError):
+    """A request to a tenant carries no token, or one that is not that tenant's."""

@@ -17,8 +17,8 @@ def _echo_json(data) -> None:
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--from", "exports", multiple=True, type=click.Path(dir_okay=False),
               help="An export to copy into the project (conversations.json, export .zip, .jsonl); repeatable.")
-@click.option("--template", type=click.Choice(["monthly", "topical"]), default="monthly", show_default=True,
-              help="Level-2 rollups by calendar month or by topic.")
+@click.option("--template", type=click.Choice(["monthly", "topical", "live"]), default="monthly", show_default=True,
+              help="Level-2 rollups by calendar month or by topic; live: a memory fed by posted turns (docs/live.md).")
 @click.option("--demo", is_flag=True, help="Copy the bundled demo exports (24 synthetic conversations).")
 @click.option("--force", is_flag=True, help="Overwrite an existing pipeline.py (state and exports are kept).")
 def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, force: bool) -> None:

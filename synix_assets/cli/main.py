@@ -148,6 +148,9 @@ main.add_command(eval_group)
 from synix_assets.cli.branch_cmd import branch_group, gc  # noqa: E402
 main.add_command(branch_group)
 main.add_command(gc)
+from synix_assets.cli.live_cmd import live_group, tenant_group  # noqa: E402
+main.add_command(tenant_group)
+main.add_command(live_group)
 
 if __name__ == "__main__":
     main()

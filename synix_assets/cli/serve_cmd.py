@@ -44,9 +44,14 @@ def _check_listen(host: str, port: int, token: str | None) -> None:
 
 @click.command()
 @_listen_options(8765)
+@click.option("--home", type=click.Path(file_okay=False), default=None,
+              help="Serve every tenant of this home under /v1/tenants/{tenant}/… (live ingest "
+                   "and the memory API, bearer token per tenant; docs/live.md).")
+@click.option("--no-build", is_flag=True, help="With --home: do not build closed sessions in "
+                                               "this process (run `synix live drain` elsewhere).")
 @project_option
 @click.pass_context
-def serve(ctx, host, port, token, allow_hosts) -> None:
+def serve(ctx, host, port, token, allow_hosts, home, no_build) -> None:
     """Serve the memory explorer and the HTTP JSON API (/v1, docs at /docs), read-only.
 
     \b
@@ -54,10 +59,16 @@ def serve(ctx, host, port, token, allow_hosts) -> None:
       synix serve                      # http://127.0.0.1:8765
       synix serve --port 9000
       SYNIX_SERVE_TOKEN=… synix serve --host 0.0.0.0
+      synix serve --home ~/synix-home  # every tenant, live ingest + brief (docs/live.md)
     """
     from synix_assets.cli.render import console
     from synix_assets.serve.app import run_server
 
+    if home is not None:
+        from synix_assets.live.serve import serve_home
+
+        return serve_home(home, host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts),
+                          build=not no_build)
     _check_listen(host, port, token)
     svc = _service(ctx)
     shown = f"[{host}]" if ":" in host else host

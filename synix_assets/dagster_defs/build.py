@@ -25,6 +25,7 @@ from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.engine.branches import built_branch_names
+from synix_assets.live.sensor import live_sensors
 from synix_assets.project import MAIN, ProjectPaths
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
@@ -119,8 +120,11 @@ def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
         jobs += [build_jobs[graph.names.branch], *layer_jobs(graph.pipeline, graph.names)]
     keys = set().union(*(g.asset_keys() for g in graphs))
     main_paths = ProjectPaths(root)
+    # live sessions feed main (a tenant's memory); branches read them through main's store
+    live = [*live_sensors(graphs[0].pipeline, graphs[0].paths, build_jobs[MAIN])] \
+        if graphs and graphs[0].names.is_main else []
     defs = dg.Definitions(assets=assets, jobs=jobs,
-                          sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None)],
+                          sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None), *live],
                           resources=resources or resources_for(main_paths, identity))
     home = os.environ.get("DAGSTER_HOME")
     if home and Path(home).is_dir():

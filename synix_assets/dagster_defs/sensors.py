@@ -93,7 +93,7 @@ def _observations(pipeline, scan, names: Names, seen: set) -> list[dg.AssetObser
     return out
 
 
-def _new_partitions(pipeline, ctx, scan) -> dict[str, list[str]]:
+def new_partitions(pipeline, ctx, scan) -> dict[str, list[str]]:
     """Conversation and period partitions the build will need, registered before it starts so the
     UI shows them (as missing) at once."""
     out: dict[str, list[str]] = {}
@@ -177,7 +177,7 @@ def _branch_tick(context, graph, reader: SourceReader, llm: LLMResource, seen: s
     scan = reader.scan()
     for _, err in scan.failed_files:
         context.log.warning(err)
-    register_partitions(context.instance, pipeline, _new_partitions(pipeline, ctx, scan), names)
+    register_partitions(context.instance, pipeline, new_partitions(pipeline, ctx, scan), names)
     checks = []
     try:
         ctx.llm = llm.get_client()

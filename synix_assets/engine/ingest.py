@@ -96,6 +96,8 @@ class SourceReader:
     def files(self) -> list[tuple[str, Path, str]]:
         out = []
         for src in self.pipeline.sources.values():
+            if src.kind == "live":  # read from its inbox by `scan`, not as export files
+                continue
             for f in export_files(self.pipeline.resolve(src.path)):
                 out.append((src.name, f, src.format))
         return out
@@ -122,6 +124,13 @@ class SourceReader:
             parts.append(f"{path}:{digest}")
             result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)
             result.skipped.extend((str(path), cid, why) for cid, why in skipped)
+        for src in self.pipeline.sources.values():
+            if src.kind == "live":
+                from synix_assets.live.source import live_summaries
+
+                summaries, digest = live_summaries(self, src.name, self.pipeline.resolve(src.path))
+                result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)
+                parts.append(f"live:{src.name}:{digest}")
         result.fingerprint = sha256_text("\n".join(parts) + PARSER_VERSION)
         return result
 
@@ -136,6 +145,10 @@ class SourceReader:
         """The parsed conversation this summary describes. One export can hold several versions
         of one id; the content hash picks the version the merge rule chose, never merely the
         first one with that id."""
+        if summary.format == "live":
+            from synix_assets.live.source import live_conversation
+
+            return live_conversation(summary)
         for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
             if partition_key(conv.conversation_id) == summary.key \
                     and conv.content_hash() == summary.content_hash:

@@ -57,12 +57,12 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
             "meta.time.created_at": s.created_at,
             "meta.time.updated_at": s.updated_at,
             "meta.time.period": period_of(s.created_at, "month"),
-            "meta.source.type": f"{s.format}-export",
+            "meta.source.type": "live-session" if s.format == "live" else f"{s.format}-export",
             "meta.source.name": s.source,
             "meta.source.path": s.file,
             "meta.step.version_hash": ctx.version(layer),
         }
-        for k in ("dropped_branches", "model"):
+        for k in ("dropped_branches", "model", "turn_ids", "session_version", "user_id"):
             if k in conv.metadata:
                 meta[f"meta.custom.{k}"] = conv.metadata[k]
         mode = step.config.get("pii")

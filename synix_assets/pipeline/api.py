@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
-from synix_assets.pipeline.steps import (FORMATS, PERIODS, PII_MODES, ContextDocProjection,
+from synix_assets.pipeline.steps import (FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline import validation
 from synix_resources.errors import PipelineDefinitionError
@@ -41,8 +41,21 @@ class Pipeline:
         self.projections: dict[str, Projection] = {}
 
     # ---- declarations -------------------------------------------------------------------
-    def source(self, name: str, *, path: str | Path, format: str = "auto") -> Source:
+    def source(self, name: str, *, path: str | Path | None = None, format: str = "auto",
+               kind: str = "exports") -> Source:
+        """`kind="exports"`: the export files in `path`; `kind="live"`: the closed sessions of
+        the project's live inbox (`path` defaults to .synix/live/inbox.db; docs/live.md)."""
         self._check_new_name(name)
+        if kind not in SOURCE_KINDS:
+            raise PipelineDefinitionError(f"source '{name}': unknown kind {kind!r}",
+                                          hint=f"use one of {', '.join(SOURCE_KINDS)}")
+        if kind == "live":
+            src = Source(name, Path(path or LIVE_INBOX).expanduser(), "live", "live")
+            self.sources[name] = src
+            return src
+        if path is None:
+            raise PipelineDefinitionError(f"source '{name}': no path",
+                                          hint='give the export folder, e.g. path="exports"')
         if format not in FORMATS:
             raise PipelineDefinitionError(
                 f"source '{name}': unknown format {format!r}", hint=f"use one of {', '.join(FORMATS)}")

@@ -10,6 +10,8 @@ from synix_assets.pipeline.prompts import TemplateFile
 StepKind = Literal["merge", "transform", "aggregate", "fold"]
 PERIODS = ("month", "week", "quarter")
 FORMATS = ("auto", "chatgpt", "claude", "claude-code")
+SOURCE_KINDS = ("exports", "live")
+LIVE_INBOX = Path(".synix") / "live" / "inbox.db"  # a live source's default inbox
 PII_MODES = (None, "flag", "redact")
 
 
@@ -18,6 +20,7 @@ class Source:
     name: str
     path: Path
     format: str = "auto"
+    kind: str = "exports"  # exports: files of a folder; live: the sessions of a live inbox
 
 
 @dataclass

@@ -35,7 +35,8 @@ def pipeline_to_toml(p) -> str:
                                         "temperature": p.temperature, "max_tokens": p.max_tokens}}
     if p.model:
         doc["pipeline"]["model"] = p.model
-    doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format}
+    doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format,
+                       **({"kind": s.kind} if s.kind != "exports" else {})}
                       for s in p.sources.values()]
     steps = []
     for s in p.steps.values():
@@ -98,7 +99,10 @@ def pipeline_from_toml(text: str, *, base_dir=None, namespace=None):
                  temperature=head.get("temperature", 0.3), max_tokens=head.get("max_tokens", 1024),
                  base_dir=base_dir)
     for s in doc.get("sources", []):
-        p.source(s["name"], path=s["path"], format=s.get("format", "auto"))
+        if s.get("kind", "exports") == "live":
+            p.source(s["name"], path=s["path"], kind="live")
+        else:
+            p.source(s["name"], path=s["path"], format=s.get("format", "auto"))
     bd = Path(base_dir) if base_dir else None
     for s in doc.get("steps", []):
         cfg = dict(s.get("config", {}))

@@ -65,6 +65,9 @@ class GuardPolicy:
     # `Content-Type: application/json` request without a CORS preflight (never answered
     # here), so for such endpoints that content type is proof enough.
     json_is_proof: bool = False
+    # Servers whose every request must carry a bearer token (`synix serve --home`): a browser
+    # cannot add an Authorization header cross-site without a preflight either.
+    bearer_is_proof: bool = False
     hosts: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -140,7 +143,9 @@ def check_request(policy: GuardPolicy, scope) -> tuple[int, str] | None:
         if _origin_host(referer) != host.lower():
             return 403, "refused: cross-origin request (Referer names another site)"
     json_body = policy.json_is_proof and headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-    if scope["type"] == "http" and not same_origin and CUSTOM_HEADER not in headers and not json_body:
+    bearer = policy.bearer_is_proof and headers.get("authorization", "").lower().startswith("bearer ")
+    if scope["type"] == "http" and not same_origin and CUSTOM_HEADER not in headers and not json_body \
+            and not bearer:
         method = scope.get("method", "GET").upper()
         if method not in SAFE_METHODS:
             return 403, (f"refused: {method} without a same-origin Origin header or the "

@@ -1,0 +1,1 @@
+"""The live inbox: turns posted by agents, their sessions, and the outbox to the build."""

@@ -1,0 +1,144 @@
+"""Checking a live ingest request before anything is written: one-line reasons for every refusal.
+
+The body arrives as bytes: it must be UTF-8 (strictly), JSON, an object with a non-empty `turns`
+list of `{role, content, ts?, metadata?}`, within the size limits, and hold no text SQLite cannot
+store (lone surrogates, which JSON may spell as `\\udcff`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from synix_resources.errors import LiveInputError, LiveInputTooLarge
+from synix_resources.text import escape_invalid, is_valid_text
+
+ROLES = ("user", "assistant", "tool", "system")
+MAX_BODY_BYTES = 2 * 1024 * 1024
+MAX_TURN_CHARS = 256 * 1024
+MAX_TURNS = 500
+MAX_NESTING = 20
+# Session, user and idempotency ids: readable, safe as Dagster partition keys and in URLs.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,79}$")
+
+
+@dataclass
+class Turn:
+    role: str
+    content: str
+    ts: str | None = None  # UTC `YYYY-MM-DDTHH:MM:SSZ`, or None for "when it arrived"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class IngestRequest:
+    turns: list[Turn]
+    session_id: str | None = None
+    user_id: str | None = None
+    idempotency_key: str | None = None
+
+
+def check_id(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not _ID.match(value):
+        shown = escape_invalid(value[:40]) if isinstance(value, str) else type(value).__name__
+        raise LiveInputError(f"{name} {shown!r} is not valid",
+                             hint="use 1-80 letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
+    return value
+
+
+def _utc(value: Any, where: str) -> str:
+    """ISO-8601 (naive = UTC) or epoch seconds → `YYYY-MM-DDTHH:MM:SSZ`."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=timezone.utc)
+            return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    raise LiveInputError(f"{where}.ts {str(value)[:40]!r} is not a time",
+                         hint="give ISO-8601 (2025-06-01T10:00:00Z) or epoch seconds, or leave it out")
+
+
+def _invalid_text(value: Any, depth: int = 0) -> str | None:
+    """The first string in `value` that is not valid Unicode, or a nesting problem."""
+    if depth > MAX_NESTING:
+        return f"is nested more than {MAX_NESTING} levels deep"
+    if isinstance(value, str):
+        return None if is_valid_text(value) else f"holds text that is not valid Unicode ('{escape_invalid(value[:40])}')"
+    items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else \
+        value if isinstance(value, list) else []
+    for item in items:
+        problem = _invalid_text(item, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRequest:
+    """The request in `body`, or `LiveInputError` naming what is wrong (nothing is written)."""
+    if len(body) > MAX_BODY_BYTES:
+        raise LiveInputTooLarge(f"the request body is {len(body)} bytes, over the {MAX_BODY_BYTES}-byte limit",
+                                hint="post fewer or shorter turns per request")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise LiveInputError(f"the request body is not UTF-8 (byte {err.start})",
+                             hint="send JSON encoded as UTF-8") from None
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        reason = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deep"
+        raise LiveInputError(f"the request body is not JSON ({reason})",
+                             hint='send {"turns": [{"role": "user", "content": "…"}]}') from None
+    if not isinstance(data, dict):
+        raise LiveInputError(f"the request body is a JSON {type(data).__name__}, not an object",
+                             hint='send {"turns": [{"role": "user", "content": "…"}]}')
+    problem = _invalid_text(data)
+    if problem:
+        raise LiveInputError(f"the request body {problem}", hint="send valid UTF-8 text")
+    unknown = sorted(set(data) - {"session_id", "user_id", "turns", "idempotency_key"})
+    if unknown:
+        raise LiveInputError(f"unknown field {unknown[0]!r} in the request",
+                             hint="fields: session_id, user_id, turns, idempotency_key")
+    turns = data.get("turns")
+    if not isinstance(turns, list) or not turns:
+        raise LiveInputError("the request has no turns (`turns` must be a non-empty list)",
+                             hint='send {"turns": [{"role": "user", "content": "…"}]}')
+    if len(turns) > MAX_TURNS:
+        raise LiveInputTooLarge(f"the request has {len(turns)} turns, over the limit of {MAX_TURNS}",
+                                hint="split it into several requests")
+    out = []
+    for i, raw in enumerate(turns):
+        where = f"turns[{i}]"
+        if not isinstance(raw, dict):
+            raise LiveInputError(f"{where} is a {type(raw).__name__}, not an object")
+        extra = sorted(set(raw) - {"role", "content", "ts", "metadata"})
+        if extra:
+            raise LiveInputError(f"unknown field {extra[0]!r} in {where}", hint="fields: role, content, ts, metadata")
+        role, content = raw.get("role"), raw.get("content")
+        if role not in ROLES:
+            raise LiveInputError(f"{where}.role {str(role)[:20]!r} is missing or unknown",
+                                 hint=f"use one of {', '.join(ROLES)}")
+        if not isinstance(content, str) or not content.strip():
+            raise LiveInputError(f"{where}.content is missing or empty", hint="give the turn's text as a string")
+        if len(content) > MAX_TURN_CHARS:
+            raise LiveInputTooLarge(f"{where}.content is {len(content)} characters, over the {MAX_TURN_CHARS} limit",
+                                    hint="split or shorten the turn")
+        metadata = raw.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise LiveInputError(f"{where}.metadata is a {type(metadata).__name__}, not an object")
+        ts = _utc(raw["ts"], where) if raw.get("ts") not in (None, "") else None
+        out.append(Turn(role, content, ts, metadata))
+    session_id = data.get("session_id")
+    user_id = data.get("user_id")
+    key = data.get("idempotency_key") or idempotency_key
+    return IngestRequest(out, check_id(session_id, "session_id") if session_id is not None else None,
+                         check_id(user_id, "user_id") if user_id is not None else None,
+                         check_id(key, "idempotency_key") if key is not None else None)
