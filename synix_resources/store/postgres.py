@@ -26,11 +26,12 @@ from synix_resources.store.migrations import MigrationRegistry
 
 log = logging.getLogger(__name__)
 
-# pg_advisory_*lock(LOCK_CLASS, id): one class for Synix, one id per purpose.
-LOCK_CLASS = 0x53594E58  # "SYNX"
-STORE_WRITE_LOCK = 1
-MIGRATION_LOCK = 2
-BUILD_LOCK = 3
+# Advisory lock keys: one per purpose and schema (advisory locks are per database, so two
+# projects kept in two schemas of one database do not wait on each other).
+ADVISORY_KEY = "hashtextextended('synix:' || ? || ':' || current_schema(), 0)"
+STORE_WRITE_LOCK = "store-write"
+MIGRATION_LOCK = "migration"
+BUILD_LOCK = "build"
 
 
 def display_url(url: str) -> str:
@@ -121,7 +122,7 @@ def apply_migrations(conn: PgConnection, registry: MigrationRegistry, table: str
     for migration in registry.migrations:
         conn.execute("BEGIN")
         try:
-            conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_CLASS, MIGRATION_LOCK))
+            conn.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})", (MIGRATION_LOCK,))
             conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT COLLATE \"C\" PRIMARY KEY, "
                          "applied_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY)")
             seen = conn.execute(f"SELECT 1 FROM {table} WHERE name = ?",
@@ -333,7 +334,7 @@ class PostgresConnection:
             conn = self._open_conn()
             try:
                 conn.execute("BEGIN")
-                conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_CLASS, STORE_WRITE_LOCK))
+                conn.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})", (STORE_WRITE_LOCK,))
             except psycopg.Error as err:
                 self._rollback(conn)
                 raise self._translate(err, action) from err
@@ -407,5 +408,5 @@ class PostgresConnection:
         return True
 
 
-__all__ = ["PG_MIGRATIONS", "PgConnection", "PostgresConnection", "apply_migrations",
+__all__ = ["ADVISORY_KEY", "BUILD_LOCK", "PG_MIGRATIONS", "PgConnection", "PostgresConnection", "apply_migrations",
            "connect", "display_url", "pg_sql"]

@@ -464,11 +464,11 @@ def test_threads_sharing_one_store_can_write_concurrently(store):
 def test_postgres_write_lock_held_too_long_raises_store_locked_naming_the_url(postgres_url):
     import psycopg
 
-    from synix_resources.store.postgres import LOCK_CLASS, STORE_WRITE_LOCK
+    from synix_resources.store.postgres import ADVISORY_KEY, STORE_WRITE_LOCK, pg_sql
 
     with ArtifactStore(postgres_url, busy_timeout_ms=100) as s:
         other = psycopg.connect(postgres_url)  # not autocommit: holds its transaction open
-        other.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, STORE_WRITE_LOCK))
+        other.execute(pg_sql(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})"), (STORE_WRITE_LOCK,))
         try:
             with pytest.raises(StoreLockedError) as info:
                 put(s, "episodes", "g")
