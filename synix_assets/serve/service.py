@@ -144,7 +144,7 @@ class MemoryService:
 
     def __init__(self, paths: ProjectPaths, *, pool_size: int = 4):
         self.paths = paths
-        if not paths.store.exists():
+        if not paths.has_store():
             raise ArtifactNotFound(f"nothing has been built in {paths.root} yet", hint=NOT_BUILT_HINT)
         self._pool: queue.LifoQueue[Reader] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(pool_size)

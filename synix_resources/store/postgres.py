@@ -140,6 +140,15 @@ def apply_migrations(conn: PgConnection, registry: MigrationRegistry, table: str
     return ran
 
 
+def store_exists(url: str) -> bool:
+    """Whether the database at `url` holds a store (its `artifacts` table)."""
+    conn = connect(url, busy_timeout_ms=30000)
+    try:
+        return table_exists(conn, "artifacts")
+    finally:
+        conn.close()
+
+
 def applied_migrations(conn: PgConnection, table: str) -> list[str]:
     if not table_exists(conn, table):
         return []
