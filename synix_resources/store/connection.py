@@ -111,6 +111,12 @@ class StoreConnection:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
+    def data_version(self) -> int:
+        """A number that changes when another connection commits to the store (SQLite's
+        `data_version`): readers key their caches by it."""
+        with self._read("reading the data version") as conn:
+            return conn.execute("PRAGMA data_version").fetchone()[0]
+
     def _enable_wal(self) -> None:
         # Switching journal mode fails with "database is locked" at once, without consulting
         # the busy handler, when another process is opening the same fresh file; retry it.

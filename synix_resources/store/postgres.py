@@ -307,6 +307,13 @@ class PostgresConnection:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
+    def data_version(self) -> int:
+        """A number that grows when any transaction commits a write after the last call (the
+        snapshot's first unassigned transaction id): readers key their caches by it."""
+        with self._read("reading the data version") as conn:
+            return int(conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
+                       .fetchone()[0])
+
     # --- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
