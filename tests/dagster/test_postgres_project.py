@@ -83,3 +83,11 @@ def test_project_on_postgres_builds_what_sqlite_builds_and_rebuilds_nothing(
             assert store.list_runs()[0].status == "completed"
     finally:
         postgres_server.drop_database(dagster_db)
+
+
+def test_init_refuses_a_url_that_is_not_postgresql_before_creating_anything(tmp_path):
+    for option in ("--store", "--dagster-storage"):
+        result = CliRunner().invoke(main, ["init", str(tmp_path / "mem"), option, "mysql://x/db"])
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert f"{option} 'mysql://x/db' is not a PostgreSQL URL" in result.stderr
+        assert not (tmp_path / "mem").exists()
