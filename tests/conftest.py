@@ -80,3 +80,33 @@ def conversation():
 def counts():
     """(built, cached) per layer of a BuildReport."""
     return lambda report: {k: (v.get("built", 0), v.get("cached", 0)) for k, v in report.layers.items()}
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real throwaway PostgreSQL for the whole session (tests/support/postgres.py); fails, never
+    skips, when the server binaries or psycopg are missing."""
+    from tests.support.postgres import PostgresUnavailable, start_postgres
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.fail("psycopg is not installed: pip install -e '.[postgres]'")
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh empty schema on the session's PostgreSQL (the URL sets its search_path), dropped
+    after the test. A test that needs a whole database (Dagster's storage) uses
+    `postgres_server.create_database()`."""
+    url = postgres_server.create_schema()
+    yield url
+    postgres_server.drop_schema(url)

@@ -129,7 +129,7 @@ def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
     home = os.environ.get("DAGSTER_HOME")
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too
-        if sync and main_paths.store.exists():
+        if sync and main_paths.has_store():
             instance = dg.DagsterInstance.get()
             store = ArtifactStore(main_paths.store)
             try:

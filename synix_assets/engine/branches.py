@@ -44,7 +44,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def built_branch_names(paths: ProjectPaths) -> list[str]:
     """The branches other than main that have a pipeline file (what Dagster shows as graphs);
     snapshots (`main@previous`) are restore points, not graphs."""
-    if not paths.store.exists():
+    if not paths.has_store():
         return []
     with paths.on_branch(MAIN).open_store() as store:
         names = [b.name for b in store.branches()]
