@@ -80,3 +80,31 @@ def conversation():
 def counts():
     """(built, cached) per layer of a BuildReport."""
     return lambda report: {k: (v.get("built", 0), v.get("cached", 0)) for k, v in report.layers.items()}
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real throwaway PostgreSQL for the whole session (tests/support/postgres.py); fails, never
+    skips, when the server binaries or psycopg are missing."""
+    from tests.support.postgres import PostgresUnavailable, start_postgres
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.fail("psycopg is not installed: pip install -e '.[postgres]'")
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh empty database on the session's PostgreSQL, dropped after the test."""
+    url = postgres_server.create_database()
+    yield url
+    postgres_server.drop_database(url)

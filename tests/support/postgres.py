@@ -1,0 +1,178 @@
+"""A throwaway real PostgreSQL server for tests: its own data dir, a free loopback port, its unix
+socket inside the data dir, started and stopped by PID with bounded waits.
+
+Used through the conftest fixtures `postgres_server` (one per test session) and `postgres_url`
+(a fresh empty database on it per test). Missing binaries fail the test with the fix, never skip:
+the Postgres backend is part of the product and CI installs Debian's `postgresql` (see .ci/run).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+SUPERUSER = "synix"
+
+
+class PostgresUnavailable(RuntimeError):
+    """PostgreSQL cannot be started here; the message says what to install or fix."""
+
+
+def find_bin_dir() -> Path:
+    """The directory holding initdb and postgres: $SYNIX_PG_BIN, then PATH, then Debian's layout."""
+    explicit = os.environ.get("SYNIX_PG_BIN")
+    candidates = [Path(explicit)] if explicit else []
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.append(Path(on_path).parent)
+    # Debian puts the server binaries in a versioned dir that is not on PATH; newest first.
+    debian = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                    key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0,
+                    reverse=True)
+    candidates += [Path(p) for p in debian]
+    for d in candidates:
+        if (d / "initdb").is_file() and (d / "postgres").is_file():
+            return d
+    raise PostgresUnavailable(
+        "PostgreSQL server binaries (initdb, postgres) not found: install Debian's `postgresql` "
+        "package (apt-get install -y postgresql) or set SYNIX_PG_BIN to their directory")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server_user() -> tuple[int, int] | None:
+    """initdb and postgres refuse to run as root: as root, run them as the `postgres` user that
+    Debian's package creates (else `nobody`); as anyone else, run them as ourselves."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return entry.pw_uid, entry.pw_gid
+    raise PostgresUnavailable("running as root and no `postgres` or `nobody` user exists to own "
+                              "the test PostgreSQL server: create one (useradd postgres)")
+
+
+@dataclass
+class PostgresServer:
+    """One running postgres process. `url(db)` is a libpq URL over loopback TCP."""
+    base: Path
+    port: int
+    process: subprocess.Popen
+    log_path: Path
+    _databases: list[str] = field(default_factory=list)
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.base / "socket"
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A new empty database; returns its URL."""
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        self._databases.append(name)
+        return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        import psycopg
+
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as conn:
+            # A test may leave a pooled connection open (a Dagster instance, a store not closed):
+            # FORCE ends them so the drop cannot hang.
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def stop(self) -> None:
+        """Fast shutdown by PID (SIGINT), bounded; SIGKILL if it does not exit; remove the files."""
+        proc = self.process
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=STOP_TIMEOUT_S)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def start_postgres() -> PostgresServer:
+    bin_dir = find_bin_dir()
+    owner = _server_user()
+    # Not under pytest's tmp dir: that is 0700 root and the server user could not reach it.
+    base = Path(tempfile.mkdtemp(prefix="synix-pg-"))
+    data, sock = base / "data", base / "socket"
+    sock.mkdir()
+    user_kwargs: dict = {}
+    if owner is not None:
+        for path in (base, sock):
+            os.chown(path, *owner)
+        user_kwargs = {"user": owner[0], "group": owner[1], "extra_groups": []}
+    log_path = base / "postgres.log"
+    try:
+        init = subprocess.run(
+            [str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust",
+             "--encoding=UTF8", "--locale=C", "--no-sync"],
+            capture_output=True, text=True, timeout=120, **user_kwargs)
+        if init.returncode != 0:
+            raise PostgresUnavailable(f"initdb failed ({init.returncode}): {init.stderr.strip()[-800:]}")
+        last_error = ""
+        for _attempt in range(3):  # a free port can be taken between choosing and binding it
+            port = free_port()
+            log = open(log_path, "ab")
+            proc = subprocess.Popen(
+                [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
+                 "-h", "127.0.0.1", "-k", str(sock),
+                 # A test server: durability off, for speed; small and quiet.
+                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                 "-c", "max_connections=200", "-c", "shared_buffers=32MB"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **user_kwargs)
+            log.close()
+            server = PostgresServer(base=base, port=port, process=proc, log_path=log_path)
+            if _wait_ready(server):
+                return server
+            last_error = log_path.read_text(errors="replace")[-1500:]
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=STOP_TIMEOUT_S)
+        raise PostgresUnavailable(f"postgres did not start on a loopback port; log:\n{last_error}")
+    except BaseException:
+        shutil.rmtree(base, ignore_errors=True)
+        raise
+
+
+def _wait_ready(server: PostgresServer) -> bool:
+    import psycopg
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            return False
+        try:
+            with psycopg.connect(server.url(), connect_timeout=2):
+                return True
+        except psycopg.OperationalError:
+            time.sleep(0.1)
+    return False
