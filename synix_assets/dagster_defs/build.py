@@ -23,6 +23,7 @@ from synix_assets.dagster_defs.records import sync_instance
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.project import ProjectPaths
+from synix_assets.scale.executor import executor_for
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.artifact_store import ArtifactStore
 from synix_resources.store.resource import ArtifactStoreResource
@@ -65,7 +66,8 @@ def _build_defs(project_dir, *, resources, sync) -> dg.Definitions:
     build_all = build_all_job(paths)
     defs = dg.Definitions(assets=assets, jobs=[build_all, *layer_jobs(pipeline)],
                           sensors=[export_sensor(pipeline, paths, build_all, versions, keys)],
-                          resources=resources or resources_for(paths, identity))
+                          resources=resources or resources_for(paths, identity),
+                          executor=executor_for(paths.root))
     home = os.environ.get("DAGSTER_HOME")
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too

@@ -4,7 +4,7 @@
 Configuration comes from arguments and is overridden by the environment: SYNIX_LLM_PROVIDER,
 SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_LLM_CONTEXT_TOKENS (the model's
 context window, for local servers whose size only their user knows), SYNIX_FAKE_LATENCY_S,
-SYNIX_FAKE_FAILURE_RATE, and the budget shared by every worker of a distributed build:
+SYNIX_FAKE_FAILURE_RATE, SYNIX_LLM_CONCURRENCY (requests in flight per process), and the budget shared by every worker of a distributed build:
 SYNIX_LLM_SHARED_LIMIT_URL (a Redis URL, e.g. the Celery broker's) with
 SYNIX_LLM_MAX_REQUESTS_PER_S (`shared_limit.py`). With no provider anywhere, `anthropic` is used when ANTHROPIC_API_KEY is
 set, else the offline `extractive` summariser (with a warning).
@@ -93,7 +93,7 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
     base_url = env.get("SYNIX_LLM_BASE_URL") or base_url
     key = env.get("SYNIX_LLM_API_KEY") or api_key
     common = dict(
-        concurrency=concurrency, temperature=temperature, max_tokens=max_tokens, replay=replay,
+        concurrency=int(_env_float(env, "SYNIX_LLM_CONCURRENCY", concurrency)), temperature=temperature, max_tokens=max_tokens, replay=replay,
         retry=retry or RetryPolicy(max_attempts=max_attempts),
         limiter=_limiter(env, requests_per_minute, tokens_per_minute, shared_limit_url,
                          max_requests_per_s),
