@@ -59,6 +59,10 @@ run_coordinator:
   class: QueuedRunCoordinator
   config:
     max_concurrent_runs: {max_runs}
+    # launch queued runs in parallel: starting a run process takes seconds
+    dequeue_use_threads: true
+    dequeue_num_workers: {max_runs}
+    dequeue_interval_seconds: 1
 """
 
 SCALE_TOML = """# Distributed builds of this project (docs/scale.md)
@@ -66,6 +70,7 @@ SCALE_TOML = """# Distributed builds of this project (docs/scale.md)
 webserver = "http://127.0.0.1:{web_port}"
 location = "synix"
 run_timeout_s = {run_timeout}
+exports_sensor = false
 
 [celery]
 broker = "{broker}"
@@ -204,7 +209,7 @@ class Deployment:
 
     def report(self) -> dict:
         text = (self.base / "synix-run.json").read_text(encoding="utf-8").strip()
-        return json.loads(text.splitlines()[-1]) if text else {}
+        return json.loads(text) if text else {}
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):

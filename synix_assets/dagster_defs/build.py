@@ -23,7 +23,7 @@ from synix_assets.dagster_defs.records import sync_instance
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.project import ProjectPaths
-from synix_assets.scale.executor import executor_for
+from synix_assets.scale.executor import executor_for, sensor_running
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.artifact_store import ArtifactStore
 from synix_resources.store.resource import ArtifactStoreResource
@@ -65,7 +65,8 @@ def _build_defs(project_dir, *, resources, sync) -> dg.Definitions:
               *(projection_asset(pipeline, paths, name, versions) for name in pipeline.projections)]
     build_all = build_all_job(paths)
     defs = dg.Definitions(assets=assets, jobs=[build_all, *layer_jobs(pipeline)],
-                          sensors=[export_sensor(pipeline, paths, build_all, versions, keys)],
+                          sensors=[export_sensor(pipeline, paths, build_all, versions, keys,
+                                         running=sensor_running(paths.root))],
                           resources=resources or resources_for(paths, identity),
                           executor=executor_for(paths.root))
     home = os.environ.get("DAGSTER_HOME")

@@ -92,11 +92,12 @@ def file_digest(path) -> str:
     return sha256_text(path.read_text(encoding="utf-8")) if path.exists() else ""
 
 
-def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_keys) -> dg.SensorDefinition:
+def export_sensor(pipeline, paths, build_job, versions: dict[str, str], asset_keys,
+                  running: bool = True) -> dg.SensorDefinition:
     loaded_digest = file_digest(paths.pipeline_file)
 
     @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=INTERVAL_SECONDS, job=build_job,
-               default_status=dg.DefaultSensorStatus.RUNNING,
+               default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
                description="Watches the pipeline's export folders; on a new or changed export it "
                            "builds the whole memory (affected conversations, months/topics, core, "
                            "search index, context document) with the synix_build_all job.")

@@ -4,6 +4,7 @@
     webserver = "http://127.0.0.1:3000"   # `synix run` submits its runs here (GraphQL)
     location = "synix"                    # the code location serving this project
     run_timeout_s = 3600                  # a submitted run still unfinished after this fails the build
+    exports_sensor = true                 # false: only `synix run` starts builds
 
     [celery]
     broker = "redis://127.0.0.1:6379/0"
@@ -37,6 +38,7 @@ class ScaleConfig:
     backend: str
     partitions_per_run: int
     visibility_timeout_s: int
+    exports_sensor: bool = True
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -68,7 +70,8 @@ def load_scale_config(project_root: Path) -> ScaleConfig | None:
             run_timeout_s=float(dagster.get("run_timeout_s", 3600)), broker=celery["broker"],
             backend=str(celery.get("backend", celery["broker"])),
             partitions_per_run=int(celery.get("partitions_per_run", 100)),
-            visibility_timeout_s=int(celery.get("visibility_timeout_s", 300)))
+            visibility_timeout_s=int(celery.get("visibility_timeout_s", 300)),
+            exports_sensor=bool(dagster.get("exports_sensor", True)))
     except (TypeError, ValueError) as exc:
         raise _bad(path, f"a value has the wrong type ({exc})") from None
     if config.partitions_per_run < 1 or config.visibility_timeout_s < 1 or config.run_timeout_s <= 0:

@@ -42,3 +42,10 @@ def backfill_policy(project_root: Path) -> dg.BackfillPolicy:
     if config is None:
         return dg.BackfillPolicy.single_run()
     return dg.BackfillPolicy.multi_run(max_partitions_per_run=config.partitions_per_run)
+
+
+def sensor_running(project_root: Path) -> bool:
+    """Whether the export sensor starts running (scale.toml `[dagster] exports_sensor`, default
+    on): a deployment whose builds are all started by `synix run` turns it off."""
+    config = load_scale_config(project_root)
+    return config is None or config.exports_sensor
