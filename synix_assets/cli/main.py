@@ -148,6 +148,8 @@ main.add_command(eval_group)
 from synix_assets.cli.branch_cmd import branch_group, gc  # noqa: E402
 main.add_command(branch_group)
 main.add_command(gc)
+from synix_assets.cli.scale_cmd import worker  # noqa: E402
+main.add_command(worker)
 
 if __name__ == "__main__":
     main()

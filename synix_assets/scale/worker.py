@@ -1,6 +1,6 @@
 """Start one Celery worker for a project's distributed builds (docs/scale.md):
 
-    python -m synix_assets.scale.worker PROJECT_DIR --name w1
+    synix worker -p PROJECT_DIR --name w1      (or python -m synix_assets.scale.worker PROJECT_DIR --name w1)
 
 It is dagster-celery's own worker (`celery -A dagster_celery.app worker`, as `dagster-celery
 worker start` runs it) configured from the project's scale.toml, replacing this process so its PID

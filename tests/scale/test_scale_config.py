@@ -99,3 +99,12 @@ def test_synix_run_with_no_deployment_listening_fails_in_one_line(demo_project, 
         assert store.list_runs()[0].status == "failed"
     finally:
         store.close()
+
+
+def test_synix_worker_without_scale_toml_says_what_to_write(demo_project):
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["worker", "-p", str(demo_project.root), "--name", "w1"])
+    assert result.exit_code == 1
+    assert "has no scale.toml" in result.output and "docs/scale.md" in result.output
+    assert "Traceback" not in result.output
