@@ -87,6 +87,12 @@ WORKSPACE_YAML = """load_from:
 """
 
 
+def _bin(name: str) -> str:
+    """A console script of this interpreter's environment (the venv need not be on PATH)."""
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else name
+
+
 def _wait(what: str, ready, timeout_s: float = READY_TIMEOUT_S, procs=()) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -171,12 +177,12 @@ class Deployment:
         (root / "workspace.yaml").write_text(WORKSPACE_YAML.format(port=code_port), encoding="utf-8")
         shared_limit.reset(self.limit_url)
         env = self.env()
-        self._start("code-server", ["dagster", "api", "grpc", "-h", "127.0.0.1", "-p", str(code_port),
+        self._start("code-server", [_bin("dagster"), "api", "grpc", "-h", "127.0.0.1", "-p", str(code_port),
                                     "-f", str(root / "definitions.py"), "-d", str(root)], env)
         _wait("code server", lambda: _port_open(code_port), procs=self.procs.values())
-        self._start("webserver", ["dagster-webserver", "-h", "127.0.0.1", "-p", str(web_port),
+        self._start("webserver", [_bin("dagster-webserver"), "-h", "127.0.0.1", "-p", str(web_port),
                                   "-w", str(root / "workspace.yaml")], env)
-        self._start("daemon", ["dagster-daemon", "run", "-w", str(root / "workspace.yaml")], env)
+        self._start("daemon", [_bin("dagster-daemon"), "run", "-w", str(root / "workspace.yaml")], env)
         for n in range(1, self.workers + 1):
             name = f"w{n}"
             self._start(name, worker_argv(name), worker_env(self.project, name, env))
