@@ -209,9 +209,10 @@ class Deployment:
         out = open(self.base / "synix-run.json", "wb")
         err = open(self.base / "synix-run.err", "wb")
         self.logs += [out, err]
-        return start_group([sys.executable, "-m", "synix_assets.cli", "run", "-p",
-                            str(self.project.root), "--json"], env=self.env(), cwd=self.base,
-                           stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        self.procs["synix-run"] = start_group(
+            [sys.executable, "-m", "synix_assets.cli", "run", "-p", str(self.project.root), "--json"],
+            env=self.env(), cwd=self.base, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        return self.procs["synix-run"]
 
     def report(self) -> dict:
         text = (self.base / "synix-run.json").read_text(encoding="utf-8").strip()

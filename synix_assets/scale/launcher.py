@@ -17,6 +17,7 @@ steps rebuild only what the store does not already hold, so nothing is built twi
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from synix_assets.dagster_defs.assets import DISTRIBUTED_TAG, FULL_LAYER_TAG
 from synix_assets.dagster_defs.jobs import layer_job_name
@@ -25,6 +26,7 @@ from synix_assets.engine.runner import LayerIncomplete, _Launcher, range_tags
 from synix_resources.errors import ScaleDeploymentError
 
 POLL_S = 0.5
+SUBMIT_THREADS = 8
 STAT_KEYS = ("llm_calls", "tokens_in", "tokens_out", "cost_usd")
 
 
@@ -75,12 +77,19 @@ class RemoteLauncher(_Launcher):
             batches = [{**chunk_tags, **range_tags(order, [order[i] for i in group])}
                        for group in chunks([where[k] for k in plan.stale_keys],
                                            self.config.partitions_per_run)]
-        results = self.wait(pipeline, [layer], [self.submit(layer, t) for t in batches])
+        results = self.wait(pipeline, [layer], self.submit_all(layer, batches))
         if order is not None and plan.stale_keys and plan.retire:
             # groups that vanished are retired by one whole-layer run once the chunks are in
             results += self.wait(pipeline, [layer], [self.submit(layer, {**tags, **range_tags(order, keys)})])
         self.record_stats(layer, plan, results)
         return results[-1]
+
+    def submit_all(self, layer: str, batches: list[dict[str, str]]) -> list[str]:
+        """Submit the runs side by side: each submission makes the webserver load the job."""
+        if len(batches) == 1:
+            return [self.submit(layer, batches[0])]
+        with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(batches))) as pool:
+            return list(pool.map(lambda tags: self.submit(layer, tags), batches))
 
     def submit(self, layer: str, tags: dict[str, str]) -> str:
         from dagster_graphql import DagsterGraphQLClientError
