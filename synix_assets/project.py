@@ -3,18 +3,40 @@
 `ProjectPaths(root, branch)` names every file of one branch of the project: main's pipeline.py
 and projections sit where they always did; another branch keeps its own pipeline.py and
 projections under `.synix/branches/<name>/` and shares the store, exports and LLM cache.
+
+Where the state lives is deployment, not memory architecture, so it is not in pipeline.py: the
+store is `.synix/synix.db` unless `.synix/config.toml` says `store = "postgresql://…"` (written
+by `synix init --store`) or SYNIX_STORE_PATH names another file or URL. With a PostgreSQL store,
+the LLM cache and the build lock live in the same database (docs/postgres.md).
 """
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from synix_resources.errors import ProjectNotFound
+from synix_resources.errors import ProjectNotFound, StoreError
+from synix_resources.store.dialect import is_postgres_url
 
 PIPELINE_FILE = "pipeline.py"
 MAIN = "main"
 CURRENT_BRANCH_FILE = "current_branch"
+CONFIG_FILE = "config.toml"
+
+
+def project_config(root: Path) -> dict:
+    """`.synix/config.toml` of the project (deployment settings), {} when there is none."""
+    path = Path(root) / ".synix" / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise StoreError(f"{path} is not valid TOML: {err}",
+                         hint='fix it, e.g. store = "postgresql://user@host/db"') from err
 
 
 @dataclass(frozen=True)
@@ -64,17 +86,36 @@ class ProjectPaths:
         return self.root / ".synix"
 
     @property
-    def store(self) -> Path:
-        return Path(os.environ["SYNIX_STORE_PATH"]) if os.environ.get("SYNIX_STORE_PATH") \
-            else self.state_dir / "synix.db"
+    def store(self) -> Path | str:
+        """The store's SQLite file, or its PostgreSQL URL (a str)."""
+        env = os.environ.get("SYNIX_STORE_PATH")
+        if env:
+            return env if is_postgres_url(env) else Path(env)
+        configured = project_config(self.root).get("store")
+        if configured:
+            return configured if is_postgres_url(configured) else self.root / configured
+        return self.state_dir / "synix.db"
+
+    @property
+    def on_postgres(self) -> bool:
+        return is_postgres_url(self.store)
+
+    def has_store(self) -> bool:
+        """Whether a store was created here yet (its file, or its tables in the database)."""
+        if not self.on_postgres:
+            return Path(self.store).exists()
+        from synix_resources.store.postgres import store_exists
+
+        return store_exists(self.store)
 
     @property
     def search(self) -> Path:
         return self.state_dir / "search.db" if self.branch == MAIN else self.branch_dir / "search.db"
 
     @property
-    def llm_cache(self) -> Path:
-        return self.state_dir / "llm_cache.db"
+    def llm_cache(self) -> Path | str:
+        """The response cache's SQLite file, or the PostgreSQL store's URL (same database)."""
+        return self.store if self.on_postgres else self.state_dir / "llm_cache.db"
 
     @property
     def internal(self) -> Path:
@@ -85,8 +126,9 @@ class ProjectPaths:
         return self.state_dir / "dagster"
 
     @property
-    def lock(self) -> Path:
-        return self.state_dir / "build.lock"
+    def lock(self) -> Path | str:
+        """The build lock's file, or the PostgreSQL store's URL (an advisory lock there)."""
+        return self.store if self.on_postgres else self.state_dir / "build.lock"
 
 
 def current_branch(root: Path) -> str:

@@ -42,10 +42,18 @@ def demo_exports() -> list[Path]:
 
 
 def init_project(root: str | Path, *, exports: list[str | Path] = (), template: str = "monthly",
-                 force: bool = False) -> Path:
-    """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`."""
+                 force: bool = False, store: str | None = None,
+                 dagster_storage: str | None = None) -> Path:
+    """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`.
+    `store` / `dagster_storage`: PostgreSQL URLs for Synix's store and Dagster's storage
+    (default: SQLite files under .synix/)."""
+    from synix_assets import postgres_setup
+
     root = Path(root).expanduser().resolve()
     text = template_text(template)
+    for url, option in ((store, "--store"), (dagster_storage, "--dagster-storage")):
+        if url is not None:
+            postgres_setup.check_postgres_url(url, option)
     for export in exports:
         if not Path(export).is_file():
             raise ExportFormatError(f"export {export} does not exist",
@@ -63,6 +71,10 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
             dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
         shutil.copy2(src, dest)
     (root / "pipeline.py").write_text(text, encoding="utf-8")
+    if dagster_storage is not None:
+        postgres_setup.write_dagster_storage(root / ".synix" / "dagster", dagster_storage)
+    if store is not None:
+        postgres_setup.write_store_url(root, store)
     write_dagster_files(root, force=True)
     (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
     return root

@@ -21,13 +21,22 @@ def _echo_json(data) -> None:
               help="Level-2 rollups by calendar month or by topic.")
 @click.option("--demo", is_flag=True, help="Copy the bundled demo exports (24 synthetic conversations).")
 @click.option("--force", is_flag=True, help="Overwrite an existing pipeline.py (state and exports are kept).")
-def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, force: bool) -> None:
+@click.option("--store", "store_url", metavar="URL",
+              help="Keep the artifact store, LLM cache and build lock in PostgreSQL "
+                   "(postgresql://USER@HOST:PORT/DB) instead of .synix/*.db; see docs/postgres.md.")
+@click.option("--dagster-storage", "dagster_storage", metavar="URL",
+              help="Keep Dagster's runs and events in PostgreSQL (writes .synix/dagster/dagster.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object describing the new project.")
+def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, force: bool,
+         store_url: str | None, dagster_storage: str | None, as_json: bool) -> None:
     """Create a project folder with a pipeline.py and your exports.
 
     \b
     Example:
       synix init mem --from ~/Downloads/conversations.json
       cd mem && synix run
+      synix init mem --demo --store postgresql://synix@127.0.0.1/synix \\
+                     --dagster-storage postgresql://synix@127.0.0.1/dagster
     """
     from synix_assets import scaffold
     from synix_assets.parsers.detect import detect_format
@@ -40,7 +49,18 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
             detect_format(src)  # a bad export fails here, naming the file, not at the first build
     if demo:
         sources += scaffold.demo_exports()
-    root = scaffold.init_project(directory, exports=sources, template=template, force=force)
+    root = scaffold.init_project(directory, exports=sources, template=template, force=force,
+                                 store=store_url, dagster_storage=dagster_storage)
+    if as_json:
+        from synix_assets.project import ProjectPaths
+        from synix_resources.store.postgres import display_url
+
+        paths = ProjectPaths(root)
+        _echo_json({"project": str(root), "template": template, "exports": len(sources),
+                    "store": display_url(str(paths.store)),
+                    "dagster_yaml": str(paths.dagster_home / "dagster.yaml"),
+                    "dagster_storage": "postgresql" if dagster_storage else "sqlite"})
+        return
     out = console()
     out.print(f"Created [bold]{render.safe(root)}[/] ({template} pipeline, {len(sources)} export file(s)).")
     if not sources:

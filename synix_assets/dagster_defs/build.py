@@ -72,7 +72,7 @@ def _build_defs(project_dir, *, resources, sync) -> dg.Definitions:
     home = os.environ.get("DAGSTER_HOME")
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too
-        if sync and paths.store.exists():
+        if sync and paths.has_store():
             store = ArtifactStore(paths.store)
             try:
                 sync_instance(dg.DagsterInstance.get(), pipeline, store, versions, keys)

@@ -32,7 +32,7 @@ from synix_assets.engine import forget_plan as planning
 from synix_assets.engine import forget_verify as verifying
 from synix_assets.engine.locking import project_lock
 from synix_assets.project import ProjectPaths
-from synix_resources.errors import BuildFailed, ForgetUnverified
+from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.search.index import SearchIndex
 from synix_resources.store.artifact_store import ArtifactStore
@@ -78,6 +78,11 @@ def forget(paths: ProjectPaths, target: str | None = None, dry_run: bool = False
     """Forget `target` (a conversation id or an export file path); `dry_run` only lists. A
     pending forget (interrupted earlier) is finished first; with no target, only that."""
     paths = paths.on_branch("main")  # a conversation is forgotten by every branch at once
+    if paths.on_postgres:
+        raise StoreError("synix forget works on the SQLite store only: it proves the deletion "
+                         "by reading the raw database files, which a PostgreSQL server keeps to "
+                         "itself (WAL, replicas, backups)",
+                         hint="see docs/postgres.md: forgetting on a PostgreSQL store")
     pipeline = paths.load_pipeline()
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))  # as `synix run`

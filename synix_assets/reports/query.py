@@ -19,7 +19,7 @@ NOT_BUILT_HINT = "run `synix run` first to build the memory"
 def open_store(paths: ProjectPaths):
     """The project's store; a clean error (not an empty new database) when nothing was built."""
 
-    if not paths.store.exists():
+    if not paths.has_store():
         raise ArtifactNotFound(f"nothing has been built in {paths.root} yet", hint=NOT_BUILT_HINT)
     store = paths.open_store()
     try:
@@ -180,7 +180,7 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
         index.close()
     notice = notice or results.notice
     hits = [hit_dict(hit) for hit in results]
-    if trees and hits and paths.store.exists():
+    if trees and hits and paths.has_store():
         with open_store(paths) as store:
             for item in hits:
                 found = store.find(item["artifact_id"])

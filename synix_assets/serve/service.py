@@ -144,7 +144,7 @@ class MemoryService:
 
     def __init__(self, paths: ProjectPaths, *, pool_size: int = 4):
         self.paths = paths
-        if not paths.store.exists():
+        if not paths.has_store():
             raise ArtifactNotFound(f"nothing has been built in {paths.root} yet", hint=NOT_BUILT_HINT)
         self._pool: queue.LifoQueue[Reader] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(pool_size)
@@ -154,6 +154,7 @@ class MemoryService:
         self._pipeline_mtime: tuple | None = None
         self._status_lock = threading.Lock()
         self._status: tuple[tuple, dict] | None = None
+        self._version_store = None  # a PostgreSQL store's version probe (see _store_state)
 
     # ---- plumbing ---------------------------------------------------------------------
 
@@ -182,13 +183,23 @@ class MemoryService:
 
     def _project_state(self) -> tuple:
         """What staleness depends on: pipeline.py, the store (and its WAL), the export files.
-        Stat calls only, so comparing it is cheap."""
-        store = self.paths.store
-        files = [self.paths.pipeline_file, store, store.with_name(store.name + "-wal")]
+        Stat calls only (one query for a PostgreSQL store), so comparing it is cheap."""
+        files = [self.paths.pipeline_file]
         for src in self.pipeline.sources.values():
             folder = self.pipeline.resolve(src.path)
             files += sorted(folder.rglob("*")) if folder.is_dir() else [folder]
-        return tuple((str(f), self._mtime(f)) for f in files)
+        return (*((str(f), self._mtime(f)) for f in files), *self._store_state())
+
+    def _store_state(self) -> tuple:
+        store = self.paths.store
+        if not self.paths.on_postgres:
+            return tuple((str(f), self._mtime(f))
+                         for f in (store, store.with_name(store.name + "-wal")))
+        from synix_resources.store.artifact_store import ArtifactStore
+
+        if self._version_store is None:  # callers hold _status_lock
+            self._version_store = ArtifactStore(store, read_only=True)
+        return (("store", self._version_store.data_version()),)
 
     def _project_status(self) -> dict:
         """`synix status` (a full plan: seconds on a large project), recomputed only when the
@@ -230,7 +241,7 @@ class MemoryService:
                 reader = self._open_reader()
             try:
                 with reader.store.snapshot():
-                    version = reader.store.db.execute("PRAGMA data_version").fetchone()[0]
+                    version = reader.store.data_version()
                     if version != reader.version:
                         reader.cache.clear()
                         reader.version = version
@@ -247,6 +258,10 @@ class MemoryService:
             self._slots.release()
 
     def close(self) -> None:
+        with self._status_lock:
+            if self._version_store is not None:
+                self._version_store.close()
+                self._version_store = None
         with self._lock:
             for reader in self._all:
                 reader.store.close()

@@ -1,4 +1,5 @@
-"""Response cache in its own SQLite file: answers `replay=True` runs with zero calls.
+"""Response cache in its own SQLite file (or, beside a PostgreSQL store, in the same database):
+answers `replay=True` runs with zero calls.
 
 Keyed by (rendered prompt hash, system hash, model, temperature, max_tokens, provider). The
 same file holds Message Batches bookkeeping so a restarted process resumes polling a submitted
@@ -16,8 +17,9 @@ import json
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from sqlite_utils import Database
 
@@ -25,6 +27,7 @@ from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
 from synix_resources.errors import LLMError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.private import private_file
+from synix_resources.store.dialect import POSTGRES, SQLITE, ids_in, is_postgres_url
 from synix_resources.store.migrations import MigrationRegistry
 
 from .types import LLMRequest, LLMResponse
@@ -111,6 +114,19 @@ def _migrate(path: Path) -> None:
         conn.close()
 
 
+_RESPONSE_COLUMNS = ("key", "prompt_hash", "system_hash", "provider", "model", "temperature",
+                     "max_tokens", "label", "prompt", "system", "response_json", "created_at")
+_BATCH_COLUMNS = ("batch_id", "fingerprint", "provider", "model", "status", "created_at")
+_BATCH_ITEM_COLUMNS = ("batch_id", "custom_id", "request_key", "label")
+
+
+def _upsert(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
+    """Insert a row or replace the one with the same key (the same SQL on both engines)."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
+    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+            f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}")
+
+
 def cache_key(request: LLMRequest, provider: str, model: str) -> str:
     return sha256_text(canonical_json([
         request.rendered_prompt_hash, request.system_hash, model,
@@ -118,7 +134,22 @@ def cache_key(request: LLMRequest, provider: str, model: str) -> str:
 
 
 class ResponseCache:
-    """Thread-safe: one connection guarded by a lock (calls are short; LLM calls are not)."""
+    """Thread-safe: one connection guarded by a lock (calls are short; LLM calls are not).
+
+    `ResponseCache("postgresql://…")` opens `PostgresResponseCache` (the same tables in that
+    database); every query below is written once for both engines."""
+
+    dialect = SQLITE
+
+    @property
+    def _ids(self) -> str:
+        """`(SELECT value FROM …)` over a JSON array parameter, in this engine's SQL."""
+        return ids_in(self.dialect)
+
+    def __new__(cls, path=None, *args, **kwargs):
+        if cls is ResponseCache and is_postgres_url(path):
+            cls = PostgresResponseCache
+        return super().__new__(cls)
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -138,6 +169,12 @@ class ResponseCache:
         with self._lock:
             self._db.close()
 
+    @contextmanager
+    def _transaction(self) -> Iterator:
+        """The lock and one transaction: committed on success, rolled back on error."""
+        with self._lock, self._db:
+            yield self._db
+
     # responses -------------------------------------------------------------------------------
     def get(self, key: str) -> LLMResponse | None:
         with self._lock:
@@ -149,9 +186,9 @@ class ResponseCache:
     def put(self, key: str, request: LLMRequest, response: LLMResponse) -> None:
         record = response.to_json_dict()
         record["from_cache"] = False
-        with self._lock, self._db:
+        with self._transaction():
             self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                _upsert("responses", _RESPONSE_COLUMNS, ("key",)),
                 (key, request.rendered_prompt_hash, request.system_hash, response.provider,
                  response.model, request.temperature, request.max_tokens, request.label,
                  request.prompt, request.system or "", json.dumps(record), time.time()))
@@ -161,7 +198,7 @@ class ResponseCache:
         """What this entry's input derived from (caller holds the lock and the transaction)."""
         self._db.execute("DELETE FROM response_sources WHERE key = ?", (key,))
         self._db.executemany(
-            "INSERT INTO response_sources VALUES (?,?,?,?)",
+            "INSERT INTO response_sources (key, position, source_id, text_hash) VALUES (?,?,?,?)",
             [(key, i, sid, sha256_text(text)) for i, (sid, text) in enumerate(request.sources)])
 
     def delete_key(self, key: str) -> int:
@@ -182,23 +219,22 @@ class ResponseCache:
         hashes = set(text_hashes)
         with self._lock:
             found = {r[0] for r in self._db.execute(
-                "SELECT DISTINCT key FROM response_sources WHERE source_id IN "
-                "(SELECT value FROM json_each(?))", (ids,))}
+                f"SELECT DISTINCT key FROM response_sources WHERE source_id IN {self._ids}",
+                (ids,))}
             frontier = set(found)
             while frontier or hashes:
                 hashes |= self._answer_hashes(frontier)
                 frontier = {r[0] for r in self._db.execute(
-                    "SELECT DISTINCT key FROM response_sources WHERE text_hash IN "
-                    "(SELECT value FROM json_each(?))", (json.dumps(sorted(hashes)),))} - found
+                    f"SELECT DISTINCT key FROM response_sources WHERE text_hash IN {self._ids}",
+                    (json.dumps(sorted(hashes)),))} - found
                 found |= frontier
                 hashes = set()
         return found
 
     def _answer_hashes(self, keys: set[str]) -> set[str]:
         out = set()
-        for (raw,) in self._db.execute("SELECT response_json FROM responses WHERE key IN "
-                                       "(SELECT value FROM json_each(?))",
-                                       (json.dumps(sorted(keys)),)):
+        for (raw,) in self._db.execute(f"SELECT response_json FROM responses WHERE key IN "
+                                       f"{self._ids}", (json.dumps(sorted(keys)),)):
             out.add(sha256_text(json.loads(raw).get("text", "")))
         return out
 
@@ -217,12 +253,13 @@ class ResponseCache:
         found: set[str] = set()
         for start in range(0, len(wanted), _TEXTS_PER_QUERY):  # SQLite bounds host parameters
             chunk = wanted[start:start + _TEXTS_PER_QUERY]
+            contains = self.dialect.contains
             sql = "SELECT key FROM responses WHERE (" + " OR ".join(
-                "instr(prompt, ?) > 0 OR instr(system, ?) > 0 OR instr(response_json, ?) > 0"
+                f"{contains('prompt')} OR {contains('system')} OR {contains('response_json')}"
                 for _ in chunk) + ")"
             args: list = [t for t in chunk for _ in range(3)]
             if scope is not None:
-                sql += " AND key IN (SELECT value FROM json_each(?))"
+                sql += f" AND key IN {self._ids}"
                 args.append(scope)
             with self._lock:
                 found |= {r[0] for r in self._db.execute(sql, args)}
@@ -231,20 +268,19 @@ class ResponseCache:
     def keys_for_prompt_hashes(self, hashes: Iterable[str]) -> set[str]:
         with self._lock:
             return {r[0] for r in self._db.execute(
-                "SELECT key FROM responses WHERE prompt_hash IN (SELECT value FROM json_each(?))",
+                f"SELECT key FROM responses WHERE prompt_hash IN {self._ids}",
                 (json.dumps(sorted(set(hashes))),))}
 
     def delete_keys(self, keys: Iterable[str]) -> int:
         """Delete these entries with their sources and batch bookkeeping, in one transaction
         (all or nothing, so a crash never leaves half a derivation chain to rediscover)."""
         param = json.dumps(sorted(set(keys)))
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM response_sources WHERE key IN "
-                             "(SELECT value FROM json_each(?))", (param,))
-            self._db.execute("DELETE FROM batch_items WHERE request_key IN "
-                             "(SELECT value FROM json_each(?))", (param,))
-            return self._db.execute("DELETE FROM responses WHERE key IN "
-                                    "(SELECT value FROM json_each(?))", (param,)).rowcount
+        with self._transaction():
+            self._db.execute(f"DELETE FROM response_sources WHERE key IN {self._ids}", (param,))
+            self._db.execute(f"DELETE FROM batch_items WHERE request_key IN {self._ids}",
+                             (param,))
+            return self._db.execute(f"DELETE FROM responses WHERE key IN {self._ids}",
+                                    (param,)).rowcount
 
     def count(self) -> int:
         with self._lock:
@@ -255,10 +291,11 @@ class ResponseCache:
     def record_batch(self, batch_id: str, fingerprint: str, provider: str, model: str,
                      items: list[tuple[str, str, str]]) -> None:
         """Persist a submitted batch and its custom_id → (request key, label) mapping."""
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO batches VALUES (?,?,?,?,?,?)",
+        with self._transaction():
+            self._db.execute(_upsert("batches", _BATCH_COLUMNS, ("batch_id",)),
                              (batch_id, fingerprint, provider, model, "submitted", time.time()))
-            self._db.executemany("INSERT OR REPLACE INTO batch_items VALUES (?,?,?,?)",
+            self._db.executemany(_upsert("batch_items", _BATCH_ITEM_COLUMNS,
+                                         ("batch_id", "custom_id")),
                                  [(batch_id, cid, key, label) for cid, key, label in items])
 
     def open_batch(self, fingerprint: str) -> str | None:
@@ -277,5 +314,103 @@ class ResponseCache:
 
     @maps_disk_full("recording a batch")
     def mark_batch(self, batch_id: str, status: str) -> None:
-        with self._lock, self._db:
+        with self._transaction():
             self._db.execute("UPDATE batches SET status = ? WHERE batch_id = ?", (status, batch_id))
+
+
+# --- the same cache on PostgreSQL ------------------------------------------------------------
+
+_PG_TEXT = 'TEXT COLLATE "C"'
+PG_CACHE_SCHEMA = f"""
+CREATE TABLE responses (
+    key {_PG_TEXT} PRIMARY KEY,
+    prompt_hash {_PG_TEXT} NOT NULL,
+    system_hash {_PG_TEXT} NOT NULL,
+    provider {_PG_TEXT} NOT NULL,
+    model {_PG_TEXT} NOT NULL,
+    temperature DOUBLE PRECISION,
+    max_tokens BIGINT NOT NULL,
+    label TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    system TEXT NOT NULL,
+    response_json TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX responses_prompt_hash ON responses (prompt_hash);
+CREATE TABLE batches (
+    batch_id {_PG_TEXT} PRIMARY KEY,
+    fingerprint {_PG_TEXT} NOT NULL,
+    provider {_PG_TEXT} NOT NULL,
+    model {_PG_TEXT} NOT NULL,
+    status {_PG_TEXT} NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX batches_fingerprint ON batches (fingerprint, status);
+CREATE TABLE batch_items (
+    batch_id {_PG_TEXT} NOT NULL,
+    custom_id {_PG_TEXT} NOT NULL,
+    request_key {_PG_TEXT} NOT NULL,
+    label TEXT NOT NULL,
+    PRIMARY KEY (batch_id, custom_id)
+);
+CREATE TABLE response_sources (
+    key {_PG_TEXT} NOT NULL,
+    position BIGINT NOT NULL,
+    source_id {_PG_TEXT} NOT NULL,
+    text_hash {_PG_TEXT} NOT NULL,
+    PRIMARY KEY (key, position)
+);
+CREATE INDEX response_sources_id ON response_sources (source_id);
+CREATE INDEX response_sources_text ON response_sources (text_hash)
+"""
+
+PG_CACHE_MIGRATIONS = MigrationRegistry()
+
+
+@PG_CACHE_MIGRATIONS
+def pc001_cache_schema(conn) -> None:
+    """The SQLite cache's schema as of c002, in one step."""
+    from synix_resources.store.postgres import run_ddl
+
+    run_ddl(conn, PG_CACHE_SCHEMA)
+
+
+class PostgresResponseCache(ResponseCache):
+    """The response cache in the PostgreSQL store's database, shared by every worker: an answer
+    paid for on one host is a cache hit on all of them."""
+
+    dialect = POSTGRES
+
+    def __init__(self, url: str):
+        from synix_resources.store.postgres import apply_migrations, connect, display_url
+
+        self.path = display_url(url)
+        self._lock = threading.Lock()
+        self._db = connect(url, busy_timeout_ms=30000, what="the LLM response cache")
+        try:
+            apply_migrations(self._db, PG_CACHE_MIGRATIONS, "_cache_migrations")
+        except BaseException:
+            self._db.close()
+            raise
+
+    @contextmanager
+    def _transaction(self) -> Iterator:
+        import psycopg
+
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            except psycopg.Error as err:
+                self._rollback()
+                raise LLMError(f"cannot write the LLM response cache {self.path}: "
+                               f"{' '.join(str(err).split())}",
+                               hint="check the PostgreSQL server and the store URL") from err
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _rollback(self) -> None:
+        if not self._db.closed and self._db.in_transaction:
+            self._db.execute("ROLLBACK")

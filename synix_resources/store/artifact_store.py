@@ -19,6 +19,8 @@ from synix_resources import fingerprints
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.store.branches import MAIN, BranchesMixin, check_branch_name
 from synix_resources.store.connection import StoreConnection, utc_now
+from synix_resources.store.dialect import ids_in, is_postgres_url
+from synix_resources.store.postgres import PostgresConnection
 from synix_resources.store.provenance import ProvenanceMixin
 from synix_resources.store.records import (
     AUDIT_FIELDS, Artifact, Checkpoint, CurrentRef, Failure, LineageNode, Run,
@@ -26,7 +28,7 @@ from synix_resources.store.records import (
 from synix_resources.store.runs import RunsMixin
 
 __all__ = ["Artifact", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "LineageNode",
-           "Run"]
+           "PostgresArtifactStore", "Run"]
 
 MIN_PREFIX = 6
 
@@ -45,7 +47,6 @@ _REVIVE_ARTIFACT = (
     "created_at = ?, superseded_at = NULL WHERE artifact_id = ?")
 _INSERT_AUDIT = (f"INSERT INTO audit (artifact_id, {', '.join(AUDIT_FIELDS)}, extra) "
                  f"VALUES ({', '.join('?' * (len(AUDIT_FIELDS) + 2))})")
-_IDS_PARAM = "(SELECT value FROM json_each(?))"
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,13 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
     themselves are shared: a branch that computes a key some branch already built reuses it.
     """
 
+    def __new__(cls, path=None, *args, **kwargs):
+        # A `postgresql://` URL where a file path would go opens the PostgreSQL store: every
+        # caller (CLI, resources, engine) picks the backend by the location it was given.
+        if cls is ArtifactStore and is_postgres_url(path):
+            cls = PostgresArtifactStore
+        return super().__new__(cls)
+
     def __init__(self, path, *, branch: str = MAIN, **kwargs):
         self.branch = check_branch_name(branch)
         super().__init__(path, **kwargs)
@@ -141,7 +149,7 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             unchanged = [r for r in results if isinstance(r, str)]
             if unchanged:
                 stored = {a.artifact_id: a for a in self._select(
-                    conn, f"a.artifact_id IN {_IDS_PARAM}", (json.dumps(unchanged),))}
+                    conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(unchanged),))}
                 results = [stored[r] if isinstance(r, str) else r for r in results]
         return results  # type: ignore[return-value]
 
@@ -230,7 +238,7 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
 
     def _check_parents_exist(self, conn: sqlite3.Connection, art: Artifact) -> None:
         missing = [r[0] for r in conn.execute(
-            "SELECT value FROM json_each(?) WHERE NOT EXISTS "
+            f"SELECT value FROM {self.dialect.json_values()} WHERE NOT EXISTS "
             "(SELECT 1 FROM artifacts WHERE artifact_id = value)", (json.dumps(art.parent_ids),))]
         if missing:
             raise ArtifactNotFound(
@@ -247,10 +255,10 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             if self.branch != MAIN:
                 return conn.execute(
                     f"DELETE FROM refs WHERE branch = ? AND layer = ? AND group_key IN "
-                    f"{_IDS_PARAM}", (self.branch, layer, json.dumps(keys))).rowcount
+                    f"{ids_in(self.dialect)}", (self.branch, layer, json.dumps(keys))).rowcount
             return conn.execute(
                 f"UPDATE artifacts SET superseded_at = ? WHERE layer = ? "
-                f"AND superseded_at IS NULL AND group_key IN {_IDS_PARAM}",
+                f"AND superseded_at IS NULL AND group_key IN {ids_in(self.dialect)}",
                 (utc_now(), layer, json.dumps(keys))).rowcount
 
     def delete(self, ids: Iterable[str]) -> int:
@@ -258,12 +266,12 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
         id_list = list(ids)
         if not id_list:
             return 0
-        param = json.dumps(id_list)
+        param, ids = json.dumps(id_list), ids_in(self.dialect)
         with self._write(f"deleting {len(id_list)} artifacts") as conn:
-            conn.execute(f"DELETE FROM edges WHERE child_id IN {_IDS_PARAM} "
-                         f"OR parent_id IN {_IDS_PARAM}", (param, param))
-            conn.execute(f"DELETE FROM audit WHERE artifact_id IN {_IDS_PARAM}", (param,))
-            return conn.execute(f"DELETE FROM artifacts WHERE artifact_id IN {_IDS_PARAM}",
+            conn.execute(f"DELETE FROM edges WHERE child_id IN {ids} "
+                         f"OR parent_id IN {ids}", (param, param))
+            conn.execute(f"DELETE FROM audit WHERE artifact_id IN {ids}", (param,))
+            return conn.execute(f"DELETE FROM artifacts WHERE artifact_id IN {ids}",
                                 (param,)).rowcount
 
     def purge_free_pages(self) -> bool:
@@ -301,7 +309,7 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
     def _as_seen_by_branch(self, conn: sqlite3.Connection, arts: list[Artifact]) -> list[Artifact]:
         """`superseded_at` relative to this branch: None for its current artifacts."""
         current = {r[0] for r in conn.execute(
-            f"SELECT artifact_id FROM refs WHERE branch = ? AND artifact_id IN {_IDS_PARAM}",
+            f"SELECT artifact_id FROM refs WHERE branch = ? AND artifact_id IN {ids_in(self.dialect)}",
             (self.branch, json.dumps([a.artifact_id for a in arts])))}
         return [replace(a, superseded_at=None) if a.artifact_id in current else
                 replace(a, superseded_at=a.superseded_at or a.created_at) for a in arts]
@@ -355,7 +363,7 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             return []
         with self._read(f"reading {len(id_list)} artifacts") as conn:
             found = {a.artifact_id: a for a in self._select(
-                conn, f"a.artifact_id IN {_IDS_PARAM}", (json.dumps(id_list),))}
+                conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(id_list),))}
         missing = [i for i in id_list if i not in found]
         if missing:
             shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
@@ -400,27 +408,28 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
         else:
             where = "a.layer = ? AND a.superseded_at IS NULL"
         with self._read(f"listing {layer}") as conn:
-            return self._select(conn, where, params, order="a.group_key, a.created_at, a.rowid")
+            return self._select(conn, where, params,
+                                order=f"a.group_key, a.created_at, a.{self.dialect.rowid}")
 
     def history(self, layer: str, group_key: str) -> list[Artifact]:
         """Every version of (layer, group_key), newest first."""
         with self._read(f"reading history of {layer}/{group_key}") as conn:
             return self._select(conn, "a.layer = ? AND a.group_key = ?", (layer, group_key),
-                                order="a.created_at DESC, a.rowid DESC")
+                                order=f"a.created_at DESC, a.{self.dialect.rowid} DESC")
 
     def layers(self) -> dict[str, dict[str, Any]]:
         """layer → {"artifacts": current count, "superseded": count, "last_built": newest created_at}."""
         with self._read("summarising layers") as conn:
             if self.branch != MAIN:
                 rows = conn.execute(
-                    "SELECT a.layer, SUM(r.artifact_id IS NOT NULL), SUM(r.artifact_id IS NULL), "
+                    "SELECT a.layer, COUNT(r.artifact_id), COUNT(*) - COUNT(r.artifact_id), "
                     "MAX(CASE WHEN r.artifact_id IS NOT NULL THEN a.created_at END) "
                     "FROM artifacts a LEFT JOIN refs r ON r.artifact_id = a.artifact_id "
-                    "AND r.branch = ? GROUP BY a.layer HAVING SUM(r.artifact_id IS NOT NULL) > 0 "
+                    "AND r.branch = ? GROUP BY a.layer HAVING COUNT(r.artifact_id) > 0 "
                     "ORDER BY a.layer", (self.branch,)).fetchall()
             else:
                 rows = conn.execute(
-                    "SELECT layer, SUM(superseded_at IS NULL), SUM(superseded_at IS NOT NULL), "
+                    "SELECT layer, COUNT(*) - COUNT(superseded_at), COUNT(superseded_at), "
                     "MAX(created_at) FROM artifacts GROUP BY layer ORDER BY layer").fetchall()
         return {r[0]: {"artifacts": r[1], "superseded": r[2], "last_built": r[3]} for r in rows}
 
@@ -431,9 +440,9 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
         (then group key), for paging with `get_many`; `since`/`until` compare ISO date
         prefixes, inclusive; `meta` keeps artifacts whose metadata has exactly these values."""
         layer_list = list(layers)
-        where = [f"a.layer IN {_IDS_PARAM}", "a.superseded_at IS NULL"]
+        where = [f"a.layer IN {ids_in(self.dialect)}", "a.superseded_at IS NULL"]
         params: list[Any] = [json.dumps(layer_list)]
-        date = "json_extract(a.metadata, '$.\"meta.time.created_at\"')"
+        date = self.dialect.json_text("a.metadata", "'meta.time.created_at'")
         if since:
             where.append(f"substr({date}, 1, {len(since)}) >= ?")
             params.append(since)
@@ -441,7 +450,7 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             where.append(f"substr({date}, 1, {len(until)}) <= ?")
             params.append(until)
         for key, value in (meta or {}).items():
-            where.append("CAST(json_extract(a.metadata, '$.' || json_quote(?)) AS TEXT) = ?")
+            where.append(f"{self.dialect.json_text('a.metadata')} = ?")
             params += [key, str(value)]
         order = f"{date} {'DESC' if newest_first else 'ASC'}, a.group_key, a.artifact_id"
         with self._read(f"listing {', '.join(layer_list)}") as conn:
@@ -452,3 +461,12 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
     def audit(self, artifact_id: str) -> dict[str, Any] | None:
         """The audit record (all known fields, plus any extra keys) of an artifact, or None if it has none."""
         return self.get(artifact_id).audit
+
+
+class PostgresArtifactStore(PostgresConnection, ArtifactStore):
+    """The same store on PostgreSQL (`ArtifactStore("postgresql://…")` makes one): several
+    hosts' workers share it; writes are serialised by an advisory lock (see postgres.py)."""
+
+    def __init__(self, url: str, *, branch: str = MAIN, **kwargs):
+        self.branch = check_branch_name(branch)
+        PostgresConnection.__init__(self, url, **kwargs)

@@ -167,7 +167,8 @@ class BranchesMixin:
         conn.execute("DELETE FROM refs WHERE branch = ?", (target,))
         sql, params = _pointers_sql(source)
         conn.execute(f"INSERT INTO refs (branch, layer, group_key, artifact_id) "
-                     f"SELECT ?, layer, group_key, artifact_id FROM ({sql})", (target, *params))
+                     f"SELECT ?, layer, group_key, artifact_id FROM ({sql}) AS src",
+                     (target, *params))
 
     def _copy_meta(self, conn, source: str, target: str) -> None:
         from synix_resources.store.connection import utc_now
@@ -212,7 +213,7 @@ class BranchesMixin:
         with self._write(f"promoting {source} to main") as conn:
             self._require(conn, source)
             # Stage the source first: it may be the very snapshot about to be overwritten.
-            staged = f"{source}\x00staged"
+            staged = f"{source}/staged"  # "/" is never in a branch name (NUL is no text in PG)
             self._copy_pointers(conn, source, staged)
             self._copy_meta(conn, source, staged)
             self._copy_failures(conn, source, staged)

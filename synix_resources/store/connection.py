@@ -23,6 +23,7 @@ from sqlite_utils import Database
 from synix_resources.disk import disk_full_error, is_disk_full
 from synix_resources.errors import StoreError, StoreLockedError
 from synix_resources.private import private_file
+from synix_resources.store.dialect import SQLITE
 from synix_resources.store.migrations import MigrationRegistry, migrate
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ def utc_now() -> str:
 
 class StoreConnection:
     """Owns the SQLite connection; subclasses add the domain methods."""
+
+    dialect = SQLITE
 
     def __init__(self, path: str | os.PathLike, *, busy_timeout_ms: int = 30000,
                  migrations: MigrationRegistry | None = None, read_only: bool = False):
@@ -107,6 +110,12 @@ class StoreConnection:
             finally:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
+
+    def data_version(self) -> int:
+        """A number that changes when another connection commits to the store (SQLite's
+        `data_version`): readers key their caches by it."""
+        with self._read("reading the data version") as conn:
+            return conn.execute("PRAGMA data_version").fetchone()[0]
 
     def _enable_wal(self) -> None:
         # Switching journal mode fails with "database is locked" at once, without consulting

@@ -51,6 +51,11 @@ class MigrationRegistry:
         return registry
 
     @property
+    def migrations(self) -> list[Migration]:
+        """The registered migrations in the order they are applied."""
+        return list(self._migrations)
+
+    @property
     def names(self) -> list[str]:
         """Migration names in the order they are applied."""
         return [m.name for m in self._migrations]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from synix_resources.store.dialect import ids_in
 from synix_resources.store.records import Artifact, LineageNode
 
 if TYPE_CHECKING:
     import sqlite3
 
-_IDS_PARAM = "(SELECT value FROM json_each(?))"
 # Guards recursive walks against a cycle (possible only if a revived artifact's parents were
 # rewritten to include its own descendant).
 _MAX_WALK_DEPTH = 256
@@ -34,7 +34,7 @@ class ProvenanceMixin:
         """child id → parent ids in edge order, for every child in `ids` that has parents."""
         out: dict[str, list[str]] = {}
         for child, parent in conn.execute(
-                f"SELECT child_id, parent_id FROM edges WHERE child_id IN {_IDS_PARAM} "
+                f"SELECT child_id, parent_id FROM edges WHERE child_id IN {ids_in(self.dialect)} "
                 f"ORDER BY child_id, position", (json.dumps(ids),)):
             out.setdefault(child, []).append(parent)
         return out
@@ -54,7 +54,7 @@ class ProvenanceMixin:
             for child, parent in conn.execute(
                     """
                     WITH RECURSIVE walk(id, depth) AS (
-                        SELECT ?, 0
+                        SELECT artifact_id, 0 FROM artifacts WHERE artifact_id = ?
                         UNION
                         SELECT e.parent_id, w.depth + 1
                         FROM edges e JOIN walk w ON e.child_id = w.id

@@ -1,8 +1,9 @@
 """Dagster resource wrapping `ArtifactStore`.
 
-Each run (and each step process under the multiprocess executor) opens its own SQLite
-connection in `setup_for_execution` and closes it in `teardown_after_execution`; SQLite's
-file lock coordinates the processes. Outside a run (tests, sensors, the CLI) the store opens
+Each run (and each step process under the multiprocess executor) opens its own connection
+(SQLite file or PostgreSQL URL) in `setup_for_execution` and closes it in
+`teardown_after_execution`; SQLite's file lock, or PostgreSQL's advisory lock, coordinates the
+processes. Outside a run (tests, sensors, the CLI) the store opens
 lazily on first use.
 """
 from __future__ import annotations
@@ -30,12 +31,13 @@ def _delegate(name: str) -> Callable:
 
 
 class ArtifactStoreResource(dg.ConfigurableResource):
-    """The Synix artifact store (one SQLite file) as a Dagster resource."""
+    """The Synix artifact store (one SQLite file, or a PostgreSQL database) as a Dagster resource."""
 
     path: str = Field(
         default=DEFAULT_STORE_PATH,
-        description="SQLite file of the artifact store, e.g. dg.EnvVar('SYNIX_STORE_PATH'); "
-                    "relative paths are resolved against the working directory.",
+        description="SQLite file of the artifact store, or a postgresql:// URL for the "
+                    "PostgreSQL store, e.g. dg.EnvVar('SYNIX_STORE_PATH'); relative paths are "
+                    "resolved against the working directory.",
     )
     branch: str = Field(
         default="main",

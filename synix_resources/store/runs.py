@@ -69,18 +69,25 @@ class RunsMixin:
         The calling process is recorded as the run's owner (`Run.owner`), so that a run whose
         process was killed can be told from one still going (`abandoned_runs`)."""
         run_id = run_id or uuid.uuid4().hex
-        owner = _dumps(this_process())
+        owner = this_process()
+        steps_json = _dumps(list(steps))
         with self._write(f"starting run {run_id}") as conn:
-            conn.execute(
-                "INSERT INTO runs (run_id, pipeline, steps, status, dagster_run_id, started_at, "
-                "finished_at, stats, branch) VALUES (?, ?, ?, 'running', ?, ?, NULL, "
-                "json_object('owner', json(?)), ?) "
-                "ON CONFLICT (run_id) DO UPDATE SET pipeline = excluded.pipeline, "
-                "steps = excluded.steps, status = 'running', finished_at = NULL, "
-                "stats = json_set(runs.stats, '$.owner', json(?)), "
-                "dagster_run_id = COALESCE(excluded.dagster_run_id, runs.dagster_run_id)",
-                (run_id, pipeline, _dumps(list(steps)), dagster_run_id, utc_now(), owner,
-                 self.branch, owner))
+            # Read, merge, write: the write lock is held, so no other writer interleaves.
+            row = conn.execute("SELECT stats FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO runs (run_id, pipeline, steps, status, dagster_run_id, "
+                    "started_at, finished_at, stats, branch) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, NULL, ?, ?)",
+                    (run_id, pipeline, steps_json, dagster_run_id, utc_now(),
+                     _dumps({"owner": owner}), self.branch))
+            else:
+                conn.execute(
+                    "UPDATE runs SET pipeline = ?, steps = ?, status = 'running', "
+                    "finished_at = NULL, stats = ?, "
+                    "dagster_run_id = COALESCE(?, dagster_run_id) WHERE run_id = ?",
+                    (pipeline, steps_json, _dumps({**json.loads(row[0]), "owner": owner}),
+                     dagster_run_id, run_id))
         return run_id
 
     def abandoned_runs(self) -> list[Run]:
@@ -143,7 +150,7 @@ class RunsMixin:
         """The most recent runs of this store's branch, newest first."""
         with self._read("listing runs") as conn:
             rows = conn.execute(f"{self._RUN_COLS} WHERE branch = ? ORDER BY started_at DESC, "
-                                "rowid DESC LIMIT ?", (self.branch, limit)).fetchall()
+                                f"{self.dialect.rowid} DESC LIMIT ?", (self.branch, limit)).fetchall()
         return [self._run(r) for r in rows]
 
     # --- fold checkpoints ---------------------------------------------------------------

@@ -23,14 +23,12 @@ def _fold(client, items: list[tuple[str, str]]) -> list:
 
 
 def _keys(cache: ResponseCache) -> dict[str, str]:
-    with sqlite3.connect(str(cache.path)) as db:
-        rows = dict(db.execute("SELECT label, key FROM responses"))
-    db.close()
-    return rows
+    with cache._lock:
+        return dict(cache._db.execute("SELECT label, key FROM responses").fetchall())
 
 
-def test_every_fold_state_after_a_forgotten_item_is_derived_from_it(tmp_path):
-    cache = ResponseCache(tmp_path / "llm_cache.db")
+def test_every_fold_state_after_a_forgotten_item_is_derived_from_it(cache_location):
+    cache = ResponseCache(cache_location)
     client = FakeClient(cache=cache)
     _fold(client, [(f"month-{i}", f"what happened in month {i}") for i in range(1, 7)])
     client.complete(LLMRequest("unrelated", sources=[("other", "x")], label="other"))
@@ -41,8 +39,8 @@ def test_every_fold_state_after_a_forgotten_item_is_derived_from_it(tmp_path):
     assert set(_keys(cache)) == {"core/month-1", "core/month-2", "other"}
 
 
-def test_map_reduce_parts_and_their_final_answer_are_derived_from_the_source(tmp_path):
-    cache = ResponseCache(tmp_path / "llm_cache.db")
+def test_map_reduce_parts_and_their_final_answer_are_derived_from_the_source(cache_location):
+    cache = ResponseCache(cache_location)
     client = FakeClient(cache=cache, context_tokens=1200)
     long_text = "\n\n".join(f"Paragraph {i}: " + "words " * 120 for i in range(12))
 
@@ -57,10 +55,10 @@ def test_map_reduce_parts_and_their_final_answer_are_derived_from_the_source(tmp
     assert len(cache.derived_keys({"episode-b"})) == 1  # only the final answer read it
 
 
-def test_text_hashes_find_entries_that_read_the_same_text_under_another_id(tmp_path):
+def test_text_hashes_find_entries_that_read_the_same_text_under_another_id(cache_location):
     from synix_resources.fingerprints import sha256_text
 
-    cache = ResponseCache(tmp_path / "llm_cache.db")
+    cache = ResponseCache(cache_location)
     FakeClient(cache=cache).complete(LLMRequest("p", sources=[("twin-a", "identical text")]))
     assert len(cache.derived_keys({"twin-b"}, {sha256_text("identical text")})) == 1
 

@@ -171,8 +171,8 @@ def test_oversize_input_without_render_fails_before_sending():
     assert client.calls == 0 and "conv-huge" in message and "render=" in message
 
 
-def test_replay_answers_from_cache_with_zero_calls(tmp_path):
-    path = tmp_path / "cache.sqlite"
+def test_replay_answers_from_cache_with_zero_calls(cache_location):
+    path = cache_location
     live = FakeClient(cache=ResponseCache(path))
     originals = live.complete_many(reqs(5))
     replay = FakeClient(cache=ResponseCache(path), replay=True)
@@ -184,8 +184,8 @@ def test_replay_answers_from_cache_with_zero_calls(tmp_path):
     assert isinstance(missing, LLMError) and "conv-new" in str(missing)
 
 
-def test_identical_request_is_served_from_cache_without_replay(tmp_path):
-    cache = ResponseCache(tmp_path / "c.sqlite")
+def test_identical_request_is_served_from_cache_without_replay(cache_location):
+    cache = ResponseCache(cache_location)
     first = FakeClient(cache=cache, model="fake-big").complete(LLMRequest("same prompt", label="a"))
     later = FakeClient(cache=cache, model="fake-big")  # e.g. the process after a crash
     again = later.complete(LLMRequest("same prompt", label="a-again"))
@@ -204,8 +204,8 @@ def test_identical_request_is_served_from_cache_without_replay(tmp_path):
     assert [r.from_cache for r in batch] == [True, False] and later.calls == 5
 
 
-def test_cache_key_covers_model_temperature_and_max_tokens(tmp_path):
-    cache = ResponseCache(tmp_path / "c.sqlite")
+def test_cache_key_covers_model_temperature_and_max_tokens(cache_location):
+    cache = ResponseCache(cache_location)
     FakeClient(cache=cache).complete(LLMRequest("same prompt"))
     replay = FakeClient(cache=cache, replay=True)
     for changed in (dict(model="other"), dict(temperature=0.9), dict(max_tokens=5),
@@ -214,8 +214,8 @@ def test_cache_key_covers_model_temperature_and_max_tokens(tmp_path):
             replay.complete(LLMRequest("same prompt", **changed))
 
 
-def test_forget_deletes_entries_by_marker_and_by_key(tmp_path):
-    cache = ResponseCache(tmp_path / "c.sqlite")
+def test_forget_deletes_entries_by_marker_and_by_key(cache_location):
+    cache = ResponseCache(cache_location)
     client = FakeClient(cache=cache)
     client.complete_many([LLMRequest("about Alice Smith"), LLMRequest("about Bob"),
                           LLMRequest("about Carol")])

@@ -1,10 +1,10 @@
 """A run whose process is gone (kill -9, power loss) is told from one still going by the owner
-recorded with it: pid, host and the process's start time (a reused pid does not fool it)."""
+recorded with it: pid, host and the process's start time (a reused pid does not fool it).
+Contract tests: every store backend (tests/store/conftest.py)."""
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -12,17 +12,16 @@ import textwrap
 from synix_resources.store.artifact_store import ArtifactStore
 
 
-def _set_owner(path, run_id: str, owner: dict) -> None:
-    conn = sqlite3.connect(str(path))
-    with conn:
+def _set_owner(store, run_id: str, owner: dict) -> None:
+    """Rewrite the recorded owner behind the store's back (as another process's row would be)."""
+    with store._write("test") as conn:
         stats = json.loads(conn.execute("SELECT stats FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0])
         stats["owner"] = owner
         conn.execute("UPDATE runs SET stats = ? WHERE run_id = ?", (json.dumps(stats), run_id))
-    conn.close()
 
 
-def test_a_run_started_by_a_process_that_died_is_abandoned_and_ours_is_not(tmp_path):
-    path = tmp_path / "synix.db"
+def test_a_run_started_by_a_process_that_died_is_abandoned_and_ours_is_not(store_location):
+    path = store_location
     store = ArtifactStore(path)
     mine = store.start_run("p", ["episodes"])
     script = textwrap.dedent(f"""
@@ -39,15 +38,15 @@ def test_a_run_started_by_a_process_that_died_is_abandoned_and_ours_is_not(tmp_p
     store.close()
 
 
-def test_a_reused_pid_or_an_unknown_owner_is_judged_correctly(tmp_path):
-    store = ArtifactStore(tmp_path / "synix.db")
+def test_a_reused_pid_or_an_unknown_owner_is_judged_correctly(store_location):
+    store = ArtifactStore(store_location)
     reused = store.start_run("p", ["episodes"])
     owner = store.get_run(reused).owner
-    _set_owner(store.path, reused, {**owner, "start": owner["start"] - 1})  # same pid, older process
+    _set_owner(store, reused, {**owner, "start": owner["start"] - 1})  # same pid, older process
     other_host = store.start_run("p", ["episodes"])
-    _set_owner(store.path, other_host, {**owner, "host": "elsewhere", "pid": 999_999_999})
+    _set_owner(store, other_host, {**owner, "host": "elsewhere", "pid": 999_999_999})
     unknown = store.start_run("p", ["episodes"])
-    _set_owner(store.path, unknown, None)
+    _set_owner(store, unknown, None)
     assert [r.run_id for r in store.abandoned_runs()] == [reused]
     # a known run id started again keeps its stats and gets the new owner
     store.record_layer_stats(reused, "episodes", {"built": 3})

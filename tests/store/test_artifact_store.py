@@ -1,4 +1,5 @@
-"""ArtifactStore behaviour on real SQLite files."""
+"""ArtifactStore behaviour: contract tests on every backend (tests/store/conftest.py), and SQLite's
+own file behaviour on real SQLite files."""
 from __future__ import annotations
 
 import multiprocessing
@@ -22,12 +23,6 @@ FULL_AUDIT = {
     "cache_read_tokens": 100, "cache_write_tokens": 20, "cost_usd": 0.0012, "latency_s": 1.5,
     "attempts": 2, "flags": ["truncated", "retried"],
 }
-
-
-@pytest.fixture
-def store(tmp_path):
-    with ArtifactStore(tmp_path / "project" / ".synix" / "synix.db") as s:
-        yield s
 
 
 def put(store, layer, group, key="k", content=None, **kw):
@@ -118,9 +113,15 @@ def test_put_rejects_bad_arguments(store):
 
 
 def _fail_inserts_into(store, table):
-    """Make SQLite itself fail the next insert into `table`, between the store's writes."""
-    store._conn.execute(f"CREATE TEMP TRIGGER fail_{table} BEFORE INSERT ON main.{table} "
-                        "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+    """Make the database itself fail the next insert into `table`, between the store's writes."""
+    if store.dialect.name == "sqlite":
+        store._conn.execute(f"CREATE TEMP TRIGGER fail_{table} BEFORE INSERT ON main.{table} "
+                            "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+        return
+    store._conn.execute("CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS "
+                        "$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$")
+    store._conn.execute(f"CREATE TRIGGER fail_{table} BEFORE INSERT ON {table} "
+                        "FOR EACH ROW EXECUTE FUNCTION fail_insert()")
 
 
 @pytest.mark.parametrize("table", ["edges", "audit"])
@@ -394,7 +395,8 @@ def test_delete_removes_artifacts_edges_and_audit(store, chain):
     assert store.delete([]) == 0
 
 
-def test_deleted_content_is_gone_from_the_database_file_after_purge(store):
+def test_deleted_content_is_gone_from_the_database_file_after_purge(sqlite_store):
+    store = sqlite_store
     marker = "ZQX-secret-marker-7c1f0e"
     keep = put(store, "transcripts", "keep", content="nothing secret here")
     secret = put(store, "transcripts", "secret", content=f"my {marker} is here",
@@ -422,8 +424,8 @@ def _writer_process(path, worker, shared_groups, own_groups):
                         for j in range(own_groups)])
 
 
-def test_two_processes_writing_concurrently_do_not_crash_or_duplicate(tmp_path):
-    path = tmp_path / "synix.db"
+def test_two_processes_writing_concurrently_do_not_crash_or_duplicate(store_location):
+    path = store_location
     ArtifactStore(path).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer_process, args=(str(path), w, 60, 5)) for w in range(3)]
@@ -459,6 +461,25 @@ def test_threads_sharing_one_store_can_write_concurrently(store):
     assert len(store.current_index("transcripts")) == 300
 
 
+def test_postgres_write_lock_held_too_long_raises_store_locked_naming_the_url(postgres_url):
+    import psycopg
+
+    from synix_resources.store.postgres import ADVISORY_KEY, STORE_WRITE_LOCK, pg_sql
+
+    with ArtifactStore(postgres_url, busy_timeout_ms=100) as s:
+        other = psycopg.connect(postgres_url)  # not autocommit: holds its transaction open
+        other.execute(pg_sql(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})"), (STORE_WRITE_LOCK,))
+        try:
+            with pytest.raises(StoreLockedError) as info:
+                put(s, "episodes", "g")
+            assert postgres_url in info.value.one_line()
+            assert s.layers() == {}  # reads still work while another process writes
+        finally:
+            other.rollback()
+            other.close()
+        assert put(s, "episodes", "g").group_key == "g"
+
+
 def test_write_lock_held_too_long_raises_store_locked_naming_the_path(tmp_path):
     path = tmp_path / "synix.db"
     with ArtifactStore(path, busy_timeout_ms=100) as s:
@@ -480,7 +501,9 @@ def test_write_lock_held_too_long_raises_store_locked_naming_the_path(tmp_path):
 
 def test_read_only_database_raises_store_error_naming_the_path(store):
     before = put(store, "episodes", "g")
-    store._conn.execute("PRAGMA query_only = ON")  # SQLite's own read-only mode
+    # The database's own read-only mode.
+    store._conn.execute("PRAGMA query_only = ON" if store.dialect.name == "sqlite" else
+                        "SET default_transaction_read_only = on")
     with pytest.raises(StoreError, match="read-only") as info:
         put(store, "episodes", "g2")
     assert str(store.path) in info.value.one_line()
@@ -521,7 +544,8 @@ def test_read_only_file_raises_store_error(tmp_path):
         assert [a.group_key for a in s.list_layer("episodes")] == ["g"]
 
 
-def test_full_disk_raises_store_error_and_keeps_previous_data(store):
+def test_full_disk_raises_store_error_and_keeps_previous_data(sqlite_store):
+    store = sqlite_store
     before = put(store, "episodes", "g")
     pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
     store._conn.execute(f"PRAGMA max_page_count = {pages}")  # simulate a full disk
@@ -546,8 +570,8 @@ def test_file_that_is_not_a_database_raises_store_error(tmp_path):
         ArtifactStore(path)
 
 
-def test_closed_store_raises_store_error(tmp_path):
-    s = ArtifactStore(tmp_path / "synix.db")
+def test_closed_store_raises_store_error(store_location):
+    s = ArtifactStore(store_location)
     s.close()
     s.close()
     with pytest.raises(StoreError, match="closed"):

@@ -139,3 +139,47 @@ def test_processes_opening_a_fresh_file_together_migrate_it_once(tmp_path):
         p.join(60)
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]  # a child's traceback is in stderr
     assert [name for name, _ in applied_rows(path)] == MIGRATIONS.names
+
+
+def test_processes_opening_a_fresh_postgres_store_together_migrate_it_once(postgres_url):
+    from synix_resources.store.postgres import (
+        PG_MIGRATIONS, applied_migrations, apply_migrations, connect,
+    )
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_open_store, args=(postgres_url,)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]  # a child's traceback is in stderr
+    conn = connect(postgres_url, busy_timeout_ms=1000)
+    try:
+        assert applied_migrations(conn, "_migrations") == PG_MIGRATIONS.names
+        assert apply_migrations(conn, PG_MIGRATIONS, "_migrations") == []  # reopening: no-op
+        tables = {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema()")}
+    finally:
+        conn.close()
+    assert tables >= TABLES | {"refs", "branches"}
+
+
+def test_a_postgres_migration_added_later_is_applied_once_in_order(postgres_url):
+    from synix_resources.store.postgres import PG_MIGRATIONS, applied_migrations, connect
+
+    ArtifactStore(postgres_url).close()
+
+    def p900_add_note_column(conn):
+        conn.execute("ALTER TABLE artifacts ADD COLUMN note TEXT")
+
+    later = PG_MIGRATIONS.extended(p900_add_note_column)
+    with ArtifactStore(postgres_url, migrations=later) as s:
+        s.put(layer="t", group_key="g", content="x", materialization_key="k")
+    ArtifactStore(postgres_url, migrations=later).close()  # not applied twice (would fail)
+    conn = connect(postgres_url, busy_timeout_ms=1000)
+    try:
+        assert applied_migrations(conn, "_migrations") == [*PG_MIGRATIONS.names,
+                                                           "p900_add_note_column"]
+    finally:
+        conn.close()

@@ -1,4 +1,5 @@
-"""Branches in the artifact store: pointers over shared artifacts, promote, undo, gc."""
+"""Branches in the artifact store: pointers over shared artifacts, promote, undo, gc (contract tests:
+every backend)."""
 from __future__ import annotations
 
 import pytest
@@ -6,12 +7,6 @@ import pytest
 from synix_resources import fingerprints
 from synix_resources.errors import BranchError
 from synix_resources.store.artifact_store import ArtifactStore
-
-
-@pytest.fixture
-def store(tmp_path):
-    with ArtifactStore(tmp_path / ".synix" / "synix.db") as s:
-        yield s
 
 
 def put(store, layer, group, key="k", parents=(), content=None):

@@ -12,8 +12,8 @@ from synix_resources.store.artifact_store import ArtifactStore
 from synix_resources.store.resource import DEFAULT_STORE_PATH, ArtifactStoreResource
 
 
-def test_resource_writes_through_the_store_inside_a_dagster_run(tmp_path, monkeypatch):
-    path = tmp_path / "project" / ".synix" / "synix.db"
+def test_resource_writes_through_the_store_inside_a_dagster_run(store_location, monkeypatch):
+    path = store_location  # a SQLite file or a postgresql:// URL: the resource takes either
     monkeypatch.setenv("SYNIX_STORE_PATH", str(path))
 
     @dg.asset
@@ -32,16 +32,17 @@ def test_resource_writes_through_the_store_inside_a_dagster_run(tmp_path, monkey
     )
     assert result.success
     artifact_id = result.output_for_node("episodes")
-    # teardown closed the connection: the last close checkpoints and removes the WAL file
-    assert not os.path.exists(f"{path}-wal")
+    if store_location.endswith(".db"):
+        # teardown closed the connection: the last close checkpoints and removes the WAL file
+        assert not os.path.exists(f"{path}-wal")
     with ArtifactStore(path) as s:
         art = s.get(artifact_id)
         assert art.content == "hello"
         assert s.get_run(art.run_id).stats == {"built": 1}
 
 
-def test_resource_setup_and_teardown_open_and_close_the_store(tmp_path):
-    resource = ArtifactStoreResource(path=str(tmp_path / "s.db"))
+def test_resource_setup_and_teardown_open_and_close_the_store(store_location):
+    resource = ArtifactStoreResource(path=store_location)
     context = dg.build_init_resource_context()
     resource.setup_for_execution(context)
     store = resource.get_store()

@@ -96,6 +96,23 @@ class PostgresServer:
         self._databases.append(name)
         return self.url(name)
 
+    def create_schema(self, prefix: str = "t") -> str:
+        """A new empty schema in the `postgres` database; returns a URL whose search_path is
+        that schema (much cheaper than a database per test: ~5 ms against ~0.5 s)."""
+        import psycopg
+
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f'CREATE SCHEMA "{name}"')
+        return f"{self.url()}?options=-csearch_path%3D{name}"
+
+    def drop_schema(self, url: str) -> None:
+        import psycopg
+
+        name = url.rsplit("%3D", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
     def drop_database(self, url: str) -> None:
         import psycopg
 

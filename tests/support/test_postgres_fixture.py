@@ -7,19 +7,29 @@ import psycopg
 import pytest
 
 
-def test_postgres_url_is_a_fresh_writable_database(postgres_url):
+def test_postgres_url_is_a_fresh_writable_schema(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("CREATE TABLE t (x int)")
         conn.execute("INSERT INTO t VALUES (1)")
         assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 1
-        assert conn.execute("SELECT current_database()").fetchone()[0] == postgres_url.rsplit("/", 1)[1]
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    assert postgres_url.endswith(schema)
 
 
-def test_each_test_gets_its_own_database(postgres_url):
+def test_each_test_gets_its_own_schema(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         tables = conn.execute("SELECT count(*) FROM information_schema.tables "
-                              "WHERE table_schema = 'public'").fetchone()[0]
+                              "WHERE table_schema = current_schema()").fetchone()[0]
     assert tables == 0
+
+
+def test_create_database_gives_a_separate_empty_database(postgres_server):
+    url = postgres_server.create_database()
+    try:
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT current_database()").fetchone()[0] == url.rsplit("/", 1)[1]
+    finally:
+        postgres_server.drop_database(url)
 
 
 def test_server_listens_on_loopback_and_socket_lives_in_its_tmp_dir(postgres_server):
