@@ -2,8 +2,9 @@
 
     scripts/scale_demo.sh WORKERS CONVERSATIONS      (this module does the work)
 
-Starts PostgreSQL (Dagster's run/event/schedule storage) and Redis (the Celery broker, its result
-backend and the shared LLM rate limit) in tmp dirs, a project over generated conversations
+Starts PostgreSQL (Synix's store, cache and lock; Dagster's run/event/schedule storage) and
+Redis (the Celery broker, its result backend and the shared LLM rate limit) in tmp dirs, a
+project over generated conversations
 (benchmarks/generate_exports.py) with a scale.toml, Dagster's gRPC code server, webserver and
 daemon (QueuedRunCoordinator) on that storage, and WORKERS Celery workers
 (synix_assets.scale.worker). `synix run` then submits every layer's runs to the deployment with
@@ -12,8 +13,8 @@ SQLite) and the two stores' artifacts compared by content hash. Prints one JSON 
 {"workers", "workers_used", "wall_s", "calls", "max_requests_per_s",
  "artifacts_match_single_machine", ...}.
 
-The project's store is SQLite on the disk every process here shares (until the Postgres store is
-merged; see docs/scale.md).
+The project's store, LLM cache and build lock are in PostgreSQL too (`synix init --store`), so
+nothing the workers share is a file.
 """
 from __future__ import annotations
 
@@ -46,14 +47,8 @@ from tests.support.redis_server import start_redis  # noqa: E402
 READY_TIMEOUT_S = 180.0
 BUILD_TIMEOUT_S = 3600.0
 
-DAGSTER_YAML = """# Dagster on PostgreSQL with a run queue: the deployment of scripts/scale_demo.py
-telemetry:
-  enabled: false
-# psycopg2: dagster-postgres binds NOTIFY parameters client-side, which psycopg 3 (SQLAlchemy 2.1's
-# default driver for postgresql://) does not
-storage:
-  postgres:
-    postgres_url: "{url}"
+# The run queue of the deployment, added to the dagster.yaml `synix init --dagster-storage` writes.
+RUN_COORDINATOR = """
 run_coordinator:
   module: dagster._core.run_coordinator
   class: QueuedRunCoordinator
@@ -164,11 +159,12 @@ class Deployment:
     def start(self) -> "Deployment":
         self.postgres = start_postgres()
         self.redis = start_redis()
-        root = init_project(self.base / "mem", exports=[self.export])
-        home = self.project.dagster_home
-        (home / "dagster.yaml").write_text(DAGSTER_YAML.format(
-            url=self.postgres.create_database("dagster").replace("postgresql://", "postgresql+psycopg2://", 1),
-            max_runs=self.workers + 2), encoding="utf-8")
+        # Synix's store, LLM cache and build lock in one database, Dagster's storage in another
+        root = init_project(self.base / "mem", exports=[self.export],
+                            store=self.postgres.create_database("synix"),
+                            dagster_storage=self.postgres.create_database("dagster"))
+        with open(self.project.dagster_home / "dagster.yaml", "a", encoding="utf-8") as f:
+            f.write(RUN_COORDINATOR.format(max_runs=self.workers + 2))
         code_port, web_port = free_port(), free_port()
         (root / "scale.toml").write_text(SCALE_TOML.format(
             web_port=web_port, run_timeout=int(BUILD_TIMEOUT_S), broker=self.redis.url(0),

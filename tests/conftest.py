@@ -106,11 +106,12 @@ def postgres_server():
 
 @pytest.fixture
 def postgres_url(postgres_server):
-<<<<<<< HEAD
-    """A fresh empty database on the session's PostgreSQL, dropped after the test."""
-    url = postgres_server.create_database()
+    """A fresh empty schema on the session's PostgreSQL (the URL sets its search_path), dropped
+    after the test. A test that needs a whole database (Dagster's storage) uses
+    `postgres_server.create_database()`."""
+    url = postgres_server.create_schema()
     yield url
-    postgres_server.drop_database(url)
+    postgres_server.drop_schema(url)
 
 
 @pytest.fixture(scope="session")
@@ -127,11 +128,3 @@ def redis_server():
         yield server
     finally:
         server.stop()
-=======
-    """A fresh empty schema on the session's PostgreSQL (the URL sets its search_path), dropped
-    after the test. A test that needs a whole database (Dagster's storage) uses
-    `postgres_server.create_database()`."""
-    url = postgres_server.create_schema()
-    yield url
-    postgres_server.drop_schema(url)
->>>>>>> s4-pg
