@@ -215,14 +215,23 @@ class Deployment:
         return json.loads(text) if text else {}
 
     def stop(self) -> None:
-        for name in reversed(list(self.procs)):
-            stop_group(self.procs[name], grace_s=20)
+        """Every process by PID, newest first; one that fails to stop does not keep the others
+        running (the first error is raised at the end)."""
+        stops = [(name, lambda p=proc: stop_group(p, grace_s=20))
+                 for name, proc in reversed(list(self.procs.items()))]
+        stops += [(name, server.stop) for name, server in (("redis", self.redis),
+                                                           ("postgres", self.postgres)) if server]
+        first = None
+        for name, stop in stops:
+            try:
+                stop()
+            except BaseException as exc:  # noqa: BLE001 — re-raised below, after the rest stopped
+                print(f"scale_demo: stopping {name} failed: {exc!r}", file=sys.stderr)
+                first = first or exc
         for log in self.logs:
             log.close()
-        if self.redis is not None:
-            self.redis.stop()
-        if self.postgres is not None:
-            self.postgres.stop()
+        if first is not None:
+            raise first
 
 
 def single_machine_build(base: Path, export: Path) -> Path:

@@ -16,6 +16,7 @@ steps rebuild only what the store does not already hold, so nothing is built twi
 """
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,6 +44,11 @@ class RemoteResult:
             run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE) if e.dagster_event is not None]
 
 
+def _tail(text: str, keep: int = 300) -> str:
+    """The end of a long error: GraphQL errors start with the whole query, the cause comes last."""
+    return text if len(text) <= keep else "…" + text[-keep:]
+
+
 def chunks(positions: list[int], size: int) -> list[list[int]]:
     ordered = sorted(positions)
     return [ordered[i:i + size] for i in range(0, len(ordered), size)]
@@ -53,12 +59,19 @@ class RemoteLauncher(_Launcher):
 
     def __init__(self, config, *args):
         super().__init__(*args)
-        from dagster_graphql import DagsterGraphQLClient
-
         self.config = config
-        host, port = config.host_port
-        self.client = DagsterGraphQLClient(host, port_number=port,
-                                           use_https=config.webserver.startswith("https"))
+        self._local = threading.local()
+
+    @property
+    def client(self):
+        """This thread's GraphQL client (a client's HTTP transport is not shared between threads)."""
+        if getattr(self._local, "client", None) is None:
+            from dagster_graphql import DagsterGraphQLClient
+
+            host, port = self.config.host_port
+            self._local.client = DagsterGraphQLClient(
+                host, port_number=port, use_https=self.config.webserver.startswith("https"))
+        return self._local.client
 
     def tags(self) -> dict[str, str]:
         return {**super().tags(), DISTRIBUTED_TAG: "1"}
@@ -101,7 +114,7 @@ class RemoteLauncher(_Launcher):
         except (DagsterGraphQLClientError, OSError) as exc:
             raise ScaleDeploymentError(
                 f"could not submit the {layer} run to {self.config.webserver}: "
-                f"{' '.join(str(exc).split())[:300]}",
+                f"{_tail(' '.join(str(exc).split()))}",
                 hint=f"start the deployment (docs/scale.md) or remove {self.config.path} to build "
                      f"on this machine") from None
 
