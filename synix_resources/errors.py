@@ -84,6 +84,10 @@ class BuildFailed(SynixError):
         super().__init__(message, hint=hint)
 
 
+class ScaleDeploymentError(SynixError):
+    """The distributed deployment of scale.toml cannot take or finish a build's runs."""
+
+
 class BranchError(SynixError):
     """A branch name is invalid, unknown or taken, or a branch operation is not allowed."""
 

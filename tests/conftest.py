@@ -16,7 +16,9 @@ def _isolated_env(monkeypatch, tmp_path_factory):
     """No test may see a real key, the developer's DAGSTER_HOME or a project named by env."""
     for var in ("ANTHROPIC_API_KEY", "SYNIX_LLM_API_KEY", "OPENAI_API_KEY", "SYNIX_PROJECT",
                 "SYNIX_STORE_PATH", "SYNIX_LLM_MODEL", "SYNIX_LLM_BASE_URL",
-                "SYNIX_FAKE_LATENCY_S", "SYNIX_FAKE_FAILURE_RATE", "SYNIX_LLM_CONTEXT_TOKENS"):
+                "SYNIX_FAKE_LATENCY_S", "SYNIX_FAKE_FAILURE_RATE", "SYNIX_LLM_CONTEXT_TOKENS",
+                "SYNIX_LLM_SHARED_LIMIT_URL", "SYNIX_LLM_MAX_REQUESTS_PER_S", "SYNIX_WORKER_ID",
+                "SYNIX_LLM_CONCURRENCY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path_factory.mktemp("dagster_home_unused")))
@@ -110,3 +112,19 @@ def postgres_url(postgres_server):
     url = postgres_server.create_schema()
     yield url
     postgres_server.drop_schema(url)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real throwaway Redis (tests/support/redis_server.py): the Celery broker and the shared
+    LLM rate limit; fails, never skips, when redis-server is missing."""
+    from tests.support.redis_server import RedisUnavailable, start_redis
+
+    try:
+        server = start_redis()
+    except RedisUnavailable as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -151,6 +151,8 @@ main.add_command(gc)
 from synix_assets.cli.live_cmd import live_group, tenant_group  # noqa: E402
 main.add_command(tenant_group)
 main.add_command(live_group)
+from synix_assets.cli.scale_cmd import worker  # noqa: E402
+main.add_command(worker)
 
 if __name__ == "__main__":
     main()

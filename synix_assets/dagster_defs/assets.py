@@ -15,6 +15,7 @@ asset body calls the same per-layer engine code whoever launched the run (`synix
   record as failed (the cached ones of the request are recorded so they are not).
 """
 
+import contextlib
 import os
 from datetime import timedelta
 
@@ -29,6 +30,7 @@ from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
 from synix_assets.pipeline.prompts import prompt_identity
+from synix_assets.scale.executor import backfill_policy
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.resource import ArtifactStoreResource
 
@@ -36,10 +38,13 @@ RUN_ID_TAG = "synix/run_id"
 EMIT_TAG = "synix/emit"  # "changed": only rebuilt partitions get a materialization event
 FULL_LAYER_TAG = "synix/full_layer"  # "1": build the whole layer, incl. retiring vanished groups
 BATCH_TAG = "synix/batch"
+# "1": a run of a distributed `synix run`, which holds the project lock for all its runs
+DISTRIBUTED_TAG = "synix/distributed"
 GROUP = "memory"
 
 __all__ = ["layer_asset", "projection_asset", "source_specs", "layer_key", "source_key",
-           "dagster_name", "RUN_ID_TAG", "EMIT_TAG", "FULL_LAYER_TAG", "BATCH_TAG", "GROUP"]
+           "dagster_name", "RUN_ID_TAG", "EMIT_TAG", "FULL_LAYER_TAG", "BATCH_TAG", "DISTRIBUTED_TAG",
+           "GROUP"]
 
 
 def owners(pipeline) -> list[str]:
@@ -84,6 +89,14 @@ def describe(pipeline, layer: str, identity: str) -> str:
 
 def _lock_timeout() -> float:
     return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+
+
+def _build_lock(paths, context):
+    """The project's build lock; a distributed `synix run` holds it for every run it submits, so
+    their steps, spread over many workers, must not wait on it nor on one another."""
+    if context.run.tags.get(DISTRIBUTED_TAG) == "1":
+        return contextlib.nullcontext()
+    return project_lock(paths.lock, timeout_s=_lock_timeout())
 
 
 def _children(pipeline, name: str, names: Names) -> set[dg.AssetKey]:
@@ -144,7 +157,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
     @dg.asset(key=key, deps=deps, partitions_def=part, group_name=names.group(GROUP),
               code_version=version, description=describe(pipeline, layer, identity),
               output_required=False, owners=owners(pipeline), freshness_policy=freshness,
-              backfill_policy=dg.BackfillPolicy.single_run() if part is not None else None,
+              backfill_policy=backfill_policy(paths.root) if part is not None else None,
               kinds={"synix", step.kind},
               check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
                   "Partitions whose Synix materialization key changed (what `synix plan` would "
@@ -154,7 +167,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
               tags={"synix/level": str(pipeline.level(layer)), "synix/branch": names.branch})
     def _layer(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
-        with project_lock(paths.lock, timeout_s=_lock_timeout()):
+        with _build_lock(paths, context):
             yield from _build(context, store, llm)
 
     def _build(context, store, llm):

@@ -27,6 +27,7 @@ from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.engine.branches import built_branch_names
 from synix_assets.live.sensor import live_sensors
 from synix_assets.project import MAIN, ProjectPaths
+from synix_assets.scale.executor import executor_for, sensor_running
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
 from synix_resources.store.artifact_store import ArtifactStore
@@ -124,8 +125,10 @@ def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
     live = [*live_sensors(graphs[0].pipeline, graphs[0].paths, build_jobs[MAIN])] \
         if graphs and graphs[0].names.is_main else []
     defs = dg.Definitions(assets=assets, jobs=jobs,
-                          sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None), *live],
-                          resources=resources or resources_for(main_paths, identity))
+                          sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None,
+                                                 running=sensor_running(root)), *live],
+                          resources=resources or resources_for(main_paths, identity),
+                          executor=executor_for(root))
     home = os.environ.get("DAGSTER_HOME")
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too

@@ -113,14 +113,17 @@ def file_digest(path) -> str:
     return sha256_text(path.read_text(encoding="utf-8")) if path.exists() else ""
 
 
-def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True) -> dg.SensorDefinition:
+def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
+                  running: bool = True) -> dg.SensorDefinition:
     """`graphs`: every branch's BranchGraph (build.py); `build_jobs`: each branch's
     synix_build_all job. A changed export file launches a build of every branch reading it.
-    `whole`: the definitions hold every branch, so assets outside `asset_keys` are orphans."""
+    `whole`: the definitions hold every branch, so assets outside `asset_keys` are orphans.
+    `running`: on by default (off when scale.toml says a deployment drives builds)."""
     loaded = {g.names.branch: file_digest(g.paths.pipeline_file) for g in graphs}
 
     @dg.sensor(name=SENSOR_NAME, minimum_interval_seconds=INTERVAL_SECONDS,
-               jobs=list(build_jobs.values()), default_status=dg.DefaultSensorStatus.RUNNING,
+               jobs=list(build_jobs.values()),
+               default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
                description="Watches the export folders of every branch's pipeline; on a new or "
                            "changed export it builds the whole memory of each branch reading it "
                            "(affected conversations, months/topics, core, search index, context "

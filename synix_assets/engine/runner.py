@@ -32,6 +32,7 @@ from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
 from synix_assets.project import ProjectPaths
+from synix_assets.scale.config import load_scale_config
 from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
@@ -204,7 +205,14 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
         defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
                           branches=[paths.branch])
         graph = branch_graph(paths, ctx.llm_identity, None)
-        launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+        scale = load_scale_config(paths.root)
+        if scale is None:
+            launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+        else:  # a distributed deployment builds the layers (docs/scale.md)
+            from synix_assets.scale.launcher import RemoteLauncher
+
+            launch = RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs,
+                                    graph)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
             _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
     except KeyboardInterrupt:
@@ -369,26 +377,30 @@ class _Launcher:
 
     def layer(self, pipeline, layer: str, plan):
         """One run over the partition range covering the layer's stale partitions."""
+        tags = {**self.tags(), "synix/layer": layer}
+        keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
+        order = self.partition_order(pipeline, layer, keys)
+        if order is not None:
+            tags.update(range_tags(order, keys))
+        return self.run(pipeline, [layer], tags)
+
+    def partition_order(self, pipeline, layer: str, keys: list[str]) -> list[str] | None:
+        """The layer's partition keys in Dagster's order, after registering those of `keys` its
+        dynamic partitions lack; None for an unpartitioned layer."""
         from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
 
-        tags = {**self.tags(), "synix/layer": layer}
         part = partitions_for(pipeline, layer, self.names)
-        if part is not None:
-            keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
-            name = dynamic_name(pipeline, layer, self.names)
-            if name:
-                have = self.instance.get_dynamic_partitions(name)
-                missing = [k for k in keys if k not in set(have)]
-                if missing:
-                    self.instance.add_dynamic_partitions(name, missing)
-                order = list(have) + missing
-            else:
-                order = list(part.get_partition_keys())
-                keys = [k for k in keys if k in order] or order[:1]
-            positions = sorted(order.index(k) for k in keys)
-            tags["dagster/asset_partition_range_start"] = order[positions[0]]
-            tags["dagster/asset_partition_range_end"] = order[positions[-1]]
-        return self.run(pipeline, [layer], tags)
+        if part is None:
+            return None
+        name = dynamic_name(pipeline, layer, self.names)
+        if not name:
+            return list(part.get_partition_keys())
+        have = self.instance.get_dynamic_partitions(name)
+        known = set(have)
+        missing = [k for k in keys if k not in known]
+        if missing:
+            self.instance.add_dynamic_partitions(name, missing)
+        return list(have) + missing
 
     def run(self, pipeline, names: list[str], tags: dict | None = None):
         """Materialize these layers/projections in one named run (`synix_build_<layer>`, or
@@ -433,6 +445,15 @@ class _Launcher:
             if left:
                 shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
                 raise LayerIncomplete(name, f"{cause} ({len(left)} partition(s) not built: {shown})")
+
+
+def range_tags(order: list[str], keys: list[str]) -> dict[str, str]:
+    """Dagster's run tags for the partition range from the first to the last of `keys` in
+    `order` (keys not in it are ignored; none left: the first partition)."""
+    where = {k: i for i, k in enumerate(order)}
+    positions = sorted(where[k] for k in keys if k in where) or [0]
+    return {"dagster/asset_partition_range_start": order[positions[0]],
+            "dagster/asset_partition_range_end": order[positions[-1]]}
 
 
 def _cause(error) -> str:

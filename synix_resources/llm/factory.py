@@ -4,8 +4,10 @@
 Configuration comes from arguments and is overridden by the environment: SYNIX_LLM_PROVIDER,
 SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_LLM_CONTEXT_TOKENS (the model's
 context window, for local servers whose size only their user knows), SYNIX_LLM_CONCURRENCY (requests
-in flight at once, e.g. lower for a rate-limited key), SYNIX_FAKE_LATENCY_S,
-SYNIX_FAKE_FAILURE_RATE. With no provider anywhere, `anthropic` is used when ANTHROPIC_API_KEY is
+in flight at once per process, e.g. lower for a rate-limited key), SYNIX_FAKE_LATENCY_S,
+SYNIX_FAKE_FAILURE_RATE, and the budget shared by every worker of a distributed build:
+SYNIX_LLM_SHARED_LIMIT_URL (a Redis URL, e.g. the Celery broker's) with
+SYNIX_LLM_MAX_REQUESTS_PER_S (`shared_limit.py`). With no provider anywhere, `anthropic` is used when ANTHROPIC_API_KEY is
 set, else the offline `extractive` summariser (with a warning).
 """
 from __future__ import annotations
@@ -69,12 +71,26 @@ def choose_provider(provider: str, api_key: str, env: Mapping[str, str]) -> str:
     return chosen
 
 
+def _limiter(env: Mapping[str, str], requests_per_minute: float, tokens_per_minute: float,
+             shared_url: str, shared_per_s: float):
+    local = (RateLimiter(requests_per_minute, tokens_per_minute)
+             if requests_per_minute or tokens_per_minute else None)
+    shared_url = env.get("SYNIX_LLM_SHARED_LIMIT_URL", "").strip() or shared_url
+    shared_per_s = _env_float(env, "SYNIX_LLM_MAX_REQUESTS_PER_S", shared_per_s)
+    if not shared_url:
+        return local
+    from .shared_limit import SharedRateLimiter
+
+    return SharedRateLimiter(shared_url, shared_per_s, local=local)
+
+
 def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_key: str = "",
                 temperature: float | None = None, max_tokens: int | None = None,
                 concurrency: int = 16, requests_per_minute: float = 0,
                 tokens_per_minute: float = 0, max_attempts: int = 6,
                 fake_latency_s: float = 0.0, fake_failure_rate: float = 0.0,
                 replay: bool = False, cache_path: str = "", context_tokens: int = 0,
+                shared_limit_url: str = "", max_requests_per_s: float = 0,
                 retry: RetryPolicy | None = None, env: Mapping[str, str] | None = None,
                 **provider_options) -> LLMClient:
     """Build the configured LLMClient (outside Dagster too, e.g. the CLI).
@@ -90,8 +106,8 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
     common = dict(
         concurrency=_env_concurrency(env, concurrency), temperature=temperature, max_tokens=max_tokens, replay=replay,
         retry=retry or RetryPolicy(max_attempts=max_attempts),
-        limiter=(RateLimiter(requests_per_minute, tokens_per_minute)
-                 if requests_per_minute or tokens_per_minute else None),
+        limiter=_limiter(env, requests_per_minute, tokens_per_minute, shared_limit_url,
+                         max_requests_per_s),
         cache=ResponseCache(cache_path) if cache_path else None,
         context_tokens=_env_context_tokens(env, context_tokens) or None)
     if chosen == "anthropic":

@@ -39,6 +39,9 @@ class LLMResource(dg.ConfigurableResource):
     requests_per_minute: float = Field(default=0, description="0 = unlimited")
     tokens_per_minute: float = Field(default=0, description="0 = unlimited")
     max_attempts: int = 6
+    shared_limit_url: str = Field(default="", description="Redis URL of the request budget shared "
+                                  "by all workers (docs/scale.md); empty = per-process limits only")
+    max_requests_per_s: float = Field(default=0, description="the shared budget, requests/second")
     fake_latency_s: float = 0.0
     fake_failure_rate: float = 0.0
     replay: bool = Field(default=False, description="answer from the response cache, no calls")
@@ -57,6 +60,8 @@ class LLMResource(dg.ConfigurableResource):
                     max_tokens=self.max_tokens, concurrency=self.concurrency,
                     requests_per_minute=self.requests_per_minute,
                     tokens_per_minute=self.tokens_per_minute, max_attempts=self.max_attempts,
+                    shared_limit_url=self.shared_limit_url,
+                    max_requests_per_s=self.max_requests_per_s,
                     fake_latency_s=self.fake_latency_s, fake_failure_rate=self.fake_failure_rate,
                     replay=self.replay, cache_path=self.cache_path,
                     context_tokens=self.context_tokens)

@@ -1,0 +1,98 @@
+"""A build spread over three Celery workers (PostgreSQL store and Dagster storage, Redis broker,
+Dagster's webserver/daemon/code server — scripts/scale_demo.py's deployment), one of them killed with
+SIGKILL mid-build: its step is taken over by another worker, nothing is lost or built twice, and
+the artifacts equal those of a single-machine build."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import scale_demo  # noqa: E402
+from synix_assets.project import ProjectPaths  # noqa: E402
+from synix_assets.web.process_tree import stop_group  # noqa: E402
+
+CONVERSATIONS = 60
+PER_RUN = 10
+BUILD_TIMEOUT_S = 600
+
+
+def _episodes_by(paths: ProjectPaths, worker: str) -> set[str]:
+    store = paths.open_store()
+    try:
+        return {a.group_key for a in store.list_layer("episodes")
+                if (a.audit or {}).get("worker") == worker}
+    finally:
+        store.close()
+
+
+def _celery_workers_of_runs(paths: ProjectPaths, job: str) -> dict[str, list[str]]:
+    """run id → the Celery workers that started its step, in order (Dagster's engine events)."""
+    import dagster as dg
+
+    instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        out = {}
+        for record in instance.get_run_records(filters=dg.RunsFilter(job_name=job)):
+            run_id = record.dagster_run.run_id
+            out[run_id] = [e.dagster_event.event_specific_data.metadata["Celery worker"].value
+                           for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
+                           if "Celery worker" in (e.dagster_event.event_specific_data.metadata or {})]
+        return out
+    finally:
+        instance.dispose()
+
+
+@pytest.mark.slow
+def test_three_workers_build_and_a_killed_workers_step_is_finished_elsewhere(tmp_path):
+    export = scale_demo.generate_exports(tmp_path / "conversations.json", CONVERSATIONS, months=6)
+    # one request in flight per worker, so every chunk of 10 takes seconds: the kill lands mid-step
+    dep = scale_demo.Deployment(tmp_path / "deploy", 3, export, latency_s=0.3, concurrency=1,
+                                max_requests_per_s=20, partitions_per_run=PER_RUN,
+                                visibility_timeout_s=15)
+    dep.base.mkdir()
+    try:
+        dep.start()
+        started = time.monotonic()
+        build = dep.build()
+        try:
+            victim_done = set()
+            deadline = time.monotonic() + BUILD_TIMEOUT_S
+            while not victim_done and time.monotonic() < deadline and build.poll() is None:
+                time.sleep(0.2)
+                victim_done = _episodes_by(dep.project, "w2")
+            assert victim_done, "w2 never built an episode"
+            dep.kill_worker("w2")  # mid-step: its chunk has more episodes to go
+            killed_at = set(victim_done)
+            build.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            stop_group(build)
+            raise
+        wall = time.monotonic() - started
+        assert build.returncode == 0, (dep.base / "synix-run.err").read_text(errors="replace")[-3000:]
+        report = dep.report()
+        assert report["status"] == "completed"
+
+        reference = scale_demo.artifacts(ProjectPaths(scale_demo.single_machine_build(tmp_path, export)))
+        result = scale_demo.summary(dep, wall, reference)
+        assert result["artifacts_match_single_machine"] is True
+        assert result["artifacts"]["episodes"] == CONVERSATIONS
+        assert result["duplicate_artifacts"] == 0  # nothing built twice
+        assert result["workers_used"] == 3
+        assert result["max_requests_per_s"] <= 20
+        # the dead worker built nothing after the kill; the others built the rest
+        assert _episodes_by(dep.project, "w2") == killed_at
+        assert sum(result["partitions_by_worker"].values()) >= CONVERSATIONS
+
+        # Dagster's record: one episodes run's step started on w2, then again on another worker
+        starts = _celery_workers_of_runs(dep.project, "synix_build_episodes")
+        taken_over = [w for w in starts.values() if len(w) >= 2 and w[0].startswith("w2@")]
+        assert taken_over and not taken_over[0][-1].startswith("w2@"), starts
+    finally:
+        dep.stop()
