@@ -30,6 +30,12 @@ DRILL_HITS = 5        # hits whose provenance is walked (an agent reads the firs
 TURNS_PER_ROUND = 2   # turns taken from each hit per round
 CONTEXT_HITS = 5      # hits whose text goes into a QA prompt
 CONTEXT_TURNS = 10    # drilled turns that go into a QA prompt
+LEAF_PASSAGES = 30    # turns ranked on the transcripts directly
+# The memory's ranking fuses the leaf ranking (the transcripts searched directly) with the
+# summaries' (hits credited with the sessions/turns they derive from) by weighted reciprocal
+# rank: weight / (FUSION_K + rank). A small k keeps the head of each list decisive.
+FUSION_K = 2
+SUMMARY_WEIGHT = 0.3
 
 
 @dataclass
@@ -47,6 +53,16 @@ class Ranking:
             self.sessions.append(session)
         if turn is not None and turn not in self.turns:
             self.turns.append(turn)
+
+
+def fuse_ranks(rankings: list[list[str]], weights: tuple[float, ...] = (1.0, SUMMARY_WEIGHT),
+               k: int = FUSION_K) -> list[str]:
+    """Weighted reciprocal-rank fusion of ranked id lists, best first (ties: first seen)."""
+    score: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for i, item in enumerate(ranking):
+            score[item] = score.get(item, 0.0) + weight / (k + i + 1)
+    return sorted(score, key=lambda item: -score[item])
 
 
 def case_docs(case: Case) -> list[IndexDoc]:
@@ -162,22 +178,40 @@ class MemoryRetriever:
         start = time.perf_counter()
         hits = self.index.search(question, mode=mode, limit=depth)
         below = [self.credit(h, question, mode) for h in hits[:DRILL_HITS]]
-        out = Ranking()
+        summaries = Ranking()
         # Read the hits in rounds: each hit's best session and best TURNS_PER_ROUND turns, then
         # the next ones, so one wrong hit cannot fill the top k with its own turns.
         for r in range(max((max(len(s), len(t)) for s, t in below), default=0)):
             for sessions, turns in below:
                 if r < len(sessions):
-                    out.add(sessions[r])
+                    summaries.add(sessions[r])
                 for turn in turns[r * TURNS_PER_ROUND:(r + 1) * TURNS_PER_ROUND]:
-                    out.add(None, turn)
+                    summaries.add(None, turn)
+        leaves = self.leaf_ranking(question, mode, depth)
+        out = Ranking(sessions=fuse_ranks([leaves.sessions, summaries.sessions]),
+                      turns=fuse_ranks([leaves.turns, summaries.turns]))
         out.ms = (time.perf_counter() - start) * 1000
         out.layers = [h.layer for h in hits]
-        out.hits_checked = len(hits)
-        out.hits_complete = sum(self.complete(h) for h in hits)
+        out.hits_checked = len(hits) + leaves.hits_checked
+        out.hits_complete = sum(self.complete(h) for h in hits) + leaves.hits_complete
         out.passages = [h.content for h in hits[:CONTEXT_HITS]] + \
             [self._text[t] for t in out.turns[:CONTEXT_TURNS] if t in self._text]
         return out, hits.notice
+
+    def leaf_ranking(self, question: str, mode: str, depth: int) -> Ranking:
+        """Sessions and turns ranked on the transcripts themselves (the leaves every summary
+        derives from): an agent searching its memory also reads below the summaries."""
+        out = Ranking()
+        docs = self.index.search(question, mode=mode, limit=depth, leaves=True)
+        for h in docs:
+            out.add(self._locate(h.sources[0].get("conversation_id") if h.sources else None, None)[0])
+        for h in self.index.search(question, mode=mode, limit=LEAF_PASSAGES, per="passage", leaves=True):
+            conv = h.sources[0].get("conversation_id") if h.sources else None
+            for mid in h.message_ids:
+                out.add(None, self._locate(conv, mid)[1])
+        out.hits_checked = len(docs)
+        out.hits_complete = sum(self.complete(h) for h in docs)
+        return out
 
     def close(self) -> None:
         self.index.close()

@@ -11,6 +11,7 @@ reads the artifact store: callers hand over `IndexDoc`s that already carry their
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -195,9 +196,18 @@ def with_document_prior(scored: list[tuple[int, float]], doc_of: dict[int, int],
 
 
 def message_speaker(body: str) -> str | None:
-    """The speaker of a message unit ("Caroline: …" → "caroline"), None for other units."""
-    head, sep, _ = body.partition(": ")
-    return head.strip().casefold() if sep and 0 < len(head) <= 40 and "\n" not in head else None
+    """The speaker of a message unit ("Caroline: …" → "caroline"), None for other units. A
+    message of a multi-party chat exported as one side of a two-role conversation reads
+    "User: Caroline: …": both names are its speaker ("user caroline")."""
+    names = []
+    rest = body
+    for _ in range(2):
+        head, sep, tail = rest.partition(": ")
+        if not (sep and 0 < len(head) <= 40 and "\n" not in head):
+            break
+        names.append(head.strip().casefold())
+        rest = tail
+    return " ".join(names) or None
 
 
 def with_speaker_prior(scored: list[tuple[int, float]], speakers: dict[int, str | None],
@@ -509,13 +519,15 @@ class SearchIndex:
     def search(self, query: str, *, layers: Iterable[str] | None = None, mode: str = "fts",
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
-               per: str = "artifact") -> SearchResults:
+               per: str = "artifact", leaves: bool = False) -> SearchResults:
         """Ranked hits for `query`.
 
         `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
         kept (lower ones via `drill_down`). `exact=True` finds the literal phrase in the leaves.
         `per="passage"` returns one hit per matched unit (a message of a transcript) instead of
-        one per artifact. `since`/`until` compare ISO date prefixes, inclusive.
+        one per artifact. `since`/`until` compare ISO date prefixes, inclusive. `leaves=True`
+        ranks only the leaves (level-0 artifacts, hidden transcripts included): the words of the
+        conversations themselves, below every summary ("leaf bypass").
         """
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
@@ -525,13 +537,13 @@ class SearchIndex:
             return SearchResults([], mode=mode, requested_mode=mode)
         layers = check_filters(layers=layers, since=since, until=until, source=source)
         layer_list = self._check_layers(layers)
-        filters = _Filters(layer_list, since, until, source)
+        filters = _Filters(layer_list, since, until, source, leaves)
         if exact:
             return SearchResults(self._exact(check_phrase(query), filters, limit), mode="exact",
                                  requested_mode="exact")
         parsed = parse_query(query)
         return self._ranked(parsed, mode, filters, limit, per,
-                            dedup=layer_list is None, restrict=None)
+                            dedup=layer_list is None and not leaves, restrict=None)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
@@ -577,7 +589,7 @@ class SearchIndex:
             used = "fts"
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
-        include_hidden = restrict is not None
+        include_hidden = restrict is not None or filters.leaves
         if used == "fts":
             scored = self._fts_units(parsed, filters, include_hidden, restrict)
         elif used == "semantic":
@@ -618,6 +630,8 @@ class SearchIndex:
         """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""
         w = BM25_WEIGHTS
         score = f"-bm25({table}, {w[0]}, {w[1]}, {w[2]})"
+        if table == schema.HIDDEN_FTS and filters.leaves:  # every hidden unit is a leaf's
+            filters = dataclasses.replace(filters, leaves=False)
         where, args = filters.sql(include_hidden=True, prefix="u")
         if not where:  # nothing to filter on: FTS alone, no join with units
             return self.db.execute(
@@ -860,11 +874,14 @@ class _Filters:
     since: str | None
     until: str | None
     source: str | None
+    leaves: bool = False  # only level-0 artifacts and hidden leaves
 
     def sql(self, include_hidden: bool, prefix: str = "d") -> tuple[str, list]:
         parts, args = [], []
         if not include_hidden:
             parts.append(f"{prefix}.searchable = 1")
+        if self.leaves:
+            parts.append(f"({prefix}.level = 0 OR {prefix}.searchable = 0)")
         if self.layers is not None:
             parts.append(f"{prefix}.layer IN ({','.join('?' * len(self.layers))})")
             args.extend(self.layers)
