@@ -31,6 +31,7 @@ TURNS_PER_ROUND = 2   # turns taken from each hit per round
 CONTEXT_HITS = 5      # hits whose text goes into a QA prompt
 CONTEXT_TURNS = 10    # drilled turns that go into a QA prompt
 LEAF_PASSAGES = 30    # turns ranked on the transcripts directly
+LEAF_POOL = 100       # ranked turns a summary hit's own turns are taken from
 # The memory's ranking fuses the leaf ranking (the transcripts searched directly) with the
 # summaries' (hits credited with the sessions/turns they derive from) by weighted reciprocal
 # rank: weight / (FUSION_K + rank). A small k keeps the head of each list decisive.
@@ -148,9 +149,11 @@ class MemoryRetriever:
                 and {a.artifact_id for a in leaves} == set(hit.provenance)
         return self._complete[hit.artifact_id]
 
-    def credit(self, hit, question: str, mode: str) -> tuple[list, list]:
+    def credit(self, hit, question: str, mode: str, leaf_turns: list | None = None) -> tuple[list, list]:
         """(sessions, turns) one hit is credited with, best first: the turns its drill-down
-        reaches and their sessions, then the sources the question's words did not reach."""
+        reaches and their sessions, then the sources the question's words did not reach.
+        `leaf_turns` ((transcript id, session, turn) best first, from `leaf_ranking`) replaces
+        the drill-down query: the hit's own turns are the ranked turns of its provenance."""
         sessions, turns = [], []
 
         def add(session, turn):
@@ -164,7 +167,12 @@ class MemoryRetriever:
             for mid in hit.message_ids:
                 add(*self._locate(conv, mid))
             return sessions, turns
-        for under in self.index.drill_down(hit.artifact_id, question, mode=mode,
+        if leaf_turns is not None:
+            mine = set(hit.provenance)
+            for aid, session, turn in leaf_turns:
+                if aid in mine:
+                    add(session, turn)
+        for under in [] if leaf_turns is not None else self.index.drill_down(hit.artifact_id, question, mode=mode,
                                            limit=DRILL_PASSAGES, per="passage"):
             conv = under.sources[0].get("conversation_id") if under.sources else None
             for mid in under.message_ids:
@@ -177,7 +185,8 @@ class MemoryRetriever:
         self.index.clear_query_cache()
         start = time.perf_counter()
         hits = self.index.search(question, mode=mode, limit=depth)
-        below = [self.credit(h, question, mode) for h in hits[:DRILL_HITS]]
+        leaves, pool = self.leaf_ranking(question, mode, depth)
+        below = [self.credit(h, question, mode, pool) for h in hits[:DRILL_HITS]]
         summaries = Ranking()
         # Read the hits in rounds: each hit's best session and best TURNS_PER_ROUND turns, then
         # the next ones, so one wrong hit cannot fill the top k with its own turns.
@@ -187,7 +196,6 @@ class MemoryRetriever:
                     summaries.add(sessions[r])
                 for turn in turns[r * TURNS_PER_ROUND:(r + 1) * TURNS_PER_ROUND]:
                     summaries.add(None, turn)
-        leaves = self.leaf_ranking(question, mode, depth)
         out = Ranking(sessions=fuse_ranks([leaves.sessions, summaries.sessions]),
                       turns=fuse_ranks([leaves.turns, summaries.turns]))
         out.ms = (time.perf_counter() - start) * 1000
@@ -198,20 +206,27 @@ class MemoryRetriever:
             [self._text[t] for t in out.turns[:CONTEXT_TURNS] if t in self._text]
         return out, hits.notice
 
-    def leaf_ranking(self, question: str, mode: str, depth: int) -> Ranking:
+    def leaf_ranking(self, question: str, mode: str, depth: int) -> tuple[Ranking, list]:
         """Sessions and turns ranked on the transcripts themselves (the leaves every summary
-        derives from): an agent searching its memory also reads below the summaries."""
+        derives from): an agent searching its memory also reads below the summaries. Also the
+        pool of ranked turns, (transcript id, session, turn) best first, that summary hits are
+        expanded into (each hit's turns are the pool's turns of its provenance)."""
         out = Ranking()
         docs = self.index.search(question, mode=mode, limit=depth, leaves=True)
         for h in docs:
             out.add(self._locate(h.sources[0].get("conversation_id") if h.sources else None, None)[0])
-        for h in self.index.search(question, mode=mode, limit=LEAF_PASSAGES, per="passage", leaves=True):
+        pool = []
+        for h in self.index.search(question, mode=mode, limit=LEAF_POOL, per="passage", leaves=True):
             conv = h.sources[0].get("conversation_id") if h.sources else None
             for mid in h.message_ids:
-                out.add(None, self._locate(conv, mid)[1])
+                session, turn = self._locate(conv, mid)
+                if turn is not None:
+                    pool.append((h.artifact_id, session, turn))
+        for _, _, turn in pool[:LEAF_PASSAGES]:
+            out.add(None, turn)
         out.hits_checked = len(docs)
         out.hits_complete = sum(self.complete(h) for h in docs)
-        return out
+        return out, pool
 
     def close(self) -> None:
         self.index.close()

@@ -12,6 +12,7 @@ reads the artifact store: callers hand over `IndexDoc`s that already carry their
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import re
@@ -66,6 +67,7 @@ DOCUMENT_PRIOR = 0.5
 # Picked on LoCoMo conv-26/30/41 (hybrid turn R@10 +1.0), checked on conv-42/43.
 SPEAKER_PRIOR = 0.15
 QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
+SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
 # Bumped when what `units.title` holds changes, so `sync` rewrites old indexes' unit titles.
 UNIT_TITLE_FORMAT = "title+date-1"
 
@@ -244,6 +246,7 @@ def _highlight(text: str, stems: set[str], width: int = 240) -> str:
     return re.sub(r"[^\W_]+", mark, best)
 
 
+@functools.lru_cache(maxsize=65536)  # called for every word of every snippet candidate
 def _stem(word: str) -> str:
     # A light suffix strip, only to decide what to highlight; ranking uses FTS5's porter.
     for suffix in ("ing", "ed", "es", "s"):
@@ -283,6 +286,7 @@ class SearchIndex:
         self._matrix_units: np.ndarray | None = None
         self._matrix_generation: str | None = None
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._scored_units: OrderedDict[tuple, list] = OrderedDict()
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -590,7 +594,13 @@ class SearchIndex:
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
         include_hidden = restrict is not None or filters.leaves
-        if used == "fts":
+        # The same query is often ranked twice (per artifact, then per passage): its unit scores
+        # are kept for the next call while the index is unchanged (not for drill-downs).
+        key = None if restrict is not None else (parsed.text, used, repr(filters), self._generation())
+        scored = self._scored_units.get(key) if key is not None else None
+        if scored is not None:
+            self._scored_units.move_to_end(key)
+        elif used == "fts":
             scored = self._fts_units(parsed, filters, include_hidden, restrict)
         elif used == "semantic":
             scored = self._vector_units(*self._similarities(parsed.text), filters,
@@ -600,6 +610,10 @@ class SearchIndex:
             unit_ids, sims = self._similarities(parsed.text)
             semantic = self._vector_units(unit_ids, sims, filters, include_hidden, restrict)
             scored = fuse_scores(lexical, semantic, unit_ids, sims, SEMANTIC_WEIGHT)
+        if key is not None and key not in self._scored_units:
+            self._scored_units[key] = scored
+            if len(self._scored_units) > SCORED_QUERY_CACHE:
+                self._scored_units.popitem(last=False)
         hits = self._group(scored, parsed, per, limit, dedup)
         return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
 
@@ -671,6 +685,7 @@ class SearchIndex:
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time each mode from a cold cache)."""
         self._query_vectors.clear()
+        self._scored_units.clear()
 
     def _query_vector(self, text: str) -> np.ndarray:
         vec = self._query_vectors.get(text)
