@@ -101,7 +101,7 @@ def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json,
     settings = EvalSettings(modes=modes, systems=systems, qa=use_qa,
                             qa_mode="hybrid" if "hybrid" in modes else modes[0])
     db = Path(results) if results else (results_path(project.state_dir) if project else None)
-    progress = None if as_json else _progress_printer()
+    progress = _progress_printer()  # on stderr: stdout stays one JSON object with --json
     if targets:
         outcome = run_branches(bench, targets, settings=settings, results_db=db, progress=progress)
     else:

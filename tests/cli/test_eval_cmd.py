@@ -58,6 +58,7 @@ def test_raw_rag_json_keeps_the_metric_names_with_known_recall(data_file, tmp_pa
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["questions"] == 3 and list(out["systems"]) == ["raw-rag"]
+    assert "questions 3/3" in result.stderr  # progress goes to stderr, stdout stays JSON
     fts = out["systems"]["raw-rag"]["fts"]
     assert fts["session_recall@1"] == round(2 / 3, 4)
     assert fts["turn_recall@10"] == round(2 / 3, 4)
