@@ -11,6 +11,10 @@ latency per system × mode: per conversation, for the tuning half (the first thr
 conversations of the file), the held-out half (the others) and all. `--no-run` only re-reads the
 newest recorded runs. Target (issue 15, categories 1-4, no LLM at query time):
 S@5 >= 0.97, T@10 >= 0.90, p50 <= 50 ms.
+
+`--latency MODE` then asks every question again of the built memories and the raw-rag indexes
+(the same retrievers the eval uses) and prints wall-clock and CPU p50/p95 per query with the
+load average: on a shared machine the wall clock mostly measures the other processes.
 """
 from __future__ import annotations
 
@@ -19,11 +23,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from synix_assets.eval import workspace
 from synix_assets.eval.data import load_locomo
 from synix_assets.eval.metrics import percentile
 from synix_assets.eval.results import ResultsStore, results_path
+from synix_assets.eval.retrieval import MemoryRetriever, RawRag
+from synix_assets.project import ProjectPaths
 
 TARGET = {"S@5": 0.97, "T@10": 0.90, "p50 ms": 50.0}
 
@@ -44,6 +52,38 @@ def figures(rows: list[dict]) -> tuple[float, float, float, int]:
     return s5, t10, percentile([r["ms"] for r in rows], 50), n
 
 
+def latency(project: Path, data: Path, branches: list[str], mode: str) -> None:
+    bench = load_locomo(data)
+    print(f"\nlatency, {mode} ({bench.questions} questions each), load average before: "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("| system | wall p50 ms | wall p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---|---|---|---|")
+    main_paths = ProjectPaths(project.resolve())
+    systems = [(b, lambda case, b=b: _memory(main_paths.on_branch(b), case)) for b in branches]
+    systems.append(("raw-rag", lambda case: RawRag(
+        case, workspace.case_folder(main_paths, "locomo", case.case_id) / "raw-rag.sqlite")))
+    for name, make in systems:
+        wall, cpu = [], []
+        for case in bench.cases:
+            retriever = make(case)
+            retriever.rank("warm up the model and the vector matrix", mode)
+            try:
+                for q in case.questions:
+                    w0, c0 = time.perf_counter(), time.process_time()
+                    retriever.rank(q.text, mode)
+                    wall.append((time.perf_counter() - w0) * 1000)
+                    cpu.append((time.process_time() - c0) * 1000)
+            finally:
+                retriever.close()
+        print(f"| {name} | {percentile(wall, 50):.1f} | {percentile(wall, 95):.1f} | "
+              f"{percentile(cpu, 50):.1f} | {percentile(cpu, 95):.1f} |")
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def _memory(paths: ProjectPaths, case) -> MemoryRetriever:
+    state = workspace.case_folder(paths, "locomo", case.case_id) / ".synix"
+    return MemoryRetriever(case, state / "search.db", state / "synix.db")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--project", required=True, type=Path)
@@ -52,6 +92,7 @@ def main() -> None:
     ap.add_argument("--modes", default="fts,hybrid")
     ap.add_argument("--tuning", type=int, default=3, help="the first N conversations are the tuning half")
     ap.add_argument("--no-run", action="store_true", help="only read the newest recorded runs")
+    ap.add_argument("--latency", metavar="MODE", help="then time every question again in this mode")
     args = ap.parse_args()
     if not args.no_run:
         run_cli(args.project, args.data, args.branch or ["main"], args.modes)
@@ -81,6 +122,8 @@ def main() -> None:
         met = [s5 >= TARGET["S@5"], t10 >= TARGET["T@10"], p50 <= TARGET["p50 ms"]]
         print(f"{system}/{mode}: S@5 {s5:.3f} {'met' if met[0] else 'NOT met'}, "
               f"T@10 {t10:.3f} {'met' if met[1] else 'NOT met'}, p50 {p50:.1f} ms {'met' if met[2] else 'NOT met'}")
+    if args.latency:
+        latency(args.project, args.data, args.branch or ["main"], args.latency)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """Two ways to answer "which sessions and turns hold the evidence?" for one case.
 
-`MemoryRetriever` searches the memory a pipeline built, as an agent would: one altitude search
-over every indexed layer (the highest hit of a lineage wins), then, hit by hit, down its
-provenance: `drill_down(hit, question, per="passage")` ranks the source turns under the hit. A
-hit is credited with the sessions it derives from, in the order its drill-down reaches them
-(matched turns first, then the rest of its sources), so an episode or monthly hit counts for
-its source sessions and k still means "k sessions (or turns) read". Each hit's lineage is
-checked in the artifact store (`leaves`) against the index's provenance: every hit must trace
-to benchmark turns.
+`MemoryRetriever` searches the memory a pipeline built, as an agent would, and fuses two
+rankings. Summaries: one altitude search over every indexed layer (the highest hit of a lineage
+wins), then, hit by hit, down its provenance: the hit's own source turns, ranked by the question
+(the leaf ranking restricted to its transcripts, or `drill_down(hit, question, per="passage")`).
+A hit is credited with the sessions it derives from, matched turns first, then the rest of its
+sources, so an episode or monthly hit counts for its source sessions. Leaves: the transcripts
+themselves, searched directly (`search(..., leaves=True)`). k still means "k sessions (or turns)
+read". Each hit's lineage is checked in the artifact store (`leaves`) against the index's
+provenance: every hit must trace to benchmark turns.
 
 `RawRag` is the baseline with no pipeline: every session's raw turns indexed and searched
 (session = artifact search, turn = passage search) — the search engine alone.
@@ -169,14 +170,14 @@ class MemoryRetriever:
             return sessions, turns
         if leaf_turns is not None:
             mine = set(hit.provenance)
-            for aid, session, turn in leaf_turns:
-                if aid in mine:
-                    add(session, turn)
-        for under in [] if leaf_turns is not None else self.index.drill_down(hit.artifact_id, question, mode=mode,
-                                           limit=DRILL_PASSAGES, per="passage"):
-            conv = under.sources[0].get("conversation_id") if under.sources else None
-            for mid in under.message_ids:
-                add(*self._locate(conv, mid))
+            ranked = [(session, turn) for aid, session, turn in leaf_turns if aid in mine]
+        else:
+            ranked = [self._locate(under.sources[0].get("conversation_id") if under.sources else None, mid)
+                      for under in self.index.drill_down(hit.artifact_id, question, mode=mode,
+                                                         limit=DRILL_PASSAGES, per="passage")
+                      for mid in under.message_ids]
+        for session, turn in ranked:
+            add(session, turn)
         for src in hit.sources:  # sources the words did not reach still derive the hit
             add(self._locate(src.get("conversation_id"), None)[0], None)
         return sessions, turns
