@@ -47,7 +47,10 @@ def _common(fn):
         click.option("--results", type=click.Path(dir_okay=False), default=None,
                      help="Results file (default: the project's .synix/eval/results.db)."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results."),
-        project_option,
+        click.option("--branch", "branches", multiple=True, metavar="NAME",
+                     help="Evaluate this branch's pipeline (repeatable: branches side by side; "
+                          "default: the project's current branch)."),
+        project_dir_option,
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -66,27 +69,48 @@ def _project(ctx, required: bool):
         return None
 
 
-def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json) -> None:
+def _branches(ctx, names: tuple[str, ...], no_memory: bool, name: str | None) -> list[tuple[str, object]]:
+    """(results name, ProjectPaths) of every branch to evaluate; [] for baselines only."""
+    if no_memory:
+        if names:
+            raise click.UsageError("--branch evaluates a pipeline; drop --no-memory or --branch")
+        return []
+    if len(names) > 1 and name:
+        raise click.UsageError("--name names one branch's results; with several --branch each keeps its own name")
+    out = []
+    for branch in dict.fromkeys(names) or [None]:
+        if branch is not None:
+            ctx.ensure_object(dict)["branch"] = branch
+        project = _project(ctx, required=True)
+        label = name or branch or (project.root.name if project.branch == "main" else project.branch)
+        out.append((label, project))
+    return out
+
+
+def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json, branches) -> None:
     from synix_assets.eval import qa as qa_mod
     from synix_assets.eval.results import results_path
-    from synix_assets.eval.runner import EvalSettings, run_eval
+    from synix_assets.eval.runner import EvalSettings, run_branches, run_eval
 
-    project = _project(ctx, required=not no_memory)
     systems = tuple(([] if no_memory else ["memory"]) + list(dict.fromkeys(baselines)))
     if not systems:
         raise click.UsageError("--no-memory needs at least one --baseline")
+    targets = _branches(ctx, branches, no_memory, name)
+    project = targets[0][1] if targets else _project(ctx, required=False)
     use_qa = qa_mod.model_configured() if qa is None else qa
     settings = EvalSettings(modes=modes, systems=systems, qa=use_qa,
                             qa_mode="hybrid" if "hybrid" in modes else modes[0])
-    branch = name or ((project.root.name if project.branch == "main" else project.branch)
-                      if project else "baseline")
     db = Path(results) if results else (results_path(project.state_dir) if project else None)
-    result = run_eval(bench, project=project, branch=branch, settings=settings, results_db=db,
-                      progress=None if as_json else _progress_printer())
-    if as_json:
-        click.echo(json.dumps(_json_out(result), indent=2))
+    progress = _progress_printer()  # on stderr: stdout stays one JSON object with --json
+    if targets:
+        outcome = run_branches(bench, targets, settings=settings, results_db=db, progress=progress)
     else:
-        _print(result, db)
+        outcome = [run_eval(bench, project=None, branch=name or "baseline", settings=settings,
+                            results_db=db, progress=progress)]
+    if as_json:
+        click.echo(json.dumps(_json_out(outcome), indent=2))
+    else:
+        _print(outcome, db)
 
 
 def _progress_printer():
@@ -105,15 +129,16 @@ def _progress_printer():
     return show
 
 
-def _json_out(result: dict) -> dict:
-    run = result["run"]
-    systems = {}
-    for system, modes in result["systems"].items():
-        systems[run["branch"] if system == "memory" else system] = modes
-    return {"questions": run["questions"], "run": run, "systems": systems}
+def _json_out(results: list[dict]) -> dict:
+    """{"systems": {branch or baseline: {mode: metrics}}}; "run" is the first branch's run
+    (every run under "runs")."""
+    from synix_assets.eval.runner import combined
+
+    return {"questions": results[0]["run"]["questions"], "run": results[0]["run"],
+            "runs": [r["run"] for r in results], "systems": combined(results)}
 
 
-def _print(result: dict, db) -> None:
+def _print(results: list[dict], db) -> None:
     from rich.markup import escape
 
     from synix_assets.cli import render
@@ -122,8 +147,8 @@ def _print(result: dict, db) -> None:
     out = render.console()
     if not out.is_terminal:  # redirected to a file: never truncate the numbers
         out.width = max(out.width, 200)
-    run = result["run"]
-    head, body = table_rows(rows_of([result]))
+    run = results[0]["run"]
+    head, body = table_rows(rows_of(results))
     keep = [i for i in range(1, len(head)) if any(row[i] != "–" for row in body)]  # drop empty columns
     head, body = [head[i] for i in keep], [[row[i] for i in keep] for row in body]
     table = render.make_table(*head, title=f"{run['benchmark']} — {run['questions']} questions "
@@ -131,15 +156,17 @@ def _print(result: dict, db) -> None:
     for row in body:
         table.add_row(*row)
     out.print(table)
-    if run.get("builds"):
-        out.print(f"built {len(run['builds'])} memories through the pipeline in {run['build_seconds']:.1f} s, "
-                  f"{run['build_llm_calls']} LLM calls")
-    for key, notice in run.get("notices", {}).items():
-        out.print(f"[yellow]note:[/] {escape(key)}: {escape(notice)}")
+    for r in (res["run"] for res in results):
+        if r.get("builds"):
+            out.print(f"{escape(r['branch'])}: built {len(r['builds'])} memories through the pipeline in "
+                      f"{r['build_seconds']:.1f} s, {r['build_llm_calls']} LLM calls")
+        for key, notice in r.get("notices", {}).items():
+            out.print(f"[yellow]note:[/] {escape(key)}: {escape(notice)}")
     if run.get("qa_note"):
         out.print(f"[yellow]note:[/] {escape(run['qa_note'])}")
     if db is not None:
-        out.print(f"recorded as run {run.get('run_id')} in {escape(str(db))}; `synix eval report` compares runs")
+        ids = ", ".join(str(res["run"].get("run_id")) for res in results)
+        out.print(f"recorded as run {ids} in {escape(str(db))}; `synix eval report` compares runs")
 
 
 @eval_group.command()

@@ -1,13 +1,14 @@
 """Two ways to answer "which sessions and turns hold the evidence?" for one case.
 
-`MemoryRetriever` searches the memory a pipeline built, as an agent would: one altitude search
-over every indexed layer (the highest hit of a lineage wins), then, hit by hit, down its
-provenance: `drill_down(hit, question, per="passage")` ranks the source turns under the hit. A
-hit is credited with the sessions it derives from, in the order its drill-down reaches them
-(matched turns first, then the rest of its sources), so an episode or monthly hit counts for
-its source sessions and k still means "k sessions (or turns) read". Each hit's lineage is
-checked in the artifact store (`leaves`) against the index's provenance: every hit must trace
-to benchmark turns.
+`MemoryRetriever` searches the memory a pipeline built, as an agent would, and fuses two
+rankings. Summaries: one altitude search over every indexed layer (the highest hit of a lineage
+wins), then, hit by hit, down its provenance: the hit's own source turns, ranked by the question
+(the leaf ranking restricted to its transcripts, or `drill_down(hit, question, per="passage")`).
+A hit is credited with the sessions it derives from, matched turns first, then the rest of its
+sources, so an episode or monthly hit counts for its source sessions. Leaves: the transcripts
+themselves, searched directly (`search(..., leaves=True)`). k still means "k sessions (or turns)
+read". Each hit's lineage is checked in the artifact store (`leaves`) against the index's
+provenance: every hit must trace to benchmark turns.
 
 `RawRag` is the baseline with no pipeline: every session's raw turns indexed and searched
 (session = artifact search, turn = passage search) — the search engine alone.
@@ -30,6 +31,13 @@ DRILL_HITS = 5        # hits whose provenance is walked (an agent reads the firs
 TURNS_PER_ROUND = 2   # turns taken from each hit per round
 CONTEXT_HITS = 5      # hits whose text goes into a QA prompt
 CONTEXT_TURNS = 10    # drilled turns that go into a QA prompt
+LEAF_PASSAGES = 30    # turns ranked on the transcripts directly
+LEAF_POOL = 100       # ranked turns a summary hit's own turns are taken from
+# The memory's ranking fuses the leaf ranking (the transcripts searched directly) with the
+# summaries' (hits credited with the sessions/turns they derive from) by weighted reciprocal
+# rank: weight / (FUSION_K + rank). A small k keeps the head of each list decisive.
+FUSION_K = 2
+SUMMARY_WEIGHT = 0.3
 
 
 @dataclass
@@ -47,6 +55,16 @@ class Ranking:
             self.sessions.append(session)
         if turn is not None and turn not in self.turns:
             self.turns.append(turn)
+
+
+def fuse_ranks(rankings: list[list[str]], weights: tuple[float, ...] = (1.0, SUMMARY_WEIGHT),
+               k: int = FUSION_K) -> list[str]:
+    """Weighted reciprocal-rank fusion of ranked id lists, best first (ties: first seen)."""
+    score: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for i, item in enumerate(ranking):
+            score[item] = score.get(item, 0.0) + weight / (k + i + 1)
+    return sorted(score, key=lambda item: -score[item])
 
 
 def case_docs(case: Case) -> list[IndexDoc]:
@@ -132,9 +150,11 @@ class MemoryRetriever:
                 and {a.artifact_id for a in leaves} == set(hit.provenance)
         return self._complete[hit.artifact_id]
 
-    def credit(self, hit, question: str, mode: str) -> tuple[list, list]:
+    def credit(self, hit, question: str, mode: str, leaf_turns: list | None = None) -> tuple[list, list]:
         """(sessions, turns) one hit is credited with, best first: the turns its drill-down
-        reaches and their sessions, then the sources the question's words did not reach."""
+        reaches and their sessions, then the sources the question's words did not reach.
+        `leaf_turns` ((transcript id, session, turn) best first, from `leaf_ranking`) replaces
+        the drill-down query: the hit's own turns are the ranked turns of its provenance."""
         sessions, turns = [], []
 
         def add(session, turn):
@@ -148,11 +168,16 @@ class MemoryRetriever:
             for mid in hit.message_ids:
                 add(*self._locate(conv, mid))
             return sessions, turns
-        for under in self.index.drill_down(hit.artifact_id, question, mode=mode,
-                                           limit=DRILL_PASSAGES, per="passage"):
-            conv = under.sources[0].get("conversation_id") if under.sources else None
-            for mid in under.message_ids:
-                add(*self._locate(conv, mid))
+        if leaf_turns is not None:
+            mine = set(hit.provenance)
+            ranked = [(session, turn) for aid, session, turn in leaf_turns if aid in mine]
+        else:
+            ranked = [self._locate(under.sources[0].get("conversation_id") if under.sources else None, mid)
+                      for under in self.index.drill_down(hit.artifact_id, question, mode=mode,
+                                                         limit=DRILL_PASSAGES, per="passage")
+                      for mid in under.message_ids]
+        for session, turn in ranked:
+            add(session, turn)
         for src in hit.sources:  # sources the words did not reach still derive the hit
             add(self._locate(src.get("conversation_id"), None)[0], None)
         return sessions, turns
@@ -161,23 +186,48 @@ class MemoryRetriever:
         self.index.clear_query_cache()
         start = time.perf_counter()
         hits = self.index.search(question, mode=mode, limit=depth)
-        below = [self.credit(h, question, mode) for h in hits[:DRILL_HITS]]
-        out = Ranking()
+        leaves, pool = self.leaf_ranking(question, mode, depth)
+        below = [self.credit(h, question, mode, pool) for h in hits[:DRILL_HITS]]
+        summaries = Ranking()
         # Read the hits in rounds: each hit's best session and best TURNS_PER_ROUND turns, then
         # the next ones, so one wrong hit cannot fill the top k with its own turns.
         for r in range(max((max(len(s), len(t)) for s, t in below), default=0)):
             for sessions, turns in below:
                 if r < len(sessions):
-                    out.add(sessions[r])
+                    summaries.add(sessions[r])
                 for turn in turns[r * TURNS_PER_ROUND:(r + 1) * TURNS_PER_ROUND]:
-                    out.add(None, turn)
+                    summaries.add(None, turn)
+        out = Ranking(sessions=fuse_ranks([leaves.sessions, summaries.sessions]),
+                      turns=fuse_ranks([leaves.turns, summaries.turns]))
         out.ms = (time.perf_counter() - start) * 1000
         out.layers = [h.layer for h in hits]
-        out.hits_checked = len(hits)
-        out.hits_complete = sum(self.complete(h) for h in hits)
+        out.hits_checked = len(hits) + leaves.hits_checked
+        out.hits_complete = sum(self.complete(h) for h in hits) + leaves.hits_complete
         out.passages = [h.content for h in hits[:CONTEXT_HITS]] + \
             [self._text[t] for t in out.turns[:CONTEXT_TURNS] if t in self._text]
         return out, hits.notice
+
+    def leaf_ranking(self, question: str, mode: str, depth: int) -> tuple[Ranking, list]:
+        """Sessions and turns ranked on the transcripts themselves (the leaves every summary
+        derives from): an agent searching its memory also reads below the summaries. Also the
+        pool of ranked turns, (transcript id, session, turn) best first, that summary hits are
+        expanded into (each hit's turns are the pool's turns of its provenance)."""
+        out = Ranking()
+        docs = self.index.search(question, mode=mode, limit=depth, leaves=True)
+        for h in docs:
+            out.add(self._locate(h.sources[0].get("conversation_id") if h.sources else None, None)[0])
+        pool = []
+        for h in self.index.search(question, mode=mode, limit=LEAF_POOL, per="passage", leaves=True):
+            conv = h.sources[0].get("conversation_id") if h.sources else None
+            for mid in h.message_ids:
+                session, turn = self._locate(conv, mid)
+                if turn is not None:
+                    pool.append((h.artifact_id, session, turn))
+        for _, _, turn in pool[:LEAF_PASSAGES]:
+            out.add(None, turn)
+        out.hits_checked = len(docs)
+        out.hits_complete = sum(self.complete(h) for h in docs)
+        return out, pool
 
     def close(self) -> None:
         self.index.close()

@@ -6,6 +6,7 @@ that pipeline; comparing branches is running it per project and reading the resu
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -162,6 +163,43 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
         with ResultsStore(results_db) as store:
             result["run"]["run_id"] = store.record(result)
     return result
+
+
+def run_branches(bench: Benchmark, branches: list[tuple[str, ProjectPaths]], *,
+                 settings: EvalSettings, results_db: Path | None = None,
+                 progress: Callable[[Progress], None] | None = None) -> list[dict]:
+    """Evaluate several branches' pipelines on the same questions, one recorded run each.
+
+    The baselines do not depend on the pipeline, so they are measured once, with the first
+    branch. Progress counts the questions of every branch, so its ETA covers the whole call.
+    """
+    notify = progress or (lambda p: None)
+    started = time.monotonic()
+    total = bench.questions * len(branches)
+    results = []
+    for i, (name, project) in enumerate(branches):
+        offset = bench.questions * i
+        systems = settings.systems if i == 0 else tuple(s for s in settings.systems if s == "memory")
+        if not systems:
+            continue
+
+        def shifted(p: Progress, name=name, offset=offset) -> None:
+            notify(Progress(offset + p.done, total, time.monotonic() - started, p.stage,
+                            f"branch {name}: {p.detail}" if p.detail else f"branch {name}"))
+        results.append(run_eval(bench, project=project, branch=name,
+                                settings=dataclasses.replace(settings, systems=systems),
+                                results_db=results_db, progress=shifted))
+    return results
+
+
+def combined(results: list[dict]) -> dict:
+    """{system: {mode: summary}} of several runs side by side: a memory under its branch's
+    name, a baseline under its own."""
+    out: dict = {}
+    for result in results:
+        for system, modes in result["systems"].items():
+            out[result["run"]["branch"] if system == "memory" else system] = modes
+    return out
 
 
 def summarise_rows(rows: Iterable[dict], ks: Iterable[int] = metrics.KS) -> dict:

@@ -118,7 +118,7 @@ def run_synixbench(project: ProjectPaths, *, branch: str, results_db: Path | Non
                    questions: Path = QUESTIONS, llm_config: dict | None = None,
                    embeddings: bool = True) -> dict:
     spec = json.loads(Path(questions).read_text(encoding="utf-8"))
-    paths = workspace.scratch_project(project, project.state_dir / workspace.EVAL_DIR / "synixbench", DEMO,
+    paths = workspace.scratch_project(project, workspace.bench_folder(project, "synixbench"), DEMO,
                                       embeddings=embeddings)
     report = workspace.build(paths, llm_config=llm_config)
     mem = _Memory(paths)

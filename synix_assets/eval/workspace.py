@@ -71,13 +71,16 @@ pipeline = eval_pipeline({source!r}, {exports!r}, {root!r}, embeddings={embeddin
 '''
 
 
-def case_folder(project: ProjectPaths, benchmark: str, case_id: str) -> Path:
+def bench_folder(project: ProjectPaths, benchmark: str) -> Path:
     """Each branch evaluates in its own scratch folders (all share the project's LLM cache)."""
-    name = _SAFE.sub("_", case_id).strip("_") or "case"
     base = project.state_dir / EVAL_DIR
     if project.branch != "main":
         base = base / "branches" / project.branch
-    return base / benchmark / name
+    return base / benchmark
+
+
+def case_folder(project: ProjectPaths, benchmark: str, case_id: str) -> Path:
+    return bench_folder(project, benchmark) / (_SAFE.sub("_", case_id).strip("_") or "case")
 
 
 def prepare(project: ProjectPaths, benchmark: str, case: Case, *, embeddings: bool = True) -> EvalPaths:

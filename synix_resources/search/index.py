@@ -11,6 +11,8 @@ reads the artifact store: callers hand over `IndexDoc`s that already carry their
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
 import re
@@ -65,6 +67,7 @@ DOCUMENT_PRIOR = 0.5
 # Picked on LoCoMo conv-26/30/41 (hybrid turn R@10 +1.0), checked on conv-42/43.
 SPEAKER_PRIOR = 0.15
 QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
+SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
 # Bumped when what `units.title` holds changes, so `sync` rewrites old indexes' unit titles.
 UNIT_TITLE_FORMAT = "title+date-1"
 
@@ -195,9 +198,18 @@ def with_document_prior(scored: list[tuple[int, float]], doc_of: dict[int, int],
 
 
 def message_speaker(body: str) -> str | None:
-    """The speaker of a message unit ("Caroline: …" → "caroline"), None for other units."""
-    head, sep, _ = body.partition(": ")
-    return head.strip().casefold() if sep and 0 < len(head) <= 40 and "\n" not in head else None
+    """The speaker of a message unit ("Caroline: …" → "caroline"), None for other units. A
+    message of a multi-party chat exported as one side of a two-role conversation reads
+    "User: Caroline: …": both names are its speaker ("user caroline")."""
+    names = []
+    rest = body
+    for _ in range(2):
+        head, sep, tail = rest.partition(": ")
+        if not (sep and 0 < len(head) <= 40 and "\n" not in head):
+            break
+        names.append(head.strip().casefold())
+        rest = tail
+    return " ".join(names) or None
 
 
 def with_speaker_prior(scored: list[tuple[int, float]], speakers: dict[int, str | None],
@@ -234,6 +246,7 @@ def _highlight(text: str, stems: set[str], width: int = 240) -> str:
     return re.sub(r"[^\W_]+", mark, best)
 
 
+@functools.lru_cache(maxsize=65536)  # called for every word of every snippet candidate
 def _stem(word: str) -> str:
     # A light suffix strip, only to decide what to highlight; ranking uses FTS5's porter.
     for suffix in ("ing", "ed", "es", "s"):
@@ -273,6 +286,7 @@ class SearchIndex:
         self._matrix_units: np.ndarray | None = None
         self._matrix_generation: str | None = None
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._scored_units: OrderedDict[tuple, list] = OrderedDict()
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -509,13 +523,15 @@ class SearchIndex:
     def search(self, query: str, *, layers: Iterable[str] | None = None, mode: str = "fts",
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
-               per: str = "artifact") -> SearchResults:
+               per: str = "artifact", leaves: bool = False) -> SearchResults:
         """Ranked hits for `query`.
 
         `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
         kept (lower ones via `drill_down`). `exact=True` finds the literal phrase in the leaves.
         `per="passage"` returns one hit per matched unit (a message of a transcript) instead of
-        one per artifact. `since`/`until` compare ISO date prefixes, inclusive.
+        one per artifact. `since`/`until` compare ISO date prefixes, inclusive. `leaves=True`
+        ranks only the leaves (level-0 artifacts, hidden transcripts included): the words of the
+        conversations themselves, below every summary ("leaf bypass").
         """
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
@@ -525,13 +541,13 @@ class SearchIndex:
             return SearchResults([], mode=mode, requested_mode=mode)
         layers = check_filters(layers=layers, since=since, until=until, source=source)
         layer_list = self._check_layers(layers)
-        filters = _Filters(layer_list, since, until, source)
+        filters = _Filters(layer_list, since, until, source, leaves)
         if exact:
             return SearchResults(self._exact(check_phrase(query), filters, limit), mode="exact",
                                  requested_mode="exact")
         parsed = parse_query(query)
         return self._ranked(parsed, mode, filters, limit, per,
-                            dedup=layer_list is None, restrict=None)
+                            dedup=layer_list is None and not leaves, restrict=None)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
@@ -577,8 +593,14 @@ class SearchIndex:
             used = "fts"
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
-        include_hidden = restrict is not None
-        if used == "fts":
+        include_hidden = restrict is not None or filters.leaves
+        # The same query is often ranked twice (per artifact, then per passage): its unit scores
+        # are kept for the next call while the index is unchanged (not for drill-downs).
+        key = None if restrict is not None else (parsed.text, used, repr(filters), self._generation())
+        scored = self._scored_units.get(key) if key is not None else None
+        if scored is not None:
+            self._scored_units.move_to_end(key)
+        elif used == "fts":
             scored = self._fts_units(parsed, filters, include_hidden, restrict)
         elif used == "semantic":
             scored = self._vector_units(*self._similarities(parsed.text), filters,
@@ -588,6 +610,10 @@ class SearchIndex:
             unit_ids, sims = self._similarities(parsed.text)
             semantic = self._vector_units(unit_ids, sims, filters, include_hidden, restrict)
             scored = fuse_scores(lexical, semantic, unit_ids, sims, SEMANTIC_WEIGHT)
+        if key is not None and key not in self._scored_units:
+            self._scored_units[key] = scored
+            if len(self._scored_units) > SCORED_QUERY_CACHE:
+                self._scored_units.popitem(last=False)
         hits = self._group(scored, parsed, per, limit, dedup)
         return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
 
@@ -618,6 +644,8 @@ class SearchIndex:
         """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""
         w = BM25_WEIGHTS
         score = f"-bm25({table}, {w[0]}, {w[1]}, {w[2]})"
+        if table == schema.HIDDEN_FTS and filters.leaves:  # every hidden unit is a leaf's
+            filters = dataclasses.replace(filters, leaves=False)
         where, args = filters.sql(include_hidden=True, prefix="u")
         if not where:  # nothing to filter on: FTS alone, no join with units
             return self.db.execute(
@@ -657,6 +685,7 @@ class SearchIndex:
     def clear_query_cache(self) -> None:
         """Forget cached query vectors (benchmarks time each mode from a cold cache)."""
         self._query_vectors.clear()
+        self._scored_units.clear()
 
     def _query_vector(self, text: str) -> np.ndarray:
         vec = self._query_vectors.get(text)
@@ -860,11 +889,14 @@ class _Filters:
     since: str | None
     until: str | None
     source: str | None
+    leaves: bool = False  # only level-0 artifacts and hidden leaves
 
     def sql(self, include_hidden: bool, prefix: str = "d") -> tuple[str, list]:
         parts, args = [], []
         if not include_hidden:
             parts.append(f"{prefix}.searchable = 1")
+        if self.leaves:
+            parts.append(f"({prefix}.level = 0 OR {prefix}.searchable = 0)")
         if self.layers is not None:
             parts.append(f"{prefix}.layer IN ({','.join('?' * len(self.layers))})")
             args.extend(self.layers)

@@ -58,6 +58,7 @@ def test_raw_rag_json_keeps_the_metric_names_with_known_recall(data_file, tmp_pa
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["questions"] == 3 and list(out["systems"]) == ["raw-rag"]
+    assert "questions 3/3" in result.stderr  # progress goes to stderr, stdout stays JSON
     fts = out["systems"]["raw-rag"]["fts"]
     assert fts["session_recall@1"] == round(2 / 3, 4)
     assert fts["turn_recall@10"] == round(2 / 3, 4)
@@ -131,3 +132,51 @@ def test_report_shows_every_recorded_system_and_metric_in_markdown_html_and_json
 def test_report_without_results_is_one_clean_error(tmp_path):
     result = run("report", "--results", str(tmp_path / "none.db"))
     assert result.exit_code == 1 and "no eval results" in result.stderr
+
+
+def test_two_branches_and_raw_rag_are_evaluated_side_by_side_in_one_command(data_file, tmp_path, monkeypatch):
+    from synix_assets.engine.branches import create_branch
+    from synix_assets.project import ProjectPaths
+    from synix_assets.scaffold import init_project
+
+    for var in ("ANTHROPIC_API_KEY", "SYNIX_LLM_API_KEY", "SYNIX_PROJECT", "SYNIX_STORE_PATH", "SYNIX_BRANCH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
+    root = tmp_path / "proj"
+    init_project(root, template="monthly")
+    examples = __import__("synix_assets").__path__[0] + "/examples/topical.py"
+    create_branch(ProjectPaths(root), "topical", pipeline_file=examples)
+    result = run("locomo", "--data", str(data_file), "-p", str(root), "--branch", "main",
+                 "--branch", "topical", "--baseline", "raw-rag", "--modes", "fts", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out["systems"]) == {"main", "topical", "raw-rag"}
+    for system in ("main", "topical", "raw-rag"):
+        metrics = out["systems"][system]["fts"]
+        assert {"session_recall@5", "turn_recall@10", "p50_ms"} <= set(metrics)
+        assert metrics["session_recall@1"] >= 1 / 3  # the kitten question is found by every system
+    assert [r["branch"] for r in out["runs"]] == ["main", "topical"]
+    assert "topics" in out["runs"][1]["builds"][0]["layers"]  # topical built with its own pipeline
+    # the branch's scratch memory lives apart from main's
+    assert (root / ".synix" / "eval" / "branches" / "topical" / "locomo").is_dir()
+    # both runs are recorded: the report shows every branch and the baseline side by side
+    md = run("report", "-p", str(root))
+    assert md.exit_code == 0, md.output
+    for system in ("main", "topical", "raw-rag"):
+        assert f"| locomo | {system} | fts |" in md.stdout
+    # text output prints the table and progress
+    again = run("locomo", "--data", str(data_file), "-p", str(root), "--branch", "main",
+                "--branch", "topical", "--modes", "fts")
+    assert again.exit_code == 0, again.output
+    assert "topical" in again.stdout and "main" in again.stdout
+    assert "questions 6/6" in again.stderr
+
+
+def test_unknown_branch_is_one_clean_error(data_file, tmp_path, monkeypatch):
+    from synix_assets.scaffold import init_project
+
+    monkeypatch.delenv("SYNIX_PROJECT", raising=False)
+    init_project(tmp_path / "proj", template="monthly")
+    result = run("locomo", "--data", str(data_file), "-p", str(tmp_path / "proj"), "--branch", "nope")
+    assert result.exit_code != 0
+    assert "no branch 'nope'" in result.output and "Traceback" not in result.output
