@@ -84,7 +84,7 @@ class DemoView:
 
     def _branch(self, data: dict) -> None:
         self.out.print(Rule("Try another memory architecture on a branch", align="left"))
-        self.out.print(f"$ synix branch create topical --pipeline {render.safe(Path(data['pipeline']).name)}"
+        self.out.print(f"$ synix branch create topical --pipeline {render.safe(Path(data['from_file']).name)}"
                        f"   # from {render.safe(data['from'])}: no copies, no LLM calls")
         self.out.print("  the branch rolls episodes up by topic instead of by month; main keeps "
                        "serving the monthly memory meanwhile.")

@@ -105,9 +105,10 @@ def branch_flow(paths: ProjectPaths, record: dict, tell, build, search, query: s
     from synix_assets import scaffold
     from synix_assets.engine import branches
 
-    created = branches.create_branch(paths, "topical", pipeline_file=scaffold.template_file("topical"))
+    template = scaffold.template_file("topical")
+    created = branches.create_branch(paths, "topical", pipeline_file=template)
     topical = paths.on_branch("topical")
-    tell("branch", {**created, "template": "topical"})
+    tell("branch", {**created, "template": "topical", "from_file": str(template)})
     build("Build the branch: only topical rollups and core are new", on=topical)
     main_search = search(f'Search "{query}" on main', on=paths)
     branch_search = search(f'Search "{query}" on topical', on=topical)
