@@ -3,7 +3,8 @@
 
 Configuration comes from arguments and is overridden by the environment: SYNIX_LLM_PROVIDER,
 SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_LLM_CONTEXT_TOKENS (the model's
-context window, for local servers whose size only their user knows), SYNIX_FAKE_LATENCY_S,
+context window, for local servers whose size only their user knows), SYNIX_LLM_CONCURRENCY (requests
+in flight at once, e.g. lower for a rate-limited key), SYNIX_FAKE_LATENCY_S,
 SYNIX_FAKE_FAILURE_RATE. With no provider anywhere, `anthropic` is used when ANTHROPIC_API_KEY is
 set, else the offline `extractive` summariser (with a warning).
 """
@@ -44,6 +45,16 @@ def _env_context_tokens(env: Mapping[str, str], fallback: int) -> int:
     return int(value)
 
 
+def _env_concurrency(env: Mapping[str, str], fallback: int) -> int:
+    value = env.get("SYNIX_LLM_CONCURRENCY", "").strip()
+    if not value:
+        return fallback
+    if not value.isdigit() or int(value) < 1:
+        raise LLMConfigError(f"SYNIX_LLM_CONCURRENCY={value!r} is not a number of requests",
+                             hint="set it to a whole number of concurrent requests, e.g. 4")
+    return int(value)
+
+
 def choose_provider(provider: str, api_key: str, env: Mapping[str, str]) -> str:
     chosen = (env.get("SYNIX_LLM_PROVIDER") or provider or "").strip().lower()
     if not chosen:
@@ -77,7 +88,7 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
     base_url = env.get("SYNIX_LLM_BASE_URL") or base_url
     key = env.get("SYNIX_LLM_API_KEY") or api_key
     common = dict(
-        concurrency=concurrency, temperature=temperature, max_tokens=max_tokens, replay=replay,
+        concurrency=_env_concurrency(env, concurrency), temperature=temperature, max_tokens=max_tokens, replay=replay,
         retry=retry or RetryPolicy(max_attempts=max_attempts),
         limiter=(RateLimiter(requests_per_minute, tokens_per_minute)
                  if requests_per_minute or tokens_per_minute else None),

@@ -276,3 +276,18 @@ def test_nothing_secret_is_stored_logged_or_raised(tmp_path, caplog):
     assert not any(key in text for text in haystack)
     for file in tmp_path.iterdir():
         assert key.encode() not in file.read_bytes()
+
+
+def test_synix_llm_concurrency_env_bounds_requests_in_flight():
+    client = make_client(provider="fake", fake_latency_s=0.05, concurrency=16,
+                         env={"SYNIX_LLM_CONCURRENCY": "3"})
+    assert client.concurrency == 3
+    results = client.complete_many(reqs(12))
+    assert all(not isinstance(r, LLMError) for r in results)
+    assert client.peak_in_flight == 3
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "many", "2.5"])
+def test_synix_llm_concurrency_env_rejects_what_is_not_a_positive_whole_number(bad):
+    with pytest.raises(LLMConfigError, match="SYNIX_LLM_CONCURRENCY"):
+        make_client(provider="fake", env={"SYNIX_LLM_CONCURRENCY": bad})
