@@ -16,7 +16,8 @@ def _isolated_env(monkeypatch, tmp_path_factory):
     """No test may see a real key, the developer's DAGSTER_HOME or a project named by env."""
     for var in ("ANTHROPIC_API_KEY", "SYNIX_LLM_API_KEY", "OPENAI_API_KEY", "SYNIX_PROJECT",
                 "SYNIX_STORE_PATH", "SYNIX_LLM_MODEL", "SYNIX_LLM_BASE_URL",
-                "SYNIX_FAKE_LATENCY_S", "SYNIX_FAKE_FAILURE_RATE", "SYNIX_LLM_CONTEXT_TOKENS"):
+                "SYNIX_FAKE_LATENCY_S", "SYNIX_FAKE_FAILURE_RATE", "SYNIX_LLM_CONTEXT_TOKENS",
+                "SYNIX_LLM_CONCURRENCY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path_factory.mktemp("dagster_home_unused")))
