@@ -34,7 +34,28 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-class StoreConnection:
+class ClosingConnection:
+    """Closing and `with` support shared by the SQLite and PostgreSQL store connections (both
+    keep `_conn`, `_lock` and `path`)."""
+
+    def close(self) -> None:
+        """Close the connection; later calls raise `StoreError`, closing twice is harmless."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+
+class StoreConnection(ClosingConnection):
     """Owns the SQLite connection; subclasses add the domain methods."""
 
     dialect = SQLITE
@@ -130,24 +151,6 @@ class StoreConnection:
                 if "locked" not in str(err).lower() or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.02)
-
-    # --- lifecycle ----------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection; later calls raise `StoreError`, closing twice is harmless."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({str(self.path)!r})"
 
     # --- transactions -------------------------------------------------------------------
 

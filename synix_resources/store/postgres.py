@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from synix_resources.errors import DiskFullError, StoreError, StoreLockedError
+from synix_resources.store.connection import ClosingConnection
 from synix_resources.store.dialect import POSTGRES
 from synix_resources.store.migrations import MigrationRegistry
 
@@ -263,7 +264,7 @@ def p001_store_schema(conn: PgConnection) -> None:
 # --- the connection ------------------------------------------------------------------------
 
 
-class PostgresConnection:
+class PostgresConnection(ClosingConnection):
     """Owns the PostgreSQL connection of a store; `ArtifactStore` adds the domain methods."""
 
     dialect = POSTGRES
@@ -313,24 +314,6 @@ class PostgresConnection:
         with self._read("reading the data version") as conn:
             return int(conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
                        .fetchone()[0])
-
-    # --- lifecycle ----------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection; later calls raise `StoreError`, closing twice is harmless."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.path!r})"
 
     # --- transactions -------------------------------------------------------------------
 
