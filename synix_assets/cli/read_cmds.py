@@ -40,13 +40,15 @@ def status(ctx, as_json) -> None:
 @click.option("--mode", type=click.Choice(["fts", "semantic", "hybrid"]), default="fts", show_default=True,
               help="Full-text, embedding or combined ranking (semantic falls back to fts without the model).")
 @click.option("--exact", is_flag=True, help="Find the literal phrase in the source transcripts.")
+@click.option("--leaves", is_flag=True,
+              help="Rank the source transcripts themselves, below every summary: one hit per matched message.")
 @click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Number of hits.")
 @click.option("--since", metavar="DATE", help="Only artifacts dated on or after DATE (YYYY-MM-DD).")
 @click.option("--until", metavar="DATE", help="Only artifacts dated on or before DATE (YYYY-MM-DD).")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
 @project_option
 @click.pass_context
-def search(ctx, query, layers, mode, exact, limit, since, until, as_json) -> None:
+def search(ctx, query, layers, mode, exact, leaves, limit, since, until, as_json) -> None:
     """Search the memory; every hit shows where it came from.
 
     \b
@@ -54,13 +56,14 @@ def search(ctx, query, layers, mode, exact, limit, since, until, as_json) -> Non
       synix search "that rust conversation"
       synix search marathon --layers episodes --limit 3
       synix search "half marathon" --exact --json
+      synix search "which crampons" --leaves --mode hybrid
     """
     from synix_assets.cli import render
     from synix_assets.reports.query import search_view
 
     layer_list = [l.strip() for l in layers.split(",") if l.strip()] if layers else None
     data = search_view(project_paths(ctx), query, layers=layer_list, mode=mode, exact=exact, limit=limit,
-                       since=since, until=until, trees=not as_json)
+                       since=since, until=until, trees=not as_json, leaves=leaves)
     if as_json:
         keys = ("artifact_id", "layer", "level", "score", "snippet", "provenance", "sources",
                 "title", "date", "message_range")

@@ -154,8 +154,12 @@ def hit_dict(hit) -> dict:
 
 def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = None,
                 mode: str = "fts", exact: bool = False, limit: int = 10, since: str | None = None,
-                until: str | None = None, source: str | None = None, trees: bool = True) -> dict:
+                until: str | None = None, source: str | None = None, trees: bool = True,
+                leaves: bool = False) -> dict:
     """{"hits": [...], "mode": used mode, "notice"?: why semantic fell back to FTS}.
+
+    `leaves=True` ranks the source transcripts themselves, below every summary, one hit per
+    matched message ("leaf bypass": the words as they were said).
 
     Each hit: artifact_id, layer, level, score, snippet, provenance (leaf ids), sources
     (conversation_id, title, date, message_range), title, date, and with `trees` its
@@ -175,7 +179,8 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
                       "embeddings=True on pipeline.search_index and run again); showing full-text results")
             mode = "fts"
         results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
-                               since=since, until=until, source=source)
+                               since=since, until=until, source=source, leaves=leaves,
+                               per="passage" if leaves else "artifact")
     finally:
         index.close()
     notice = notice or results.notice

@@ -445,14 +445,15 @@ class MemoryService:
         return out
 
     def _evidence(self, r: Reader, query: str, *, mode: str, since, until, limit: int):
-        """Passages of the source transcripts: searched directly when the index makes them
-        searchable, else found under the best-matching memories (drill-down into their
-        ancestry, where the index keeps the transcripts' messages), else the literal phrase."""
+        """Passages of the source transcripts: ranked directly (the index keeps every
+        transcript's messages, searchable or hidden), else found under the best-matching
+        memories (drill-down into their ancestry), else the literal phrase."""
         from synix_resources.search.documents import SearchResults
 
-        leaf_layers = [l["layer"] for l in self._leaf_layers(r.layers())]
-        direct = r.index.search(query, layers=leaf_layers or None, mode=mode, limit=limit,
-                                since=since, until=until, per="passage")
+        # The transcripts ranked directly (hidden ones included): the eval measured this well
+        # ahead of reaching them through the best memories' drill-downs (docs/eval.md).
+        direct = r.index.search(query, mode=mode, limit=limit, since=since, until=until,
+                                per="passage", leaves=True)
         if len(direct):
             return direct
         found, seen = [], set()

@@ -68,6 +68,7 @@ DOCUMENT_PRIOR = 0.5
 SPEAKER_PRIOR = 0.15
 QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
 SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
+UNIT_ROW_CACHE = 50_000       # unit rows kept between queries (cleared when the index changes)
 # Bumped when what `units.title` holds changes, so `sync` rewrites old indexes' unit titles.
 UNIT_TITLE_FORMAT = "title+date-1"
 
@@ -287,6 +288,8 @@ class SearchIndex:
         self._matrix_generation: str | None = None
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._scored_units: OrderedDict[tuple, list] = OrderedDict()
+        self._unit_cache: dict[int, dict] = {}
+        self._unit_cache_generation: str | None = None
 
     # -- schema -----------------------------------------------------------------------------
 
@@ -738,8 +741,7 @@ class SearchIndex:
             picked = aggregate_by_doc(scored, doc_of)
         else:
             picked = with_document_prior(scored, doc_of, DOCUMENT_PRIOR)
-            speakers = {uid: message_speaker(r["body"]) if r["first_msg"] is not None else None
-                        for uid, r in unit_rows.items()}
+            speakers = {uid: self._speaker(r) for uid, r in unit_rows.items()}
             picked = with_speaker_prior(picked, speakers, parsed.terms, SPEAKER_PRIOR)
         if dedup:
             # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
@@ -772,11 +774,26 @@ class SearchIndex:
                     "SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
                     doc_ids)}
 
+    @staticmethod
+    def _speaker(row: dict) -> str | None:
+        if "speaker" not in row:  # rows are cached: parse the body once
+            row["speaker"] = message_speaker(row["body"]) if row["first_msg"] is not None else None
+        return row["speaker"]
+
     def _unit_rows(self, unit_ids: list[int]) -> dict[int, dict]:
-        return {r[0]: {"doc_id": r[1], "first_msg": r[2], "last_msg": r[3],
-                       "msg_ids": tuple(json.loads(r[4])), "body": r[5]}
-                for r in self._rows_in("SELECT id, doc_id, first_msg, last_msg, msg_ids, body "
-                                       "FROM units WHERE id IN ({marks})", unit_ids)}
+        # A query groups hundreds of candidate units, and the next query mostly the same ones:
+        # reading and JSON-decoding them again was a third of a hybrid query's CPU time.
+        generation = self._generation()
+        if generation != self._unit_cache_generation or len(self._unit_cache) > UNIT_ROW_CACHE:
+            self._unit_cache = {}
+            self._unit_cache_generation = generation
+        cache = self._unit_cache
+        missing = [uid for uid in unit_ids if uid not in cache]
+        for r in self._rows_in("SELECT id, doc_id, first_msg, last_msg, msg_ids, body "
+                               "FROM units WHERE id IN ({marks})", missing):
+            cache[r[0]] = {"doc_id": r[1], "first_msg": r[2], "last_msg": r[3],
+                           "msg_ids": tuple(json.loads(r[4])), "body": r[5]}
+        return {uid: cache[uid] for uid in unit_ids if uid in cache}
 
     def _doc_rows(self, doc_ids: Iterable[int]) -> dict[int, dict]:
         return {r[0]: {"artifact_id": r[1], "layer": r[2], "level": r[3], "title": r[4],

@@ -165,6 +165,19 @@ def test_search_scoped_text_shows_panels_with_provenance(built):
     assert {h["layer"] for h in data["hits"]} <= {"episodes", "monthly"}
 
 
+def test_search_leaves_ranks_the_transcripts_message_by_message_below_the_summaries(built):
+    root, _ = built
+    summaries = as_json(invoke("search", "marathon", "--json", cwd=root))["hits"]
+    assert any(h["level"] > 0 for h in summaries)  # without --leaves the summaries answer
+    data = as_json(invoke("search", "marathon", "--leaves", "--limit", "3", "--json", cwd=root))
+    assert data["hits"] and len(data["hits"]) <= 3
+    for hit in data["hits"]:
+        assert hit["level"] == 0 and hit["layer"] == "transcripts"
+        first, last = hit["message_range"]
+        assert first == last and hit["sources"][0]["message_range"] == [first, last]
+    assert "[marathon]" in data["hits"][0]["snippet"].lower()
+
+
 def test_semantic_search_without_embeddings_falls_back_with_a_notice(built):
     root, _ = built
     data = as_json(invoke("search", "marathon", "--mode", "semantic", "--json", cwd=root))

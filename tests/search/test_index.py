@@ -325,3 +325,18 @@ def test_a_given_embedder_fills_and_answers_semantic_search(tmp_path):
     assert index.search("anna", mode="semantic")[0].artifact_id == "t-b"
     index.close()
 
+
+
+def test_passage_hits_show_a_changed_message_after_another_process_resyncs(tmp_path):
+    path = tmp_path / "c.sqlite"
+    reader = SearchIndex(path, embeddings=False)
+    reader.sync("memory", [transcript("c1", "Trip", "2024-03-01",
+                                      [("user", "The crampons were too small")])])
+    assert reader.search("crampons", per="passage")[0].snippet.endswith("The [crampons] were too small")
+    writer = SearchIndex(path, embeddings=False)  # another process syncing the same file
+    writer.sync("memory", [transcript("c1", "Trip", "2024-03-01",
+                                      [("user", "The crampons fit after all, said Ana")])])
+    writer.close()
+    hit = reader.search("crampons", per="passage")[0]
+    assert "fit after all" in hit.snippet and hit.message_ids == ("c1-m0",)
+    assert reader.search("small", per="passage") == []
