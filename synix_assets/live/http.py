@@ -170,7 +170,7 @@ def run_home_server(home, *, host: str, port: int, allowed_hosts: tuple[str, ...
     sessions in the background (unless `worker=False`)."""
     from synix_assets.live.worker import Worker
     from synix_assets.web.guard import GuardPolicy
-    from synix_assets.web.serving import Terminated, make_server, sigterm_raises
+    from synix_assets.web.serving import make_server, serve_until_stopped
 
     # A tenant request must carry its bearer token, which a cross-site page cannot add without
     # a CORS preflight (never answered): that is the guard's proof for POSTs here.
@@ -179,12 +179,10 @@ def run_home_server(home, *, host: str, port: int, allowed_hosts: tuple[str, ...
     services = TenantServices(home)
     server = make_server(HomeApp(services), policy, host=host, port=port)
     builder = Worker(home, interval_s=interval_s).start() if worker else None
-    with sigterm_raises():
-        try:
-            server.run()
-        except (KeyboardInterrupt, Terminated):
-            pass
-        finally:
-            if builder is not None:
-                builder.stop()
-            services.close()
+
+    def stop() -> None:
+        if builder is not None:
+            builder.stop()
+        services.close()
+
+    serve_until_stopped(server, on_stop=stop)

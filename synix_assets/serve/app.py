@@ -75,15 +75,9 @@ def run_server(service: MemoryService, *, host: str, port: int, token: str | Non
                allowed_hosts: tuple[str, ...] = ()) -> None:
     """Serve until Ctrl-C/SIGTERM, behind the guard; closes the service's readers after."""
     from synix_assets.web.guard import GuardPolicy
-    from synix_assets.web.serving import Terminated, make_server, sigterm_raises
+    from synix_assets.web.serving import make_server, serve_until_stopped
 
     policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts)
     app = create_app(service)
-    server = make_server(app, policy, host=host, port=port)
-    with sigterm_raises():
-        try:
-            server.run()
-        except (KeyboardInterrupt, Terminated):
-            pass
-        finally:
-            app.state.branches.close()
+    serve_until_stopped(make_server(app, policy, host=host, port=port),
+                        on_stop=app.state.branches.close)

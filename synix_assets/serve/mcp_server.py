@@ -51,16 +51,9 @@ def run_http(service: MemoryService, *, host: str, port: int, token: str | None 
              allowed_hosts: tuple[str, ...] = ()) -> None:
     """Streamable HTTP at http://host:port/mcp behind the same guard as `synix serve`."""
     from synix_assets.web.guard import GuardPolicy
-    from synix_assets.web.serving import Terminated, make_server, sigterm_raises
+    from synix_assets.web.serving import make_server, serve_until_stopped
 
     app = build_server(service).streamable_http_app(host=host)
     policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts,
                          json_is_proof=True)
-    server = make_server(app, policy, host=host, port=port)
-    with sigterm_raises():
-        try:
-            server.run()
-        except (KeyboardInterrupt, Terminated):
-            pass
-        finally:
-            service.close()
+    serve_until_stopped(make_server(app, policy, host=host, port=port), on_stop=service.close)

@@ -46,6 +46,18 @@ def make_server(app, policy: GuardPolicy, *, host: str, port: int):
     return uvicorn.Server(config)
 
 
+def serve_until_stopped(server, *, on_stop=None) -> None:
+    """Run `server` until Ctrl-C or SIGTERM (a clean stop, not an error), then `on_stop()`."""
+    with sigterm_raises():
+        try:
+            server.run()
+        except (KeyboardInterrupt, Terminated):
+            pass
+        finally:
+            if on_stop is not None:
+                on_stop()
+
+
 def check_port_free(host: str, port: int) -> None:
     """Raise `ServeError` naming the port when something already listens there."""
     from synix_resources.errors import ServeError
