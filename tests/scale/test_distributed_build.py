@@ -1,7 +1,8 @@
 """A build spread over three Celery workers (PostgreSQL store and Dagster storage, Redis broker,
 Dagster's webserver/daemon/code server — scripts/scale_demo.py's deployment), one of them killed with
 SIGKILL mid-build: its step is taken over by another worker, nothing is lost or built twice, and
-the artifacts equal those of a single-machine build."""
+the artifacts equal those of a single-machine build, and Dagster records every partition as
+materialized (also those the killed worker stored before its step could record them)."""
 from __future__ import annotations
 
 import subprocess
@@ -30,6 +31,21 @@ def _episodes_by(paths: ProjectPaths, worker: str) -> set[str]:
                 if (a.audit or {}).get("worker") == worker}
     finally:
         store.close()
+
+
+def _materialized_partitions(paths: ProjectPaths, layers: list[str]) -> dict[str, set[str]]:
+    """layer → the partitions Dagster's instance (the deployment's PostgreSQL storage) records as
+    materialized: what the UI shows as built."""
+    import dagster as dg
+
+    from synix_assets.dagster_defs.graph import MAIN_NAMES
+
+    instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        return {layer: set(instance.get_materialized_partitions(MAIN_NAMES.layer(layer)))
+                for layer in layers}
+    finally:
+        instance.dispose()
 
 
 def _celery_workers_of_runs(paths: ProjectPaths, job: str) -> dict[str, list[str]]:
@@ -89,6 +105,14 @@ def test_three_workers_build_and_a_killed_workers_step_is_finished_elsewhere(tmp
         # the dead worker built nothing after the kill; the others built the rest
         assert _episodes_by(dep.project, "w2") == killed_at
         assert sum(result["partitions_by_worker"].values()) >= CONVERSATIONS
+
+        # Dagster shows every stored partition as materialized, also those the killed worker
+        # stored before its step could record them (the retried step records them)
+        partitioned = ["transcripts", "episodes", "monthly"]
+        materialized = _materialized_partitions(dep.project, partitioned)
+        for layer in partitioned:
+            assert materialized[layer] == set(reference["current"][layer]), layer
+        assert killed_at <= materialized["episodes"]
 
         # Dagster's record: one episodes run's step started on w2, then again on another worker
         starts = _celery_workers_of_runs(dep.project, "synix_build_episodes")
