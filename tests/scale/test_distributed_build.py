@@ -5,6 +5,7 @@ the artifacts equal those of a single-machine build, and Dagster records every p
 materialized (also those the killed worker stored before its step could record them)."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +23,29 @@ from synix_assets.web.process_tree import stop_group  # noqa: E402
 CONVERSATIONS = 60
 PER_RUN = 10
 BUILD_TIMEOUT_S = 600
+
+
+def _current(paths: ProjectPaths, layer: str) -> dict[str, str]:
+    """group key → artifact id of the layer's current artifacts."""
+    store = paths.open_store()
+    try:
+        return {k: ref.artifact_id for k, ref in store.current_index(layer).items()}
+    finally:
+        store.close()
+
+
+def _settled(paths: ProjectPaths, layer: str, quiet_s: float = 8.0, limit_s: float = 120) -> dict[str, str]:
+    """The layer's current artifacts once none was added for `quiet_s`: a step that was running
+    when its run was terminated finishes its Celery task (revoked tasks are not killed)."""
+    deadline = time.monotonic() + limit_s
+    seen, since = _current(paths, layer), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline, f"{layer} kept changing for {limit_s}s"
+        time.sleep(1)
+        now = _current(paths, layer)
+        if now != seen:
+            seen, since = now, time.monotonic()
+    return seen
 
 
 def _episodes_by(paths: ProjectPaths, worker: str) -> set[str]:
@@ -118,5 +142,54 @@ def test_three_workers_build_and_a_killed_workers_step_is_finished_elsewhere(tmp
         starts = _celery_workers_of_runs(dep.project, "synix_build_episodes")
         taken_over = [w for w in starts.values() if len(w) >= 2 and w[0].startswith("w2@")]
         assert taken_over and not taken_over[0][-1].startswith("w2@"), starts
+    finally:
+        dep.stop()
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_distributed_synix_run_exits_130_in_one_line_and_a_rerun_resumes(tmp_path):
+    conversations = 30
+    export = scale_demo.generate_exports(tmp_path / "conversations.json", conversations, months=3)
+    dep = scale_demo.Deployment(tmp_path / "deploy", 1, export, latency_s=0.3, concurrency=1,
+                                max_requests_per_s=20, partitions_per_run=PER_RUN,
+                                visibility_timeout_s=15)
+    dep.base.mkdir()
+    try:
+        dep.start()
+        build = dep.build()
+        try:
+            deadline = time.monotonic() + BUILD_TIMEOUT_S
+            while not _current(dep.project, "episodes") and build.poll() is None:
+                assert time.monotonic() < deadline, "no episode was stored"
+                time.sleep(0.2)
+            build.send_signal(signal.SIGINT)  # what Ctrl-C in its terminal sends
+            build.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            stop_group(build)
+            raise
+        err = (dep.base / "synix-run.err").read_text(errors="replace").strip()
+        assert build.returncode == 130, err
+        assert "Traceback" not in err
+        assert err.splitlines()[-1] == "interrupted — rerun `synix run` to resume"
+        assert dep.report()["status"] == "interrupted"
+        stored = _settled(dep.project, "episodes")
+        assert 1 <= len(stored) < conversations
+
+        rerun = dep.build()
+        try:
+            rerun.wait(timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            stop_group(rerun)
+            raise
+        assert rerun.returncode == 0, (dep.base / "synix-run.err").read_text(errors="replace")[-3000:]
+        report = dep.report()
+        assert report["status"] == "completed"
+        # only what was left is built; what the interrupted build stored is kept as it was
+        assert report["layers"]["episodes"]["built"] == conversations - len(stored)
+        after = _current(dep.project, "episodes")
+        assert len(after) == conversations
+        assert {k: after[k] for k in stored} == stored
+        rows = scale_demo.artifacts(dep.project)["rows"]
+        assert rows["episodes"] == conversations and rows["transcripts"] == conversations
     finally:
         dep.stop()
