@@ -72,6 +72,26 @@ def _materialized_partitions(paths: ProjectPaths, layers: list[str]) -> dict[str
         instance.dispose()
 
 
+def _latest_check(paths: ProjectPaths, layer: str):
+    """(run id, evaluation) of the layer's latest `synix_up_to_date` check evaluation."""
+    import dagster as dg
+
+    from synix_assets.dagster_defs.graph import MAIN_NAMES
+
+    instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        records = instance.get_event_records(
+            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION),
+            limit=200, ascending=False)
+        for record in records:
+            evaluation = record.event_log_entry.dagster_event.event_specific_data
+            if evaluation.asset_key == MAIN_NAMES.layer(layer):
+                return record.event_log_entry.run_id, evaluation
+        return None, None
+    finally:
+        instance.dispose()
+
+
 def _celery_workers_of_runs(paths: ProjectPaths, job: str) -> dict[str, list[str]]:
     """run id → the Celery workers that started its step, in order (Dagster's engine events)."""
     import dagster as dg
@@ -137,6 +157,11 @@ def test_three_workers_build_and_a_killed_workers_step_is_finished_elsewhere(tmp
         for layer in partitioned:
             assert materialized[layer] == set(reference["current"][layer]), layer
         assert killed_at <= materialized["episodes"]
+        # each chunk checked only its own partitions; the coordinator reported the layer's check
+        # once, after its last chunk (a runless evaluation): every episode current
+        run_id, check = _latest_check(dep.project, "episodes")
+        assert run_id == "" and check.passed, check
+        assert check.metadata["cached"].value == CONVERSATIONS and check.metadata["stale"].value == 0
 
         # Dagster's record: one episodes run's step started on w2, then again on another worker
         starts = _celery_workers_of_runs(dep.project, "synix_build_episodes")
