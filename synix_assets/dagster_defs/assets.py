@@ -10,7 +10,9 @@ asset body calls the same per-layer engine code whoever launched the run (`synix
   record only the partitions they rebuilt — a no-op records nothing — plus every partition of a
   layer whose code version changed without its content changing, so none is left "stale";
 - the `synix_up_to_date` check result (what `synix plan` would still rebuild in this layer),
-  emitted by the asset itself after every build, so it never shows "Not evaluated";
+  emitted by the asset itself after every build, so it never shows "Not evaluated". A chunk of a
+  distributed `synix run` reports it for its own partitions and its coordinator for the whole
+  layer once, after the last chunk (the whole plan in every chunk would be quadratic);
 - a failed step when any partition failed: Dagster then marks exactly the partitions it did not
   record as failed (the cached ones of the request are recorded so they are not).
 """
@@ -26,7 +28,7 @@ from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, lay
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
 from synix_assets.pipeline.prompts import prompt_identity
@@ -176,6 +178,9 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         tags = context.run.tags
         full = tags.get(FULL_LAYER_TAG) == "1"
         keys = None if (part is None or full) else set(context.partition_keys)
+        # One chunk of a distributed layer (docs/scale.md): it plans only its own partitions,
+        # and its coordinator evaluates the layer's check once, after the last chunk.
+        chunk = tags.get(DISTRIBUTED_TAG) == "1" and keys is not None
         scan = ctx.reader.scan() if is_source_merge(pipeline, layer) else None
         prov = Provenance(pipeline, ctx.store, layer, version, context.instance, names)  # cursors before building
         restamp = _recorded_code_version(context.instance, key) not in (None, version)
@@ -185,8 +190,11 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         # A partition reading a fan-in edge looks stale to Dagster once any upstream partition
         # changed (it cannot tell which months a conversation feeds), so each build of such a
         # layer records every current partition: Synix just verified them against the new inputs.
+        # A chunk was asked for partitions its coordinator planned as stale: one found cached was
+        # stored by an earlier attempt of this step (its worker died before the step recorded
+        # it), so it is recorded now, or Dagster would show a built partition as missing.
         only_changed = (tags.get(EMIT_TAG) == "changed" and not restamp and not result.failed
-                        and not fan_in)
+                        and not fan_in and not chunk)
         record = [o for o in result.outcomes
                   if o.status == "built" or (o.status == "cached" and not only_changed)]
         if part is None:
@@ -196,8 +204,12 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
                     and _feeds_this_run(context, children):
                 yield dg.MaterializeResult()  # lets downstream steps of this run start
             yield from _partitions(ctx, layer, record, prov, key)
-        # the whole plan, so partitions whose upstream is not built yet count as stale too
-        yield check_result(layer, plan_all(ctx, scan if scan is not None else ctx.reader.scan())[layer])
+        if chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
+            yield check_result(layer, plan_layer(ctx, layer, scan, None, keys),
+                               scope=f" (the {len(keys)} partition(s) of this run)")
+        else:  # the plan up to this layer, so partitions whose upstream is not built count
+            yield check_result(layer, plan_all(ctx, scan if scan is not None else ctx.reader.scan(),
+                                               upto=layer)[layer])
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
         if result.failed:

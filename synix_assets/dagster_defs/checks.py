@@ -11,14 +11,14 @@ import dagster as dg
 CHECK_NAME = "synix_up_to_date"
 
 
-def _fields(layer: str, plan) -> dict:
+def _fields(layer: str, plan, scope: str = "") -> dict:
     reasons: dict[str, int] = {}
     for w in plan.stale:
         reasons[w.reason] = reasons.get(w.reason, 0) + 1
     return dict(
         check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked,
         severity=dg.AssetCheckSeverity.WARN,
-        description=f"{layer}: {len(plan.stale)} partition(s) to rebuild, {len(plan.blocked)} blocked "
+        description=f"{layer}{scope}: {len(plan.stale)} partition(s) to rebuild, {len(plan.blocked)} blocked "
                     f"by a failed upstream partition, {len(plan.cached)} current.",
         metadata={"stale": len(plan.stale), "cached": len(plan.cached),
                   "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
@@ -26,9 +26,10 @@ def _fields(layer: str, plan) -> dict:
                   "stale_partitions": dg.MetadataValue.json(plan.stale_keys[:50])})
 
 
-def check_result(layer: str, plan) -> dg.AssetCheckResult:
-    """The check as the layer's own asset emits it after a build."""
-    return dg.AssetCheckResult(**_fields(layer, plan))
+def check_result(layer: str, plan, scope: str = "") -> dg.AssetCheckResult:
+    """The check as the layer's own asset emits it after a build; `scope` names a plan of only
+    some partitions (a chunk of a distributed build)."""
+    return dg.AssetCheckResult(**_fields(layer, plan, scope))
 
 
 def check_evaluation(layer: str, asset_key: dg.AssetKey, plan) -> dg.AssetCheckEvaluation:

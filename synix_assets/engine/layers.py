@@ -19,18 +19,28 @@ def is_source_merge(pipeline, layer: str) -> bool:
     return step.kind == "merge" and all(u in pipeline.sources for u in step.from_)
 
 
-def plan_layer(ctx, layer: str, scan: IngestResult, up: LayerPlan | None) -> LayerPlan:
+def plan_layer(ctx, layer: str, scan: IngestResult, up: LayerPlan | None,
+               keys: set[str] | None = None) -> LayerPlan:
+    """The layer's plan; with `keys`, for those partitions only (nothing retired). Transcripts
+    and transforms (one partition per conversation) then read only those partitions' rows."""
     step = ctx.pipeline.steps[layer]
     if is_source_merge(ctx.pipeline, layer):
-        return transcripts.plan(ctx, layer, scan)
-    module = {"merge": merge, "transform": transform, "aggregate": aggregate, "fold": fold}[step.kind]
-    return module.plan(ctx, layer, up)
+        return transcripts.plan(ctx, layer, scan, keys)
+    if step.kind == "transform":
+        return transform.plan(ctx, layer, up, keys)
+    module = {"merge": merge, "aggregate": aggregate, "fold": fold}[step.kind]
+    plan = module.plan(ctx, layer, up)
+    return plan if keys is None else plan.only(keys)
 
 
-def plan_all(ctx, scan: IngestResult) -> dict[str, LayerPlan]:
-    """Every layer's plan, propagating planned-but-unbuilt partitions downstream."""
+def plan_all(ctx, scan: IngestResult, upto: str | None = None) -> dict[str, LayerPlan]:
+    """Every layer's plan, propagating planned-but-unbuilt partitions downstream; with `upto`,
+    only that layer's and its ancestors' (all its plan depends on)."""
     plans: dict[str, LayerPlan] = {}
+    needed = None if upto is None else {upto} | ctx.pipeline.upstream(upto)
     for layer in ctx.pipeline.layer_order():
+        if needed is not None and layer not in needed:
+            continue
         step = ctx.pipeline.steps[layer]
         ups = [plans[u] for u in step.from_ if u in plans]
         up = ups[0] if len(ups) == 1 else _union(ups)

@@ -86,6 +86,13 @@ class LayerPlan:
     def stale_keys(self) -> list[str]:
         return [w.group_key for w in self.stale]
 
+    def only(self, keys: set[str]) -> "LayerPlan":
+        """This plan for the partitions of `keys` alone (nothing retired)."""
+        return LayerPlan(self.layer, self.kind, [w for w in self.stale if w.group_key in keys],
+                         [k for k in self.cached if k in keys], [],
+                         [k for k in self.blocked if k in keys],
+                         {k: d for k, d in self.dates.items() if k in keys})
+
     @property
     def est_calls(self) -> int:
         return sum(w.est_calls for w in self.stale)

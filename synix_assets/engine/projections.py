@@ -16,7 +16,6 @@ from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.private import tighten, write_private_text
 from synix_resources.search.documents import IndexDoc
-from synix_resources.search.index import SearchIndex
 
 _SOURCE_MARK = re.compile(r"[ \t]*\[(?:state|[a-z0-9_-]+-[0-9a-f]{16})\]")
 _MESSAGE_HEAD = re.compile(r"^\[#(\d+)(?: ([^\]]*))?\] (.+?):$", re.M)
@@ -131,6 +130,10 @@ def sync_search_index(ctx, name: str) -> ProjectionResult:
     # Switching embeddings on or off changes no document, so each one is indexed again: with
     # vectors, or without (and the vectors no document uses are dropped).
     embedded = ctx.store.get_meta(f"projection:{name}:embeddings")
+    # imported here: numpy and sqlite_utils cost every process that loads the definitions (each
+    # run worker of a distributed build) most of a second, and only the projection step needs them
+    from synix_resources.search.index import SearchIndex
+
     index = SearchIndex(ctx.paths.search, embeddings=proj.embeddings)
     try:
         stats = index.sync(name, docs, reindex=embedded != proj.embeddings)

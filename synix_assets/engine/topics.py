@@ -10,7 +10,6 @@ import re
 from collections import Counter
 
 from synix_resources.search.documents import IndexDoc
-from synix_resources.search.index import SearchIndex
 
 RELATIVE_CUTOFF = 0.4  # of the best hit's BM25 score
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
@@ -23,7 +22,10 @@ conversation discussed summary episode their they them sam's users also includin
 mentioned wanted decided""".split())
 
 
-def _index(ctx, layer: str, arts) -> SearchIndex:
+def _index(ctx, layer: str, arts):
+    # imported here, as in projections.py: only a topical rollup's step needs numpy/sqlite_utils
+    from synix_resources.search.index import SearchIndex
+
     ctx.paths.internal.mkdir(parents=True, exist_ok=True)
     index = SearchIndex(ctx.paths.internal / f"topics-{layer}.db", embeddings=False)
     index.sync(f"topics-{layer}", [

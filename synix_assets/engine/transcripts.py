@@ -15,17 +15,18 @@ def _groups(ctx, layer: str, scan: IngestResult) -> dict[str, list[ConversationS
                   dedupe=step.config["dedupe"], conflict=step.config["conflict"])
 
 
-def _key(ctx, layer: str, summary: ConversationSummary) -> str:
-    return source_key(layer, summary.content_hash, ctx.version(layer))
-
-
-def plan(ctx, layer: str, scan: IngestResult) -> LayerPlan:
-    current = ctx.store.current_index(layer)
+def plan(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> LayerPlan:
+    """What to (re)build; with `keys`, only those partitions (nothing retired): a run of a few
+    partitions reads their rows, not the whole layer's."""
+    current = ctx.store.current_index(layer, keys)
     out = LayerPlan(layer, "merge")
     groups = _groups(ctx, layer, scan)
+    version = ctx.version(layer)
     for gk, items in sorted(groups.items()):
+        if keys is not None and gk not in keys:
+            continue
         s = items[0]
-        key = _key(ctx, layer, s)
+        key = source_key(layer, s.content_hash, version)
         ref = current.get(gk)
         if ref is not None and ref.materialization_key == key:
             out.cached.append(gk)
@@ -33,13 +34,13 @@ def plan(ctx, layer: str, scan: IngestResult) -> LayerPlan:
         reason = "new" if ref is None else "input changed"
         out.stale.append(WorkItem(gk, key, reason, est_calls=0, est_tokens_in=s.chars // 4))
         out.dates[gk] = s.created_at
-    if not scan.failed_files:  # a conversation whose file failed to parse is kept, not dropped
+    if keys is None and not scan.failed_files:  # a conversation whose file failed to parse is kept
         out.retire = sorted(set(current) - set(groups))
     return out
 
 
 def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> LayerResult:
-    p = plan(ctx, layer, scan)
+    p = plan(ctx, layer, scan, keys)
     groups = _groups(ctx, layer, scan)
     step = ctx.pipeline.steps[layer]
     result = LayerResult(layer)

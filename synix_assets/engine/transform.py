@@ -12,14 +12,18 @@ from synix_resources.errors import PromptError
 from synix_resources.fingerprints import transform_key
 
 
-def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
+def plan(ctx, layer: str, up: LayerPlan | None = None, keys: set[str] | None = None) -> LayerPlan:
+    """What to (re)build; with `keys`, only those partitions (nothing retired): a run of a few
+    partitions reads their rows, not the whole layer's."""
     step = ctx.pipeline.steps[layer]
     version = ctx.version(layer)
-    current = ctx.store.current_index(layer)
-    upstream = ctx.store.current_index(step.upstream)
+    current = ctx.store.current_index(layer, keys)
+    upstream = ctx.store.current_index(step.upstream, keys)
     stale_up = set(up.stale_keys) if up else set()
     gone_up = set(up.retire) if up else set()
     groups = (set(upstream) | stale_up) - gone_up
+    if keys is not None:
+        groups &= keys
     blocked = blocked_groups(ctx, step.upstream)
     prompt_changed = version_changed(ctx, layer, version)
     out = LayerPlan(layer, "transform")
@@ -47,15 +51,16 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
     known = [w.inputs[0] for w in out.stale if w.inputs]
     for art in ctx.store.get_many(known) if known else ():
         out.dates[art.group_key] = art.metadata.get("meta.time.created_at")
-    out.retire = sorted(set(current) - groups)
+    if keys is None:
+        out.retire = sorted(set(current) - groups)
     return out
 
 
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     step = ctx.pipeline.steps[layer]
     level = ctx.pipeline.level(layer)
-    p = plan(ctx, layer)
-    todo = [w for w in p.stale if keys is None or w.group_key in keys]
+    p = plan(ctx, layer, keys=keys)
+    todo = p.stale
     inputs = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])}
     calls, failed = [], []
     for w in todo:

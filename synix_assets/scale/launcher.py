@@ -91,11 +91,23 @@ class RemoteLauncher(_Launcher):
                        for group in chunks([where[k] for k in plan.stale_keys],
                                            self.config.partitions_per_run)]
         results = self.wait(pipeline, [layer], self.submit_all(layer, batches))
-        if order is not None and plan.stale_keys and plan.retire:
+        chunked = order is not None and bool(plan.stale_keys)
+        if chunked and plan.retire:
             # groups that vanished are retired by one whole-layer run once the chunks are in
             results += self.wait(pipeline, [layer], [self.submit(layer, {**tags, **range_tags(order, keys)})])
+        elif chunked:
+            self.report_check(layer)
         self.record_stats(layer, plan, results)
         return results[-1]
+
+    def report_check(self, layer: str) -> None:
+        """The layer's `synix_up_to_date` check, evaluated once after all its chunks (each chunk
+        plans only its own partitions; a whole-layer run evaluates the check itself)."""
+        from synix_assets.dagster_defs.checks import check_evaluation
+        from synix_assets.engine.layers import plan_all
+
+        plan = plan_all(self.ctx, self.scan, upto=layer)[layer]
+        self.instance.report_runless_asset_event(check_evaluation(layer, self.names.layer(layer), plan))
 
     def submit_all(self, layer: str, batches: list[dict[str, str]]) -> list[str]:
         """Submit the runs side by side: each submission makes the webserver load the job."""
@@ -182,7 +194,6 @@ class RemoteLauncher(_Launcher):
         import dagster as dg
 
         totals = dict.fromkeys(STAT_KEYS, 0)
-        built = 0
         for result in results:
             for entry in self.instance.all_logs(result.run_id,
                                                 of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
@@ -190,10 +201,11 @@ class RemoteLauncher(_Launcher):
                 status = md.get("synix/status")
                 if status is None or status.value != "built":
                     continue
-                built += 1
                 for key in STAT_KEYS:
                     if key in md:
                         totals[key] += md[key].value
+        # what this build stored, also by a worker that died before its step recorded it
+        built = self.ctx.store.built_in_run(self.ctx.run_id).get(layer, 0)
         failed = len(self.ctx.store.failures(layer=layer, run_id=self.ctx.run_id))
         self.ctx.store.record_layer_stats(self.ctx.run_id, layer, {
             "built": built, "cached": len(plan.cached), "failed": failed,

@@ -382,19 +382,25 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
                                           "a.superseded_at IS NULL", (layer, group_key))
         return rows[0] if rows else None
 
-    def current_index(self, layer: str) -> dict[str, CurrentRef]:
-        """group_key → CurrentRef of every current artifact in `layer`, in one query (for rebuild planning)."""
+    def current_index(self, layer: str,
+                      group_keys: Iterable[str] | None = None) -> dict[str, CurrentRef]:
+        """group_key → CurrentRef of every current artifact in `layer`, in one query (for rebuild
+        planning); only those of `group_keys` when given (a run planning its own partitions)."""
+        only, params = "", ()
+        if group_keys is not None:
+            only, params = f" AND group_key IN {ids_in(self.dialect)}", (json.dumps(sorted(group_keys)),)
         with self._read(f"indexing {layer}") as conn:
             if self.branch != MAIN:
                 rows = conn.execute(
                     "SELECT r.group_key, a.artifact_id, a.materialization_key, a.content_hash, "
                     "a.created_at FROM refs r JOIN artifacts a ON a.artifact_id = r.artifact_id "
-                    "WHERE r.branch = ? AND r.layer = ?", (self.branch, layer)).fetchall()
+                    "WHERE r.branch = ? AND r.layer = ?" + only.replace("group_key", "r.group_key"),
+                    (self.branch, layer, *params)).fetchall()
             else:
                 rows = conn.execute(
                     "SELECT group_key, artifact_id, materialization_key, content_hash, "
-                    "created_at FROM artifacts WHERE layer = ? AND superseded_at IS NULL",
-                    (layer,)).fetchall()
+                    "created_at FROM artifacts WHERE layer = ? AND superseded_at IS NULL"
+                    + only, (layer, *params)).fetchall()
         return {r[0]: CurrentRef(r[1], r[2], r[3], r[4]) for r in rows}
 
     def list_layer(self, layer: str, include_superseded: bool = False) -> list[Artifact]:

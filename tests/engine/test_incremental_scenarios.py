@@ -137,3 +137,36 @@ def test_context_doc_is_clean_markdown_without_source_markers(demo_project, monk
     assert not re.search(r"\[(state|episodes-[0-9a-f]{16}|monthly-[0-9a-f]{16})\]", body)
     assert "marathon" in body.lower()
     assert "Built offline by the extractive summariser" in text
+
+
+def test_a_plan_of_some_partitions_equals_the_whole_plan_restricted_to_them(
+        built, claude_export, conversation):
+    """What a chunk of a distributed build plans (only its own partitions, docs/scale.md) is
+    exactly the whole layer's plan for those partitions: same stale keys, reasons and
+    materialization keys, same cached ones, nothing retired."""
+    from synix_assets.engine import transcripts, transform
+    from synix_assets.engine.context import BuildContext
+    from synix_assets.engine.layers import plan_layer
+    from synix_resources.llm.factory import make_client
+
+    paths, _ = built
+    claude_export(paths.root / "exports" / "new.json",
+                  [conversation("new-conv-1", "Kayak trip", "2025-03-20", "sea kayaking near Sausalito")])
+    store = paths.open_store()
+    try:
+        ctx = BuildContext(paths.load_pipeline(), store, make_client(provider="fake"), paths)
+        scan = ctx.reader.scan()
+        old = sorted(store.current_index("episodes"))
+        store.retire("episodes", old[:2])  # two episodes to rebuild ("new"), the rest current
+        for layer, partial in (("transcripts", lambda keys: transcripts.plan(ctx, "transcripts", scan, keys)),
+                               ("episodes", lambda keys: transform.plan(ctx, "episodes", keys=keys))):
+            whole = plan_layer(ctx, layer, scan, None)
+            keys = {*whole.stale_keys, *whole.cached[:3], "no-such-partition"}
+            part = partial(keys)
+            assert whole.stale_keys and part.cached
+            assert [(w.group_key, w.key, w.reason) for w in part.stale] == \
+                [(w.group_key, w.key, w.reason) for w in whole.stale if w.group_key in keys]
+            assert part.cached == [k for k in whole.cached if k in keys]
+            assert part.retire == []
+    finally:
+        store.close()

@@ -1,9 +1,11 @@
 """A build spread over three Celery workers (PostgreSQL store and Dagster storage, Redis broker,
 Dagster's webserver/daemon/code server — scripts/scale_demo.py's deployment), one of them killed with
 SIGKILL mid-build: its step is taken over by another worker, nothing is lost or built twice, and
-the artifacts equal those of a single-machine build."""
+the artifacts equal those of a single-machine build, and Dagster records every partition as
+materialized (also those the killed worker stored before its step could record them)."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -23,6 +25,29 @@ PER_RUN = 10
 BUILD_TIMEOUT_S = 600
 
 
+def _current(paths: ProjectPaths, layer: str) -> dict[str, str]:
+    """group key → artifact id of the layer's current artifacts."""
+    store = paths.open_store()
+    try:
+        return {k: ref.artifact_id for k, ref in store.current_index(layer).items()}
+    finally:
+        store.close()
+
+
+def _settled(paths: ProjectPaths, layer: str, quiet_s: float = 8.0, limit_s: float = 120) -> dict[str, str]:
+    """The layer's current artifacts once none was added for `quiet_s`: a step that was running
+    when its run was terminated finishes its Celery task (revoked tasks are not killed)."""
+    deadline = time.monotonic() + limit_s
+    seen, since = _current(paths, layer), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline, f"{layer} kept changing for {limit_s}s"
+        time.sleep(1)
+        now = _current(paths, layer)
+        if now != seen:
+            seen, since = now, time.monotonic()
+    return seen
+
+
 def _episodes_by(paths: ProjectPaths, worker: str) -> set[str]:
     store = paths.open_store()
     try:
@@ -30,6 +55,41 @@ def _episodes_by(paths: ProjectPaths, worker: str) -> set[str]:
                 if (a.audit or {}).get("worker") == worker}
     finally:
         store.close()
+
+
+def _materialized_partitions(paths: ProjectPaths, layers: list[str]) -> dict[str, set[str]]:
+    """layer → the partitions Dagster's instance (the deployment's PostgreSQL storage) records as
+    materialized: what the UI shows as built."""
+    import dagster as dg
+
+    from synix_assets.dagster_defs.graph import MAIN_NAMES
+
+    instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        return {layer: set(instance.get_materialized_partitions(MAIN_NAMES.layer(layer)))
+                for layer in layers}
+    finally:
+        instance.dispose()
+
+
+def _latest_check(paths: ProjectPaths, layer: str):
+    """(run id, evaluation) of the layer's latest `synix_up_to_date` check evaluation."""
+    import dagster as dg
+
+    from synix_assets.dagster_defs.graph import MAIN_NAMES
+
+    instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        records = instance.get_event_records(
+            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION),
+            limit=200, ascending=False)
+        for record in records:
+            evaluation = record.event_log_entry.dagster_event.event_specific_data
+            if evaluation.asset_key == MAIN_NAMES.layer(layer):
+                return record.event_log_entry.run_id, evaluation
+        return None, None
+    finally:
+        instance.dispose()
 
 
 def _celery_workers_of_runs(paths: ProjectPaths, job: str) -> dict[str, list[str]]:
@@ -90,9 +150,71 @@ def test_three_workers_build_and_a_killed_workers_step_is_finished_elsewhere(tmp
         assert _episodes_by(dep.project, "w2") == killed_at
         assert sum(result["partitions_by_worker"].values()) >= CONVERSATIONS
 
+        # Dagster shows every stored partition as materialized, also those the killed worker
+        # stored before its step could record them (the retried step records them)
+        partitioned = ["transcripts", "episodes", "monthly"]
+        materialized = _materialized_partitions(dep.project, partitioned)
+        for layer in partitioned:
+            assert materialized[layer] == set(reference["current"][layer]), layer
+        assert killed_at <= materialized["episodes"]
+        # each chunk checked only its own partitions; the coordinator reported the layer's check
+        # once, after its last chunk (a runless evaluation): every episode current
+        run_id, check = _latest_check(dep.project, "episodes")
+        assert run_id == "" and check.passed, check
+        assert check.metadata["cached"].value == CONVERSATIONS and check.metadata["stale"].value == 0
+
         # Dagster's record: one episodes run's step started on w2, then again on another worker
         starts = _celery_workers_of_runs(dep.project, "synix_build_episodes")
         taken_over = [w for w in starts.values() if len(w) >= 2 and w[0].startswith("w2@")]
         assert taken_over and not taken_over[0][-1].startswith("w2@"), starts
+    finally:
+        dep.stop()
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_distributed_synix_run_exits_130_in_one_line_and_a_rerun_resumes(tmp_path):
+    conversations = 30
+    export = scale_demo.generate_exports(tmp_path / "conversations.json", conversations, months=3)
+    dep = scale_demo.Deployment(tmp_path / "deploy", 1, export, latency_s=0.3, concurrency=1,
+                                max_requests_per_s=20, partitions_per_run=PER_RUN,
+                                visibility_timeout_s=15)
+    dep.base.mkdir()
+    try:
+        dep.start()
+        build = dep.build()
+        try:
+            deadline = time.monotonic() + BUILD_TIMEOUT_S
+            while not _current(dep.project, "episodes") and build.poll() is None:
+                assert time.monotonic() < deadline, "no episode was stored"
+                time.sleep(0.2)
+            build.send_signal(signal.SIGINT)  # what Ctrl-C in its terminal sends
+            build.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            stop_group(build)
+            raise
+        err = (dep.base / "synix-run.err").read_text(errors="replace").strip()
+        assert build.returncode == 130, err
+        assert "Traceback" not in err
+        assert err.splitlines()[-1] == "interrupted — rerun `synix run` to resume"
+        assert dep.report()["status"] == "interrupted"
+        stored = _settled(dep.project, "episodes")
+        assert 1 <= len(stored) < conversations
+
+        rerun = dep.build()
+        try:
+            rerun.wait(timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            stop_group(rerun)
+            raise
+        assert rerun.returncode == 0, (dep.base / "synix-run.err").read_text(errors="replace")[-3000:]
+        report = dep.report()
+        assert report["status"] == "completed"
+        # only what was left is built; what the interrupted build stored is kept as it was
+        assert report["layers"]["episodes"]["built"] == conversations - len(stored)
+        after = _current(dep.project, "episodes")
+        assert len(after) == conversations
+        assert {k: after[k] for k in stored} == stored
+        rows = scale_demo.artifacts(dep.project)["rows"]
+        assert rows["episodes"] == conversations and rows["transcripts"] == conversations
     finally:
         dep.stop()

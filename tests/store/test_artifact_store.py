@@ -259,6 +259,22 @@ def test_current_index_has_only_current_artifacts(store):
     assert store.current_index("nothing") == {}
 
 
+def test_current_index_of_some_group_keys_reads_only_those_on_main_and_on_a_branch(store):
+    put(store, "monthly", "2024-01", key="old")
+    new = put(store, "monthly", "2024-01", key="new")
+    for month in ("2024-02", "2024-03"):
+        put(store, "monthly", month)
+    index = store.current_index("monthly", {"2024-01", "2024-03", "2099-01"})
+    assert set(index) == {"2024-01", "2024-03"}  # a key with no artifact is simply absent
+    assert index["2024-01"].artifact_id == new.artifact_id
+    assert store.current_index("monthly", []) == {}
+    store.create_branch("b")
+    branch = store.on_branch("b")
+    branch.retire("monthly", ["2024-03"])
+    assert set(branch.current_index("monthly", ["2024-01", "2024-03"])) == {"2024-01"}
+    assert set(store.current_index("monthly", ["2024-01", "2024-03"])) == {"2024-01", "2024-03"}
+
+
 def test_list_layer_is_ordered_by_group_key(store):
     for g in ["b", "c", "a"]:
         put(store, "episodes", g)
