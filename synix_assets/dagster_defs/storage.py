@@ -29,6 +29,9 @@ INSTANCE_YAML = """# Dagster instance settings for a Synix project (DAGSTER_HOME
 telemetry:
   enabled: false
 # One SQLite event log for all runs: far cheaper per event than a database shard per run.
+# Dagster gives this class no public module path (its own defaults name every SQLite storage by
+# its `dagster._core.storage…` path, and `storage: sqlite:` selects the per-run shards), so the
+# class is named where Dagster defines it; see docs/dagster.md.
 event_log_storage:
   module: dagster._core.storage.event_log
   class: ConsolidatedSqliteEventLogStorage

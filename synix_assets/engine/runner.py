@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from synix_assets.engine import interrupts, progress
+from synix_assets.engine import interrupts, progress, schedule
 from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_promote
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
@@ -273,6 +273,18 @@ def _failure_hint(failures: list[dict]) -> str:
 def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store) -> None:
     """Each layer that has work in its own Dagster run; the projections (and a stale last
     unpartitioned layer) in one more. Stops at the first layer that did not finish."""
+    # A whole build overlaps its layers in a work graph; each layer's Dagster run below then
+    # records what the graph built for it (engine/schedule.py).
+    graph = schedule.WorkGraph(ctx, layers, scan).start() \
+        if whole and not full and schedule.usable(ctx, layers) else None
+    try:
+        _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph)
+    finally:
+        if graph is not None:
+            graph.stop()
+
+
+def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph) -> None:
     from synix_assets.dagster_defs.partitions import partitions_for
 
     deferred = None
@@ -281,7 +293,7 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
         notify(layer, "start", {})
         if full:
             _forget_current(store, layer)
-        plan = plan_layer(ctx, layer, scan, None)
+        plan = plan_layer(ctx, layer, scan, None) if graph is None else _graph_plan(graph.plans[layer])
         if not plan.stale and not plan.retire:
             launch.restamp(pipeline, layer)
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
@@ -303,6 +315,16 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
         notify(layer, "done", report.layers[layer])
     launch.drop_partitions(pipeline, retired)
     _run_projections(ctx, launch, pipeline, report, notify, deferred, scan)
+
+
+def _graph_plan(plan):
+    """The plan a layer is launched with while the work graph builds it: planned before any layer
+    was built, so a partition blocked by an upstream failure may be built after all (the upstream
+    partition is retried in this build) and is launched as stale."""
+    from synix_assets.engine.outcomes import WorkItem
+
+    return dataclasses.replace(plan, stale=plan.stale + [WorkItem(k, None, "upstream retried")
+                                                         for k in plan.blocked], blocked=[])
 
 
 def _collect(report, ctx, layer: str, plan, scan, wall: float) -> None:
