@@ -285,6 +285,7 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
 
 
 def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph) -> None:
+    from synix_assets.dagster_defs import storage
     from synix_assets.dagster_defs.partitions import partitions_for
 
     deferred = None
@@ -309,7 +310,8 @@ def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, not
             continue
         launched = time.monotonic()
         try:
-            launch.layer(pipeline, layer, plan)
+            with storage.one_planned_event(graph is not None and graph.built_cleanly(layer)):
+                launch.layer(pipeline, layer, plan)
         finally:  # also when it did not finish: what it stored is reported
             _collect(report, ctx, layer, plan, scan, time.monotonic() - launched)
         notify(layer, "done", report.layers[layer])
