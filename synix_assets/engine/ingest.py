@@ -142,6 +142,12 @@ class SourceReader:
             self._parsed[path] = convs
         return self._parsed[path]
 
+    def release(self) -> None:
+        """Drop the parsed conversations (once the transcripts are stored nothing reads them, and
+        at 10,000 conversations they are most of a build's memory)."""
+        self._parsed.clear()
+        self._by_key.clear()
+
     def conversation(self, summary: ConversationSummary) -> Conversation:
         """The parsed conversation this summary describes. One export can hold several versions
         of one id; the content hash picks the version the merge rule chose, never merely the
