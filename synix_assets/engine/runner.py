@@ -295,6 +295,8 @@ def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, not
         if full:
             _forget_current(store, layer)
         plan = plan_layer(ctx, layer, scan, None) if graph is None else _graph_plan(graph.plans[layer])
+        if graph is not None and not plan.stale and not plan.retire:
+            plan = _found_by_graph(graph, layer, plan)
         if not plan.stale and not plan.retire:
             launch.restamp(pipeline, layer)
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
@@ -327,6 +329,20 @@ def _graph_plan(plan):
 
     return dataclasses.replace(plan, stale=plan.stale + [WorkItem(k, None, "upstream retried")
                                                          for k in plan.blocked], blocked=[])
+
+
+def _found_by_graph(graph, layer: str, plan):
+    """A layer planned with nothing to do before anything was built may have work once its
+    inputs exist (e.g. `topics="auto"`, whose topics come from the built episodes): its launch
+    plan is then what the graph built."""
+    from synix_assets.engine.outcomes import WorkItem
+
+    try:
+        result = graph.wait(layer)
+    except Exception as exc:  # the layer did not finish: nothing downstream may read it
+        raise LayerIncomplete(layer, f"{type(exc).__name__}: {exc}") from exc
+    keys = [o.group_key for o in result.outcomes if o.status in ("built", "failed")]
+    return dataclasses.replace(plan, stale=[WorkItem(k, None, "found by the build") for k in keys])
 
 
 def _collect(report, ctx, layer: str, plan, scan, wall: float) -> None:

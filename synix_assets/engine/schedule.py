@@ -31,7 +31,7 @@ from concurrent.futures import CancelledError, Future, as_completed
 from dataclasses import replace
 from typing import Callable
 
-from synix_assets.engine import aggregate, fold
+from synix_assets.engine import aggregate, fold, progress
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.outcomes import LayerResult, PartitionOutcome
@@ -362,7 +362,8 @@ class WorkGraph:
                 if not ready:
                     break
             todo -= ready
-            built = aggregate.build(ctx, layer, keys=ready)
+            with progress.counted_from(layer, len(done)):
+                built = aggregate.build(ctx, layer, keys=ready)
             done.update({o.group_key: o for o in built.outcomes if o.status in ("built", "failed")})
             self._tell(layer, [o.group_key for o in built.outcomes], built.outcomes)
         self._wait_for([up])
@@ -371,7 +372,8 @@ class WorkGraph:
         if failures:
             now = self.plans[layer]
             keys = (set(now.stale_keys) | set(now.cached) | set(now.blocked)) - failures
-        return build_layer(ctx, layer, None, keys, done=done)
+        with progress.counted_from(layer, len(done)):
+            return build_layer(ctx, layer, None, keys, done=done)
 
     def _tell(self, layer: str, keys: list[str], outcomes) -> None:
         status = {o.group_key: o.status for o in outcomes}
