@@ -275,8 +275,10 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
     unpartitioned layer) in one more. Stops at the first layer that did not finish."""
     # A whole build overlaps its layers in a work graph; each layer's Dagster run below then
     # records what the graph built for it (engine/schedule.py).
+    # Only where the layer steps execute in this process: a step elsewhere (a scale worker) cannot
+    # take the graph's result and would build the layer a second time.
     graph = schedule.WorkGraph(ctx, layers, scan).start() \
-        if whole and not full and schedule.usable(ctx, layers) else None
+        if whole and not full and launch.steps_in_process and schedule.usable(ctx, layers) else None
     try:
         _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph)
     finally:
@@ -364,6 +366,8 @@ def _forget_current(store, layer: str) -> None:
 
 class _Launcher:
     """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
+
+    steps_in_process = True  # the layer steps run here, so they can take the work graph's results
 
     def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], graph):
         self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance

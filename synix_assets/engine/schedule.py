@@ -99,16 +99,6 @@ class _PriorityPool:
             except BaseException as exc:  # handed to whoever waits for this call
                 future.set_exception(exc)
 
-    def built_cleanly(self, layer: str) -> bool:
-        """Whether `layer` is finished with no failed partition. A layer with no LLM call (the
-        source merge) is waited for: it is quick, and a run launched after it knows that none of
-        its partitions can fail (storage.one_planned_event)."""
-        if self.pipeline.steps[layer].kind == "merge":
-            while not self._done[layer].wait(WAIT_S):
-                pass
-        return self._done[layer].is_set() and layer not in self._errors \
-            and not self._results[layer].failed
-
     def stop(self) -> None:
         """Drop the queued calls (cancelled, never sent); the calls in flight finish."""
         while True:
