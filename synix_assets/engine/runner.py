@@ -5,6 +5,10 @@ partitions are registered with Dagster and one in-process run materializes the r
 them. Layers with nothing to do launch nothing, and a build whose inputs, pipeline, projections
 and model are all unchanged since the last clean build returns before loading Dagster at all.
 
+A whole build whose layer steps execute in this process also starts the work graph
+(engine/schedule.py): the layers are built overlapping, each partition as soon as its inputs are
+stored, and each layer's Dagster run records what the graph built for it instead of building it.
+
 A layer that does not finish stops the build before anything reads it: a signal (the build is
 "interrupted", exit 128+signal), or an exception that is not a recorded partition failure (the
 build fails naming the layer, its unfinished partitions and the cause). Partitions that failed on
