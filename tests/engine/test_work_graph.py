@@ -6,6 +6,8 @@ run real Dagster instances, real SQLite stores and the fake LLM.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from synix_assets.engine import schedule
@@ -104,3 +106,42 @@ def test_a_stopped_scheduler_never_sends_what_was_queued():
     stopper.join(timeout=30)
     assert first.result(timeout=1) is True
     assert sent == [] and all(f.cancelled() for f in queued)
+
+
+def _branch_artifacts(paths) -> dict:
+    """Every current artifact of the branch's layers (the export's path aside)."""
+    with paths.open_store() as store:
+        out = {}
+        for layer in paths.load_pipeline().layer_order():
+            ids = [ref.artifact_id for ref in store.current_index(layer).values()]
+            out[layer] = {a.group_key: (a.content, a.content_hash, a.materialization_key)
+                          for a in store.get_many(ids)}
+        return out
+
+
+def test_a_branch_build_goes_through_the_work_graph_and_stores_what_a_layer_by_layer_build_does(
+        tmp_path, monkeypatch):
+    from synix_assets.engine import branches
+
+    topical = Path(__file__).resolve().parents[2] / "synix_assets" / "examples" / "topical.py"
+    graph_branches = []
+    real_start = schedule.WorkGraph.start
+
+    def counted_start(self):
+        graph_branches.append(self.ctx.paths.branch)
+        return real_start(self)
+
+    monkeypatch.setattr(schedule.WorkGraph, "start", counted_start)
+    built = {}
+    for name, options in (("overlapped", {}), ("sequential", {"from_layer": "transcripts"})):
+        main = ProjectPaths(init_project(tmp_path / name, exports=demo_exports()))
+        branches.create_branch(main, "topical", pipeline_file=topical)
+        report = run_build(main.on_branch("topical"), **options)
+        assert report.branch == "topical" and report.status == "completed"
+        built[name] = (main.on_branch("topical"), report)
+    assert graph_branches == ["topical"]  # only the whole build used the graph
+    (a, first), (b, second) = built["overlapped"], built["sequential"]
+    assert _branch_artifacts(a) == _branch_artifacts(b)
+    assert _branch_artifacts(a)["topics"]  # the branch's own layer was built
+    assert first.to_json()["layers"] == second.to_json()["layers"]
+    assert run_build(a).noop
