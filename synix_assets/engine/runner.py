@@ -192,33 +192,33 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
         client.close()
         return report
 
-    client.close()
     settle_abandoned_runs(paths, store)  # a killed earlier build must not stay "running"
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
     # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
+    work = None
     try:
-        instance = instance or dagster_instance(paths)
-        from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
-        from synix_resources.llm.resource import LLMResource
-
-        llm_resource = LLMResource(**llm_settings)
-        ctx.llm = llm_resource.get_client()
-        # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
-        defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
-                          branches=[paths.branch])
-        graph = branch_graph(paths, ctx.llm_identity, None)
         scale = load_scale_config(paths.root)
-        if scale is None:
-            launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
-        else:  # a distributed deployment builds the layers (docs/scale.md)
-            from synix_assets.scale.launcher import RemoteLauncher
-
-            launch = RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs,
-                                    graph)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
-            _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
+            # A whole build overlaps its layers in a work graph (engine/schedule.py), started
+            # before Dagster loads so the first LLM calls go out meanwhile, with the plain client
+            # of the plan check. Not on a distributed deployment: its workers build the layers,
+            # and a step there cannot take this process's results.
+            if whole and not full and scale is None and schedule.usable(ctx, layers):
+                work = schedule.WorkGraph(ctx, layers, scan).start()
+            else:
+                client.close()
+            try:
+                instance = instance or dagster_instance(paths)
+                launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings,
+                                   scale, own_client=work is None)
+                _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify,
+                              store, work)
+            finally:
+                if work is not None:
+                    work.stop()
+                    client.close()
     except KeyboardInterrupt:
         report.status = INTERRUPTED
     except LayerIncomplete as exc:
@@ -241,6 +241,27 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     if whole and not scan.failed_files:
         store.set_meta(CLEAN_BUILD_KEY, fingerprint)
     return report
+
+
+def _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale, *, own_client):
+    """What launches this build's Dagster runs: in this process, or on the deployment that
+    scale.toml names (docs/scale.md). `own_client`: the build's context takes the LLM resource's
+    client (else it keeps the work graph's)."""
+    from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
+    from synix_resources.llm.resource import LLMResource
+
+    llm_resource = LLMResource(**llm_settings)
+    if own_client:
+        ctx.llm = llm_resource.get_client()
+    # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
+    defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
+                      branches=[paths.branch])
+    graph = branch_graph(paths, ctx.llm_identity, None)
+    if scale is None:
+        return _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+    from synix_assets.scale.launcher import RemoteLauncher
+
+    return RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
 
 
 def _finish(ctx, instance, report, started, status: str, error: str | None) -> None:
@@ -274,23 +295,10 @@ def _failure_hint(failures: list[dict]) -> str:
     return "everything else was built and kept; `synix run` retries only the failed partitions"
 
 
-def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store) -> None:
+def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph) -> None:
     """Each layer that has work in its own Dagster run; the projections (and a stale last
-    unpartitioned layer) in one more. Stops at the first layer that did not finish."""
-    # A whole build overlaps its layers in a work graph; each layer's Dagster run below then
-    # records what the graph built for it (engine/schedule.py).
-    # Only where the layer steps execute in this process: a step elsewhere (a scale worker) cannot
-    # take the graph's result and would build the layer a second time.
-    graph = schedule.WorkGraph(ctx, layers, scan).start() \
-        if whole and not full and launch.steps_in_process and schedule.usable(ctx, layers) else None
-    try:
-        _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph)
-    finally:
-        if graph is not None:
-            graph.stop()
-
-
-def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph) -> None:
+    unpartitioned layer) in one more. Stops at the first layer that did not finish. With a work
+    graph (`graph`), each layer's run records what the graph built for it."""
     from synix_assets.dagster_defs import storage
     from synix_assets.dagster_defs.partitions import partitions_for
 
@@ -301,7 +309,13 @@ def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, not
         if full:
             _forget_current(store, layer)
         plan = plan_layer(ctx, layer, scan, None) if graph is None else _graph_plan(graph.plans[layer])
-        if graph is not None and not plan.stale and not plan.retire:
+        leads = (whole and layer == layers[-1] and pipeline.projections
+                 and partitions_for(pipeline, layer) is None)
+        # A layer planned before its inputs existed is launched with what the graph did: with
+        # nothing planned it may have found work (topics="auto"), and the layer that leads the
+        # projections' run must not be launched without work (its empty output would make
+        # Dagster skip the projections after it).
+        if graph is not None and (leads or (not plan.stale and not plan.retire)):
             plan = _found_by_graph(graph, layer, plan)
         if not plan.stale and not plan.retire:
             launch.restamp(pipeline, layer)
@@ -312,8 +326,7 @@ def _launch_layers(ctx, launch, pipeline, layers, scan, full, whole, report, not
         notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
         if plan.retire:
             retired[layer] = list(plan.retire)
-        if (whole and layer == layers[-1] and pipeline.projections
-                and partitions_for(pipeline, layer) is None):
+        if leads:
             deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
             continue
         launched = time.monotonic()
@@ -338,9 +351,8 @@ def _graph_plan(plan):
 
 
 def _found_by_graph(graph, layer: str, plan):
-    """A layer planned with nothing to do before anything was built may have work once its
-    inputs exist (e.g. `topics="auto"`, whose topics come from the built episodes): its launch
-    plan is then what the graph built."""
+    """The launch plan of a layer, once the graph finished it: what the graph built (or failed)
+    is its work, what it found blocked stays blocked."""
     from synix_assets.engine.outcomes import WorkItem
 
     try:
@@ -348,7 +360,8 @@ def _found_by_graph(graph, layer: str, plan):
     except Exception as exc:  # the layer did not finish: nothing downstream may read it
         raise LayerIncomplete(layer, f"{type(exc).__name__}: {exc}") from exc
     keys = [o.group_key for o in result.outcomes if o.status in ("built", "failed")]
-    return dataclasses.replace(plan, stale=[WorkItem(k, None, "found by the build") for k in keys])
+    return dataclasses.replace(plan, stale=[WorkItem(k, None, "found by the build") for k in keys],
+                               blocked=[o.group_key for o in result.outcomes if o.status == "blocked"])
 
 
 def _collect(report, ctx, layer: str, plan, scan, wall: float) -> None:
@@ -370,8 +383,6 @@ def _forget_current(store, layer: str) -> None:
 
 class _Launcher:
     """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
-
-    steps_in_process = True  # the layer steps run here, so they can take the work graph's results
 
     def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], graph):
         self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance

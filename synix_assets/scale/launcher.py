@@ -57,8 +57,6 @@ def chunks(positions: list[int], size: int) -> list[list[int]]:
 class RemoteLauncher(_Launcher):
     """Launches the layer runs of one Synix run on the deployment named by scale.toml."""
 
-    steps_in_process = False  # the workers build the layers: no in-process work graph
-
     def __init__(self, config, *args):
         super().__init__(*args)
         self.config = config

@@ -6,6 +6,8 @@ run real Dagster instances, real SQLite stores and the fake LLM.
 """
 from __future__ import annotations
 
+import contextlib
+import time
 from pathlib import Path
 
 import pytest
@@ -74,7 +76,6 @@ def test_a_months_rollup_is_built_before_the_last_episodes(demo_project, monkeyp
 
 def test_the_scheduler_runs_deeper_levels_first():
     import threading
-    import time
 
     pool = schedule._PriorityPool(1)
     order, gate = [], threading.Event()
@@ -100,9 +101,14 @@ def test_a_stopped_scheduler_never_sends_what_was_queued():
     sent = []
     first = pool.submit((0,), gate.wait, 5)
     queued = [pool.submit((1, i), sent.append, i) for i in range(5)]
+    deadline = time.monotonic() + 10
+    while not first.running() and time.monotonic() < deadline:  # the one call in flight
+        time.sleep(0.01)
     stopper = threading.Thread(target=pool.stop)
     stopper.start()
-    gate.set()
+    while not all(f.cancelled() for f in queued) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    gate.set()  # the call in flight ends only once the stop has dropped the queue
     stopper.join(timeout=30)
     assert first.result(timeout=1) is True
     assert sent == [] and all(f.cancelled() for f in queued)
@@ -145,3 +151,26 @@ def test_a_branch_build_goes_through_the_work_graph_and_stores_what_a_layer_by_l
     assert _branch_artifacts(a)["topics"]  # the branch's own layer was built
     assert first.to_json()["layers"] == second.to_json()["layers"]
     assert run_build(a).noop
+
+
+def test_a_last_layer_left_with_nothing_to_build_still_gets_its_projections_written(tmp_path):
+    # topics that match no episode: the topical rollups and the core fold over them end up with
+    # nothing to build, which the plan made before the episodes existed could not know
+    root = init_project(tmp_path / "p", exports=demo_exports(), template="topical")
+    pipeline_py = root / "pipeline.py"
+    text = pipeline_py.read_text(encoding="utf-8")
+    start = text.index("topics=[")
+    pipeline_py.write_text(text[:start] + 'topics=["quantum chromodynamics lattice"]'
+                           + text[text.index("]", start) + 1:], encoding="utf-8")
+    paths = ProjectPaths(root)
+    report = run_build(paths)
+    out = report.to_json()
+    assert out["layers"]["topics"]["built"] == 0 and out["layers"]["core"]["built"] == 0
+    assert out["projections"]["memory-index"]["changed"] is True
+    assert out["projections"]["context"]["changed"] is True
+    assert (root / "context.md").exists()
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(paths.search)) as db:  # the episodes are indexed
+        assert db.execute("SELECT count(*) FROM docs WHERE layer = 'episodes'").fetchone()[0] \
+            == out["layers"]["episodes"]["built"] > 0
