@@ -192,6 +192,7 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
         client.close()
         return report
 
+    client.close()
     settle_abandoned_runs(paths, store)  # a killed earlier build must not stay "running"
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
@@ -199,26 +200,23 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
     work = None
     try:
+        instance = instance or dagster_instance(paths)
         scale = load_scale_config(paths.root)
+        # the definitions first: building them brings Dagster in step with the store, which must
+        # not see this build's artifacts as stored without a run
+        launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
-            # A whole build overlaps its layers in a work graph (engine/schedule.py), started
-            # before Dagster loads so the first LLM calls go out meanwhile, with the plain client
-            # of the plan check. Not on a distributed deployment: its workers build the layers,
-            # and a step there cannot take this process's results.
+            # A whole build overlaps its layers in a work graph (engine/schedule.py). Not on a
+            # distributed deployment: its workers build the layers, and a step there cannot take
+            # this process's results.
             if whole and not full and scale is None and schedule.usable(ctx, layers):
                 work = schedule.WorkGraph(ctx, layers, scan).start()
-            else:
-                client.close()
             try:
-                instance = instance or dagster_instance(paths)
-                launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings,
-                                   scale, own_client=work is None)
                 _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify,
                               store, work)
             finally:
                 if work is not None:
                     work.stop()
-                    client.close()
     except KeyboardInterrupt:
         report.status = INTERRUPTED
     except LayerIncomplete as exc:
@@ -243,16 +241,14 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     return report
 
 
-def _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale, *, own_client):
+def _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale):
     """What launches this build's Dagster runs: in this process, or on the deployment that
-    scale.toml names (docs/scale.md). `own_client`: the build's context takes the LLM resource's
-    client (else it keeps the work graph's)."""
+    scale.toml names (docs/scale.md). The build's context takes the LLM resource's client."""
     from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
     from synix_resources.llm.resource import LLMResource
 
     llm_resource = LLMResource(**llm_settings)
-    if own_client:
-        ctx.llm = llm_resource.get_client()
+    ctx.llm = llm_resource.get_client()
     # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
                       branches=[paths.branch])
