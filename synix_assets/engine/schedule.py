@@ -27,8 +27,7 @@ import itertools
 import logging
 import queue
 import threading
-from concurrent.futures import CancelledError, Future, as_completed
-from dataclasses import replace
+from concurrent.futures import Future, as_completed
 from typing import Callable
 
 from synix_assets.engine import aggregate, fold, progress

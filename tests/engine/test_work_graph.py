@@ -10,8 +10,6 @@ import contextlib
 import time
 from pathlib import Path
 
-import pytest
-
 from synix_assets.engine import schedule
 from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
