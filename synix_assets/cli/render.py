@@ -5,6 +5,7 @@ Rich's Console drops colour for NO_COLOR and for pipes; progress bars are only d
 from __future__ import annotations
 
 import re
+import threading
 
 from rich.console import Console, Group
 from rich.markup import escape
@@ -121,6 +122,8 @@ class BarProgress:
                                  console=out, transient=False)
         self.tasks: dict[str, int] = {}
         self.cached: dict[str, int] = {}
+        # layers report from the build's work-graph threads too (engine/schedule.py)
+        self._lock = threading.Lock()
 
     def __enter__(self):
         self.progress.start()
@@ -135,6 +138,10 @@ class BarProgress:
         return self.tasks[layer]
 
     def __call__(self, layer: str, event: str, data: dict) -> None:
+        with self._lock:
+            self._update(layer, event, data)
+
+    def _update(self, layer: str, event: str, data: dict) -> None:
         task = self._task(layer)
         if event == "planned":
             self.cached[layer] = data.get("cached", 0)

@@ -31,6 +31,7 @@ from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
+from synix_assets.engine.schedule import arrivals, take
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_assets.scale.executor import backfill_policy
 from synix_resources.llm.resource import LLMResource
@@ -184,7 +185,13 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         scan = ctx.reader.scan() if is_source_merge(pipeline, layer) else None
         prov = Provenance(pipeline, ctx.store, layer, version, context.instance, names)  # cursors before building
         restamp = _recorded_code_version(context.instance, key) not in (None, version)
-        result = build_layer(ctx, layer, scan, keys)
+        # A `synix run` work graph builds the layer meanwhile (engine/schedule.py): each partition
+        # it stores is recorded at once, then the step takes the layer's result.
+        streamed = set()
+        for outcome in arrivals(ctx.run_id, layer):
+            streamed.add(outcome.group_key)
+            yield from _partitions(ctx, layer, [outcome], prov, key)
+        result = take(ctx.run_id, layer) or build_layer(ctx, layer, scan, keys)
         ctx.store.record_layer_stats(ctx.run_id, layer, result.totals())
         context.log.info(f"{layer}: {result.totals()}")
         # A partition reading a fan-in edge looks stale to Dagster once any upstream partition
@@ -195,12 +202,12 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         # it), so it is recorded now, or Dagster would show a built partition as missing.
         only_changed = (tags.get(EMIT_TAG) == "changed" and not restamp and not result.failed
                         and not fan_in and not chunk)
-        record = [o for o in result.outcomes
-                  if o.status == "built" or (o.status == "cached" and not only_changed)]
+        record = [o for o in result.outcomes if o.group_key not in streamed
+                  and (o.status == "built" or (o.status == "cached" and not only_changed))]
         if part is None:
             yield from _single(ctx, layer, record, prov)
         else:
-            if record and not result.failed and not result.count("blocked") \
+            if (record or streamed) and not result.failed and not result.count("blocked") \
                     and _feeds_this_run(context, children):
                 yield dg.MaterializeResult()  # lets downstream steps of this run start
             yield from _partitions(ctx, layer, record, prov, key)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from synix_assets.engine.ingest import SourceReader
 from synix_assets.engine.projections import tighten_context_docs
@@ -19,6 +19,8 @@ class BuildContext:
     run_id: str | None = None
     batch: bool = False
     reader: SourceReader | None = None
+    # told (layer, outcome) of each partition the moment its LLM answer is stored (work graph)
+    on_stored: Callable[[str, Any], None] | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("synix.build"))
 
     def __post_init__(self) -> None:

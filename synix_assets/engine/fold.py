@@ -73,6 +73,93 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
     return out
 
 
+class _Folder:
+    """Folds items one at a time from (start, state), checkpointing every `checkpoint_every`."""
+
+    def __init__(self, ctx, layer: str, start: int, state: str | None):
+        self.ctx, self.layer = ctx, layer
+        self.step = ctx.pipeline.steps[layer]
+        self.start = start
+        self.state = state or EMPTY_STATE
+        self.version = ctx.version(layer)
+        self.max_tokens = state_limit(ctx, layer)
+        self.every = self.step.config["checkpoint_every"]
+        self.totals = {"calls": 0, "in": 0, "out": 0, "cost": 0.0, "compressions": 0}
+        self.reduced: list[dict] = []
+        self.last = None
+        self.hashes: list[str] = []  # of every item folded so far, from position 0
+
+    def advance(self, pos: int, art, hashes: list[str]) -> None:
+        """Fold the item at `pos` (hashes: the content hashes of items 0..pos)."""
+        ctx, layer, step, state = self.ctx, self.layer, self.step, self.state
+        records, _ = apply_pii(step.config.get("pii"), [record_of(art)])
+        rec = records[0]
+        # The state is a source too: an extractive summariser must be able to keep it.
+        prior = [("state", state)] if state != EMPTY_STATE else []
+        req = make_request(ctx, layer, call_prompt(step, rec, state), [rec], f"{layer}/{rec.group_key}",
+                           render=_step_render(step, rec, state), extra_sources=prior)
+        last = self.last = ctx.llm.complete(req)
+        _add(self.totals, last)
+        if last.map_reduce_parts:  # an input over the window was summarised in parts first
+            self.reduced.append({"input": rec.artifact_id, "parts": last.map_reduce_parts,
+                                 "part_prompt_hashes": list(last.part_prompt_hashes)})
+        state = last.text
+        max_tokens = self.max_tokens
+        if estimate_tokens(state) > max_tokens:
+            comp = ctx.llm.complete(make_request(
+                ctx, layer, builtin_prompts.compress_state(state, max_tokens),
+                [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)],
+                render=lambda sources, limit=max_tokens: builtin_prompts.compress_state(
+                    dict(sources)["state"], limit)))
+            _add(self.totals, comp)
+            self.totals["compressions"] += 1
+            state = comp.text
+        self.state = state
+        progress.finished(layer, pos + 1 - self.start)
+        if (pos + 1) % self.every == 0:
+            ctx.store.put_checkpoint(layer, self.version, pos + 1, sequence_fingerprint(hashes[:pos + 1]), state)
+
+    def failed(self, err) -> PartitionOutcome:
+        """The states reached so far stay checkpointed; the partition is recorded as failed."""
+        t = self.totals
+        self.ctx.store.record_failure(self.ctx.run_id, self.layer, GROUP, err.one_line())
+        return PartitionOutcome(GROUP, "failed", error=err.one_line(),
+                                llm_calls=t["calls"] + isinstance(err, LLMError),
+                                tokens_in=t["in"], tokens_out=t["out"], cost_usd=t["cost"],
+                                flags=("refusal",) if isinstance(err, LLMRefusal) else ())
+
+    def store(self, arts, key: str) -> PartitionOutcome:
+        """Store the folded state of the whole sequence `arts` under materialization key `key`."""
+        ctx, layer, start, totals, text = self.ctx, self.layer, self.start, self.totals, self.state
+        if self.last is None:  # every item was covered by a checkpoint: its state is the answer
+            audit = {"resumed_from": start, "llm_calls": 0, "provider": ctx.llm.provider}
+        else:
+            audit = self.last.audit()
+            audit.update({"resumed_from": start, "llm_calls": totals["calls"],
+                          "compressions": totals["compressions"], "fold_tokens_in": totals["in"],
+                          "fold_tokens_out": totals["out"], "fold_cost_usd": totals["cost"]})
+            if self.reduced:
+                audit["reduced_inputs"] = self.reduced
+        dates = [str(a.metadata.get("meta.time.created_at")) for a in arts if a.metadata.get("meta.time.created_at")]
+        meta = {"meta.time.created_at": min(dates) if dates else None,
+                "meta.time.last_at": max(str(a.metadata.get("meta.time.last_at") or a.metadata.get("meta.time.created_at") or "") for a in arts) or None,
+                "meta.step.sequence": len(arts), "meta.step.resumed_from": start,
+                "meta.step.version_hash": self.version, "meta.custom.groups": [a.group_key for a in arts],
+                "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model}
+        pii_counts = merged_pii([a.metadata for a in arts])
+        if pii_counts:
+            meta["meta.custom.pii"] = pii_counts
+        art = ctx.store.put(layer=layer, group_key=GROUP, content=text, materialization_key=key,
+                            level=ctx.pipeline.level(layer), metadata=meta, audit=audit,
+                            parents=[a.artifact_id for a in arts], run_id=ctx.run_id)
+        ctx.store.clear_failure(layer, GROUP)
+        return PartitionOutcome(
+            GROUP, "built", artifact_id=art.artifact_id, reason=f"resumed at item {start + 1} of {len(arts)}",
+            provider=ctx.llm.provider, model=ctx.llm.model, llm_calls=totals["calls"],
+            tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
+            input_count=len(arts), content_hash=art.content_hash, preview=text[:600])
+
+
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     result = LayerResult(layer)
     p = plan(ctx, layer)
@@ -83,78 +170,44 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         result.outcomes += [PartitionOutcome(GROUP, "cached") for _ in p.cached]
         return result
     work = p.stale[0]
-    step = ctx.pipeline.steps[layer]
     arts = _ordered(ctx, layer, ctx.store.get_many(work.inputs))
     hashes = [a.content_hash for a in arts]
     start, state = _resume_point(ctx, layer, hashes)
-    state = state or EMPTY_STATE
-    version = ctx.version(layer)
-    max_tokens = state_limit(ctx, layer)
-    every = step.config["checkpoint_every"]
-    totals = {"calls": 0, "in": 0, "out": 0, "cost": 0.0, "compressions": 0}
-    reduced: list[dict] = []
-    last = None
+    folder = _Folder(ctx, layer, start, state)
     try:
         for pos in range(start, len(arts)):
-            records, _ = apply_pii(step.config.get("pii"), [record_of(arts[pos])])
-            rec = records[0]
-            # The state is a source too: an extractive summariser must be able to keep it.
-            prior = [("state", state)] if state != EMPTY_STATE else []
-            req = make_request(ctx, layer, call_prompt(step, rec, state), [rec], f"{layer}/{rec.group_key}",
-                               render=_step_render(step, rec, state), extra_sources=prior)
-            last = ctx.llm.complete(req)
-            _add(totals, last)
-            if last.map_reduce_parts:  # an input over the window was summarised in parts first
-                reduced.append({"input": rec.artifact_id, "parts": last.map_reduce_parts,
-                                "part_prompt_hashes": list(last.part_prompt_hashes)})
-            state = last.text
-            if estimate_tokens(state) > max_tokens:
-                comp = ctx.llm.complete(make_request(
-                    ctx, layer, builtin_prompts.compress_state(state, max_tokens),
-                    [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)],
-                    render=lambda sources, limit=max_tokens: builtin_prompts.compress_state(
-                        dict(sources)["state"], limit)))
-                _add(totals, comp)
-                totals["compressions"] += 1
-                state = comp.text
-            progress.finished(layer, pos + 1 - start)
-            if (pos + 1) % every == 0:
-                ctx.store.put_checkpoint(layer, version, pos + 1, sequence_fingerprint(hashes[:pos + 1]), state)
-    except (LLMError, PromptError) as err:  # the states reached so far stay checkpointed
-        ctx.store.record_failure(ctx.run_id, layer, GROUP, err.one_line())
-        result.outcomes.append(PartitionOutcome(
-            GROUP, "failed", error=err.one_line(), llm_calls=totals["calls"] + isinstance(err, LLMError),
-            tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
-            flags=("refusal",) if isinstance(err, LLMRefusal) else ()))
+            folder.advance(pos, arts[pos], hashes)
+    except (LLMError, PromptError) as err:
+        result.outcomes.append(folder.failed(err))
         return result
-    if last is None:  # every item was covered by a checkpoint: its state is the answer
-        text, audit = state, {"resumed_from": start, "llm_calls": 0, "provider": ctx.llm.provider}
-    else:
-        text, audit = state, last.audit()
-        audit.update({"resumed_from": start, "llm_calls": totals["calls"],
-                      "compressions": totals["compressions"], "fold_tokens_in": totals["in"],
-                      "fold_tokens_out": totals["out"], "fold_cost_usd": totals["cost"]})
-        if reduced:
-            audit["reduced_inputs"] = reduced
-    dates = [str(a.metadata.get("meta.time.created_at")) for a in arts if a.metadata.get("meta.time.created_at")]
-    meta = {"meta.time.created_at": min(dates) if dates else None,
-            "meta.time.last_at": max(str(a.metadata.get("meta.time.last_at") or a.metadata.get("meta.time.created_at") or "") for a in arts) or None,
-            "meta.step.sequence": len(arts), "meta.step.resumed_from": start,
-            "meta.step.version_hash": version, "meta.custom.groups": [a.group_key for a in arts],
-            "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model}
-    pii_counts = merged_pii([a.metadata for a in arts])
-    if pii_counts:
-        meta["meta.custom.pii"] = pii_counts
-    art = ctx.store.put(layer=layer, group_key=GROUP, content=text, materialization_key=work.key,
-                        level=ctx.pipeline.level(layer), metadata=meta, audit=audit,
-                        parents=[a.artifact_id for a in arts], run_id=ctx.run_id)
-    ctx.store.clear_failure(layer, GROUP)
-    result.outcomes.append(PartitionOutcome(
-        GROUP, "built", artifact_id=art.artifact_id, reason=f"resumed at item {start + 1} of {len(arts)}",
-        provider=ctx.llm.provider, model=ctx.llm.model, llm_calls=totals["calls"],
-        tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
-        input_count=len(arts), content_hash=art.content_hash, preview=text[:600]))
+    result.outcomes.append(folder.store(arts, work.key))
     return result
+
+
+def has_checkpoints(ctx, layer: str) -> bool:
+    return bool(ctx.store.checkpoints(layer, ctx.version(layer)))
+
+
+def build_streaming(ctx, layer: str, arrivals) -> LayerResult:
+    """Fold items as they arrive, before the whole sequence exists (the work graph feeds each
+    month's rollup as soon as it and every earlier one are stored). Only for a fold with no
+    checkpoint of its version (nothing to resume from). When the sequence that finally exists
+    is the one folded, it is stored as `build` would have; otherwise (a prediction was wrong,
+    an input failed) `build` runs, resuming from the checkpoints written meanwhile."""
+    folder = _Folder(ctx, layer, 0, None)
+    folded, hashes = [], []
+    try:
+        for art in arrivals:
+            hashes.append(art.content_hash)
+            folder.advance(len(folded), art, hashes)
+            folded.append(art)
+    except (LLMError, PromptError) as err:
+        return LayerResult(layer, [folder.failed(err)])
+    p = plan(ctx, layer)
+    if p.blocked or not p.stale or [a.artifact_id for a in _ordered(ctx, layer, ctx.store.get_many(
+            p.stale[0].inputs))] != [a.artifact_id for a in folded]:
+        return build(ctx, layer)
+    return LayerResult(layer, [folder.store(folded, p.stale[0].key)])
 
 
 def state_limit(ctx, layer: str) -> int:

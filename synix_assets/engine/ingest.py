@@ -92,6 +92,7 @@ class SourceReader:
         self.pipeline = pipeline
         self.store = store
         self._parsed: dict[str, list[Conversation]] = {}
+        self._by_key: dict[str, dict[str, list[Conversation]]] = {}
 
     def files(self) -> list[tuple[str, Path, str]]:
         out = []
@@ -141,6 +142,12 @@ class SourceReader:
             self._parsed[path] = convs
         return self._parsed[path]
 
+    def release(self) -> None:
+        """Drop the parsed conversations (once the transcripts are stored nothing reads them, and
+        at 10,000 conversations they are most of a build's memory)."""
+        self._parsed.clear()
+        self._by_key.clear()
+
     def conversation(self, summary: ConversationSummary) -> Conversation:
         """The parsed conversation this summary describes. One export can hold several versions
         of one id; the content hash picks the version the merge rule chose, never merely the
@@ -149,9 +156,13 @@ class SourceReader:
             from synix_assets.live.source import live_conversation
 
             return live_conversation(summary)
-        for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
-            if partition_key(conv.conversation_id) == summary.key \
-                    and conv.content_hash() == summary.content_hash:
+        by_key = self._by_key.get(summary.file)
+        if by_key is None:  # indexed once per file: a scan per conversation is quadratic
+            by_key = self._by_key[summary.file] = {}
+            for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
+                by_key.setdefault(partition_key(conv.conversation_id), []).append(conv)
+        for conv in by_key.get(summary.key, ()):
+            if conv.content_hash() == summary.content_hash:
                 return conv
         raise ExportFormatError(f"{summary.file}: conversation {summary.conversation_id} vanished while building",
                                 hint="the export changed during the build; run again")
@@ -170,6 +181,7 @@ class SourceReader:
                 [tuple(x) for x in cached["skipped"]]
         convs, report = parse_file(path, fmt)
         self._parsed[str(path)] = convs
+        self._by_key.pop(str(path), None)
         detected = report.format or fmt
         summaries = [summarise(c, source, detected) for c in convs]
         skipped = [(cid, why) for cid, why in report.skipped]

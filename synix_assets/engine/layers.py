@@ -5,7 +5,7 @@ import time
 
 from synix_assets.engine import aggregate, fold, merge, transcripts, transform
 from synix_assets.engine.ingest import IngestResult
-from synix_assets.engine.outcomes import LayerPlan, LayerResult
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
 from synix_assets.engine.upstream import remember_avg_out, remember_version
 
 # Meta key of the last build that finished every layer and projection: `synix run` returns at once
@@ -48,7 +48,11 @@ def plan_all(ctx, scan: IngestResult, upto: str | None = None) -> dict[str, Laye
     return plans
 
 
-def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | None = None) -> LayerResult:
+def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | None = None,
+                done: dict[str, PartitionOutcome] | None = None) -> LayerResult:
+    """Build the layer's stale partitions (those in `keys`, or all). `done`: outcomes partitions
+    already got earlier in this build (the work graph builds some ahead of the rest): a built one
+    is reported as built, not as the cached artifact it is by now."""
     started = time.monotonic()
     step = ctx.pipeline.steps[layer]
     ctx.store.delete_meta(CLEAN_BUILD_KEY)  # runs from the UI or the sensor change layers too
@@ -57,6 +61,10 @@ def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | Non
     else:
         module = {"merge": merge, "transform": transform, "aggregate": aggregate, "fold": fold}[step.kind]
         result = module.build(ctx, layer, keys)
+    if done:
+        merged = {o.group_key: o for o in result.outcomes}
+        merged.update({k: o for k, o in done.items() if o.status in ("built", "failed")})
+        result.outcomes = list(merged.values())
     if not result.failed:
         remember_version(ctx, layer)
     remember_avg_out(ctx, layer, result.outcomes)

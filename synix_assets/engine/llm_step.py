@@ -117,6 +117,8 @@ def call_and_store(ctx, layer: str, level: int, calls: list[PendingCall]) -> lis
         outcomes[i] = store_result(ctx, layer, level, calls[i], result)
         done += 1
         progress.finished(layer, done)
+        if ctx.on_stored is not None:
+            ctx.on_stored(layer, outcomes[i])
 
     ctx.llm.complete_many([c.request for c in calls], batch=ctx.batch, on_result=stored)
     return outcomes  # type: ignore[return-value]

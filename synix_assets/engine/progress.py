@@ -13,6 +13,7 @@ Listener = Callable[[str, int], None]  # (layer, partitions finished so far in t
 
 _listeners: list[Listener] = []
 _lock = threading.Lock()
+_offsets: dict[str, int] = {}  # layer → partitions finished before the current build call
 
 
 @contextmanager
@@ -26,9 +27,23 @@ def listening(listener: Listener):
             _listeners.remove(listener)
 
 
+@contextmanager
+def counted_from(layer: str, done: int):
+    """Within: counts reported for `layer` start after `done` partitions finished earlier in the
+    same build step (the work graph builds a layer in several calls, e.g. month by month)."""
+    with _lock:
+        _offsets[layer] = done
+    try:
+        yield
+    finally:
+        with _lock:
+            _offsets.pop(layer, None)
+
+
 def finished(layer: str, count: int) -> None:
     """Tell listeners that `count` partitions of `layer` are done (built or failed) so far."""
     with _lock:
         targets = list(_listeners)
+        count += _offsets.get(layer, 0)
     for listener in targets:
         listener(layer, count)

@@ -5,6 +5,10 @@ partitions are registered with Dagster and one in-process run materializes the r
 them. Layers with nothing to do launch nothing, and a build whose inputs, pipeline, projections
 and model are all unchanged since the last clean build returns before loading Dagster at all.
 
+A whole build whose layer steps execute in this process also starts the work graph
+(engine/schedule.py): the layers are built overlapping, each partition as soon as its inputs are
+stored, and each layer's Dagster run records what the graph built for it instead of building it.
+
 A layer that does not finish stops the build before anything reads it: a signal (the build is
 "interrupted", exit 128+signal), or an exception that is not a recorded partition failure (the
 build fails naming the layer, its unfinished partitions and the cause). Partitions that failed on
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from synix_assets.engine import interrupts, progress
+from synix_assets.engine import interrupts, progress, schedule
 from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_promote
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
@@ -194,27 +198,25 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
     # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
+    work = None
     try:
         instance = instance or dagster_instance(paths)
-        from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
-        from synix_resources.llm.resource import LLMResource
-
-        llm_resource = LLMResource(**llm_settings)
-        ctx.llm = llm_resource.get_client()
-        # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
-        defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
-                          branches=[paths.branch])
-        graph = branch_graph(paths, ctx.llm_identity, None)
         scale = load_scale_config(paths.root)
-        if scale is None:
-            launch = _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
-        else:  # a distributed deployment builds the layers (docs/scale.md)
-            from synix_assets.scale.launcher import RemoteLauncher
-
-            launch = RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs,
-                                    graph)
+        # the definitions first: building them brings Dagster in step with the store, which must
+        # not see this build's artifacts as stored without a run
+        launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
-            _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store)
+            # A whole build overlaps its layers in a work graph (engine/schedule.py). Not on a
+            # distributed deployment: its workers build the layers, and a step there cannot take
+            # this process's results.
+            if whole and not full and scale is None and schedule.usable(ctx, layers):
+                work = schedule.WorkGraph(ctx, layers, scan).start()
+            try:
+                _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify,
+                              store, work)
+            finally:
+                if work is not None:
+                    work.stop()
     except KeyboardInterrupt:
         report.status = INTERRUPTED
     except LayerIncomplete as exc:
@@ -237,6 +239,25 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     if whole and not scan.failed_files:
         store.set_meta(CLEAN_BUILD_KEY, fingerprint)
     return report
+
+
+def _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale):
+    """What launches this build's Dagster runs: in this process, or on the deployment that
+    scale.toml names (docs/scale.md). The build's context takes the LLM resource's client."""
+    from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
+    from synix_resources.llm.resource import LLMResource
+
+    llm_resource = LLMResource(**llm_settings)
+    ctx.llm = llm_resource.get_client()
+    # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
+    defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
+                      branches=[paths.branch])
+    graph = branch_graph(paths, ctx.llm_identity, None)
+    if scale is None:
+        return _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+    from synix_assets.scale.launcher import RemoteLauncher
+
+    return RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
 
 
 def _finish(ctx, instance, report, started, status: str, error: str | None) -> None:
@@ -270,9 +291,11 @@ def _failure_hint(failures: list[dict]) -> str:
     return "everything else was built and kept; `synix run` retries only the failed partitions"
 
 
-def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store) -> None:
+def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph) -> None:
     """Each layer that has work in its own Dagster run; the projections (and a stale last
-    unpartitioned layer) in one more. Stops at the first layer that did not finish."""
+    unpartitioned layer) in one more. Stops at the first layer that did not finish. With a work
+    graph (`graph`), each layer's run records what the graph built for it."""
+    from synix_assets.dagster_defs import storage
     from synix_assets.dagster_defs.partitions import partitions_for
 
     deferred = None
@@ -281,7 +304,15 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
         notify(layer, "start", {})
         if full:
             _forget_current(store, layer)
-        plan = plan_layer(ctx, layer, scan, None)
+        plan = plan_layer(ctx, layer, scan, None) if graph is None else _graph_plan(graph.plans[layer])
+        leads = (whole and layer == layers[-1] and pipeline.projections
+                 and partitions_for(pipeline, layer) is None)
+        # A layer planned before its inputs existed is launched with what the graph did: with
+        # nothing planned it may have found work (topics="auto"), and the layer that leads the
+        # projections' run must not be launched without work (its empty output would make
+        # Dagster skip the projections after it).
+        if graph is not None and (leads or (not plan.stale and not plan.retire)):
+            plan = _found_by_graph(graph, layer, plan)
         if not plan.stale and not plan.retire:
             launch.restamp(pipeline, layer)
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
@@ -291,18 +322,42 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
         notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
         if plan.retire:
             retired[layer] = list(plan.retire)
-        if (whole and layer == layers[-1] and pipeline.projections
-                and partitions_for(pipeline, layer) is None):
+        if leads:
             deferred = (layer, plan)  # built in the projections' run: one Dagster run fewer
             continue
         launched = time.monotonic()
         try:
-            launch.layer(pipeline, layer, plan)
+            with storage.one_planned_event(graph is not None and graph.built_cleanly(layer)):
+                launch.layer(pipeline, layer, plan)
         finally:  # also when it did not finish: what it stored is reported
             _collect(report, ctx, layer, plan, scan, time.monotonic() - launched)
         notify(layer, "done", report.layers[layer])
     launch.drop_partitions(pipeline, retired)
     _run_projections(ctx, launch, pipeline, report, notify, deferred, scan)
+
+
+def _graph_plan(plan):
+    """The plan a layer is launched with while the work graph builds it: planned before any layer
+    was built, so a partition blocked by an upstream failure may be built after all (the upstream
+    partition is retried in this build) and is launched as stale."""
+    from synix_assets.engine.outcomes import WorkItem
+
+    return dataclasses.replace(plan, stale=plan.stale + [WorkItem(k, None, "upstream retried")
+                                                         for k in plan.blocked], blocked=[])
+
+
+def _found_by_graph(graph, layer: str, plan):
+    """The launch plan of a layer, once the graph finished it: what the graph built (or failed)
+    is its work, what it found blocked stays blocked."""
+    from synix_assets.engine.outcomes import WorkItem
+
+    try:
+        result = graph.wait(layer)
+    except Exception as exc:  # the layer did not finish: nothing downstream may read it
+        raise LayerIncomplete(layer, f"{type(exc).__name__}: {exc}") from exc
+    keys = [o.group_key for o in result.outcomes if o.status in ("built", "failed")]
+    return dataclasses.replace(plan, stale=[WorkItem(k, None, "found by the build") for k in keys],
+                               blocked=[o.group_key for o in result.outcomes if o.status == "blocked"])
 
 
 def _collect(report, ctx, layer: str, plan, scan, wall: float) -> None:

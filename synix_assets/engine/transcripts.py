@@ -7,6 +7,8 @@ from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcom
 from synix_assets.engine.periods import period_of
 from synix_resources.fingerprints import source_key
 
+STORE_BATCH = 500  # transcripts per store transaction
+
 
 def _groups(ctx, layer: str, scan: IngestResult) -> dict[str, list[ConversationSummary]]:
     step = ctx.pipeline.steps[layer]
@@ -46,7 +48,7 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
     result = LayerResult(layer)
     items = []
     todo = [w for w in p.stale if keys is None or w.group_key in keys]
-    for w in todo:
+    for n, w in enumerate(todo, 1):
         s = groups[w.group_key][0]
         conv = ctx.reader.conversation(s)
         text = conv.transcript()
@@ -76,12 +78,16 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
         items.append({"layer": layer, "group_key": w.group_key, "content": text,
                       "materialization_key": w.key, "level": 0, "metadata": meta,
                       "run_id": ctx.run_id})
-    stored = ctx.store.put_many(items) if items else []
-    for art in stored:
-        result.outcomes.append(PartitionOutcome(
-            art.group_key, "built", artifact_id=art.artifact_id, reason="parsed",
-            content_hash=art.content_hash, preview=art.content[:600], input_count=1,
-            provider="parser", model=art.metadata.get("meta.source.type", "")))
+        if len(items) == STORE_BATCH or n == len(todo):
+            # stored a batch at a time: the texts of a large export never all sit in memory
+            for art in ctx.store.put_many(items):
+                result.outcomes.append(PartitionOutcome(
+                    art.group_key, "built", artifact_id=art.artifact_id, reason="parsed",
+                    content_hash=art.content_hash, preview=art.content[:600], input_count=1,
+                    provider="parser", model=art.metadata.get("meta.source.type", "")))
+            items = []
+    if todo:
+        ctx.reader.release()
     for gk in p.cached:
         if keys is None or gk in keys:
             result.outcomes.append(PartitionOutcome(gk, "cached"))

@@ -1,0 +1,174 @@
+"""The work graph of `synix run` (engine/schedule.py): layers overlap, artifacts do not change.
+
+Two copies of the demo project are built from the same exports, one as a whole build (the
+graph) and one layer after layer (`from_layer`, which builds the same layers without it); both
+run real Dagster instances, real SQLite stores and the fake LLM.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+
+from synix_assets.engine import schedule
+from synix_assets.engine.runner import run_build
+from synix_assets.project import ProjectPaths
+from synix_assets.scaffold import demo_exports, init_project
+from synix_resources.store.artifact_store import ArtifactStore
+
+LAYERS = ("transcripts", "episodes", "monthly", "core")
+
+
+def _artifacts(paths) -> dict:
+    store = ArtifactStore(paths.store)
+    try:
+        # the projects live in two folders: only the export's path may differ
+        return {layer: {a.group_key: (a.content, a.content_hash, a.materialization_key,
+                                      {k: v for k, v in a.metadata.items() if k != "meta.source.path"})
+                        for a in store.list_layer(layer)} for layer in LAYERS}
+    finally:
+        store.close()
+
+
+def _times(paths, layer: str) -> list[str]:
+    store = ArtifactStore(paths.store)
+    try:
+        return sorted(a.created_at for a in store.list_layer(layer))
+    finally:
+        store.close()
+
+
+def test_overlapped_build_stores_exactly_what_a_layer_by_layer_build_stores(tmp_path, monkeypatch):
+    graph_runs = []
+    real_start = schedule.WorkGraph.start
+
+    def counted_start(self):
+        graph_runs.append(self.ctx.run_id)
+        return real_start(self)
+
+    monkeypatch.setattr(schedule.WorkGraph, "start", counted_start)
+    overlapped = ProjectPaths(init_project(tmp_path / "a", exports=demo_exports()))
+    sequential = ProjectPaths(init_project(tmp_path / "b", exports=demo_exports()))
+    first = run_build(overlapped)
+    assert len(graph_runs) == 1
+    second = run_build(sequential, from_layer="transcripts")
+    assert len(graph_runs) == 1  # a partial selection builds layer by layer
+    assert _artifacts(overlapped) == _artifacts(sequential)
+    assert first.to_json()["layers"] == second.to_json()["layers"]
+    assert first.to_json()["llm_calls"] == second.to_json()["llm_calls"] > 0
+    body = lambda paths: (paths.root / "context.md").read_text().rsplit("<!--", 1)[0]  # noqa: E731
+    assert body(overlapped) == body(sequential)  # all but the generated-at comment
+    assert run_build(overlapped).noop
+
+
+def test_a_months_rollup_is_built_before_the_last_episodes(demo_project, monkeypatch):
+    # 24 conversations over 6 months, 4 calls at a time of 0.2 s each: the episodes take 6 waves,
+    # and the first month's rollup must not wait for them all
+    monkeypatch.setenv("SYNIX_FAKE_LATENCY_S", "0.2")
+    monkeypatch.setenv("SYNIX_LLM_CONCURRENCY", "4")
+    report = run_build(demo_project)
+    assert report.to_json()["layers"]["monthly"]["built"] == 6
+    assert _times(demo_project, "monthly")[0] < _times(demo_project, "episodes")[-1]
+    assert _times(demo_project, "core")[0] > _times(demo_project, "monthly")[-1]
+
+
+def test_the_scheduler_runs_deeper_levels_first():
+    import threading
+
+    pool = schedule._PriorityPool(1)
+    order, gate = [], threading.Event()
+    try:
+        pool.submit((0, 0), gate.wait)  # holds the only worker while the rest is queued
+        time.sleep(0.05)
+        futures = [pool.submit(p, order.append, name) for p, name in
+                   [((-1, 2), "episode of month 3"), ((-1, 0), "episode of month 1"),
+                    ((-2, 0), "rollup"), ((-3, 0), "fold step")]]
+        gate.set()
+        for f in futures:
+            f.result(timeout=10)
+    finally:
+        pool.stop()
+    assert order == ["fold step", "rollup", "episode of month 1", "episode of month 3"]
+
+
+def test_a_stopped_scheduler_never_sends_what_was_queued():
+    import threading
+
+    pool = schedule._PriorityPool(1)
+    gate = threading.Event()
+    sent = []
+    first = pool.submit((0,), gate.wait, 5)
+    queued = [pool.submit((1, i), sent.append, i) for i in range(5)]
+    deadline = time.monotonic() + 10
+    while not first.running() and time.monotonic() < deadline:  # the one call in flight
+        time.sleep(0.01)
+    stopper = threading.Thread(target=pool.stop)
+    stopper.start()
+    while not all(f.cancelled() for f in queued) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    gate.set()  # the call in flight ends only once the stop has dropped the queue
+    stopper.join(timeout=30)
+    assert first.result(timeout=1) is True
+    assert sent == [] and all(f.cancelled() for f in queued)
+
+
+def _branch_artifacts(paths) -> dict:
+    """Every current artifact of the branch's layers (the export's path aside)."""
+    with paths.open_store() as store:
+        out = {}
+        for layer in paths.load_pipeline().layer_order():
+            ids = [ref.artifact_id for ref in store.current_index(layer).values()]
+            out[layer] = {a.group_key: (a.content, a.content_hash, a.materialization_key)
+                          for a in store.get_many(ids)}
+        return out
+
+
+def test_a_branch_build_goes_through_the_work_graph_and_stores_what_a_layer_by_layer_build_does(
+        tmp_path, monkeypatch):
+    from synix_assets.engine import branches
+
+    topical = Path(__file__).resolve().parents[2] / "synix_assets" / "examples" / "topical.py"
+    graph_branches = []
+    real_start = schedule.WorkGraph.start
+
+    def counted_start(self):
+        graph_branches.append(self.ctx.paths.branch)
+        return real_start(self)
+
+    monkeypatch.setattr(schedule.WorkGraph, "start", counted_start)
+    built = {}
+    for name, options in (("overlapped", {}), ("sequential", {"from_layer": "transcripts"})):
+        main = ProjectPaths(init_project(tmp_path / name, exports=demo_exports()))
+        branches.create_branch(main, "topical", pipeline_file=topical)
+        report = run_build(main.on_branch("topical"), **options)
+        assert report.branch == "topical" and report.status == "completed"
+        built[name] = (main.on_branch("topical"), report)
+    assert graph_branches == ["topical"]  # only the whole build used the graph
+    (a, first), (b, second) = built["overlapped"], built["sequential"]
+    assert _branch_artifacts(a) == _branch_artifacts(b)
+    assert _branch_artifacts(a)["topics"]  # the branch's own layer was built
+    assert first.to_json()["layers"] == second.to_json()["layers"]
+    assert run_build(a).noop
+
+
+def test_a_last_layer_left_with_nothing_to_build_still_gets_its_projections_written(tmp_path):
+    # topics that match no episode: the topical rollups and the core fold over them end up with
+    # nothing to build, which the plan made before the episodes existed could not know
+    root = init_project(tmp_path / "p", exports=demo_exports(), template="topical")
+    pipeline_py = root / "pipeline.py"
+    text = pipeline_py.read_text(encoding="utf-8")
+    start = text.index("topics=[")
+    pipeline_py.write_text(text[:start] + 'topics=["quantum chromodynamics lattice"]'
+                           + text[text.index("]", start) + 1:], encoding="utf-8")
+    paths = ProjectPaths(root)
+    report = run_build(paths)
+    out = report.to_json()
+    assert out["layers"]["topics"]["built"] == 0 and out["layers"]["core"]["built"] == 0
+    assert out["projections"]["memory-index"]["changed"] is True
+    assert out["projections"]["context"]["changed"] is True
+    assert (root / "context.md").exists()
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(paths.search)) as db:  # the episodes are indexed
+        assert db.execute("SELECT count(*) FROM docs WHERE layer = 'episodes'").fetchone()[0] \
+            == out["layers"]["episodes"]["built"] > 0
