@@ -133,14 +133,10 @@ def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too
         if sync and main_paths.has_store():
-            instance = dg.DagsterInstance.get()
-            store = ArtifactStore(main_paths.store)
-            try:
+            with dg.DagsterInstance.get() as instance, ArtifactStore(main_paths.store) as store:
                 for graph in graphs:
                     sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
                                   graph.versions, graph.names, graph.paths)
                 if only is None:
                     wipe_orphans(instance, keys)
-            finally:
-                store.close()
     return defs

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,7 +49,12 @@ event_log_storage:
 PLANNED_SUBSET_ENV = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
 
 _homes: set[str] = set()
-_keepers: dict[str, sqlite3.Connection] = {}
+# Kept connections per Dagster home, most recently used last. Bounded: a process that builds
+# many projects (the live server's tenants, a test session) would otherwise hold every home's
+# files open, and SQLite keeps the descriptors of connections closed meanwhile until the last
+# connection to that file closes.
+KEPT_HOMES = 4
+_keepers: OrderedDict[str, dict[str, sqlite3.Connection]] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -82,15 +88,23 @@ def tune(dagster_home: Path) -> None:
 
 
 def keep_open(dagster_home: Path) -> None:
-    """Hold one idle connection to each existing Dagster database of this home."""
+    """Hold one idle connection to each existing Dagster database of this home (and of at most
+    KEPT_HOMES - 1 other homes, the most recently used)."""
+    home = Path(dagster_home).resolve()
     with _lock:
-        for path in Path(dagster_home).resolve().rglob("*.db"):
+        kept = _keepers.setdefault(str(home), {})
+        _keepers.move_to_end(str(home))
+        for path in home.rglob("*.db"):
             key = str(path)
-            if key not in _keepers:
+            if key not in kept:
                 conn = sqlite3.connect(key, check_same_thread=False)
                 # A connection that has run nothing holds no WAL lock and would not count.
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                _keepers[key] = conn
+                kept[key] = conn
+        while len(_keepers) > KEPT_HOMES:
+            _, old = _keepers.popitem(last=False)
+            for conn in old.values():
+                conn.close()
 
 
 def write_dotenv(project_root: Path, dagster_home: Path) -> None:

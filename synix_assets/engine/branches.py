@@ -368,10 +368,10 @@ def _show_in_dagster(main: ProjectPaths, store) -> None:
     for (layer, group_key), artifact_id in sorted(after.items()):
         if before.get((layer, group_key)) != artifact_id and layer in graph.pipeline.steps:
             moved.setdefault(layer, []).append(group_key)
-    instance = dagster_instance(main)
-    register_partitions(instance, graph.pipeline, moved, graph.names)
-    record_current(instance, graph.pipeline, store, graph.versions, graph.names, moved,
-                   list(graph.pipeline.projections), "promote")
+    with dagster_instance(main) as instance:
+        register_partitions(instance, graph.pipeline, moved, graph.names)
+        record_current(instance, graph.pipeline, store, graph.versions, graph.names, moved,
+                       list(graph.pipeline.projections), "promote")
 
 
 def check_branch_usable(paths: ProjectPaths) -> None:

@@ -48,9 +48,9 @@ def settle_abandoned_runs(paths, store) -> list[str]:
     if abandoned:
         from synix_assets.engine.runner import dagster_instance
 
-        instance = dagster_instance(paths)
-        for run in abandoned:
-            pid = (run.owner or {}).get("pid")
-            close_open_runs(instance, run.run_id, run.dagster_run_id, outcome="interrupted",
-                            message=f"Synix: {KILLED.format(pid=pid)}")
+        with dagster_instance(paths) as instance:
+            for run in abandoned:
+                pid = (run.owner or {}).get("pid")
+                close_open_runs(instance, run.run_id, run.dagster_run_id, outcome="interrupted",
+                                message=f"Synix: {KILLED.format(pid=pid)}")
     return [r.run_id for r in abandoned]

@@ -279,32 +279,32 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     affected layers (it caches each asset's last materialization, preview included)."""
     if not planning.has_dagster(paths):
         return {"wiped_layers": []}
-    instance = planning.dagster_instance(paths)
-    run_ids = sorted(set(journal["dagster_runs"]) |
-                     set(planning.dagster_runs_mentioning(paths, journal)))
-    for run_id in run_ids:
-        if run_id == planning.RUNLESS_RUN_ID:
-            instance.delete_run(run_id)  # every event reported outside a run
-            continue
-        if instance.get_run_by_id(run_id) is not None:
-            instance.delete_run(run_id)  # the run record and all its events
-        for suffix in (".db", ".db-wal", ".db-shm"):
-            shard = paths.dagster_home / "history" / "runs" / f"{run_id}{suffix}"
-            shard.unlink(missing_ok=True)
-        shutil.rmtree(paths.dagster_home / "storage" / run_id, ignore_errors=True)
-    graphs = _dagster_graphs(paths)
-    arts = [a for a in journal["artifacts"] if any(a["layer"] in g.pipeline.steps for g in graphs)]
-    for name, key in _partitions_named(graphs, arts):
-        if instance.has_dynamic_partition(name, key):
-            instance.delete_dynamic_partition(name, key)
-    layers = sorted({a["layer"] for a in arts})
-    # runless events were restored materializations of any layer: restore them all again
-    restore = set(pipeline.steps) if planning.RUNLESS_RUN_ID in run_ids else set(layers)
-    wiped = sorted(set(journal.get("results", {}).get("wiped_layers", [])) |
-                   (restore if run_ids else set()))
-    if run_ids and layers:  # on every branch's graph that has the layer
-        instance.wipe_assets([g.names.layer(l) for g in graphs for l in layers if l in g.pipeline.steps])
-    return {"wiped_layers": wiped, "dagster_runs": run_ids}
+    with planning.dagster_instance(paths) as instance:
+        run_ids = sorted(set(journal["dagster_runs"]) |
+                         set(planning.dagster_runs_mentioning(paths, journal)))
+        for run_id in run_ids:
+            if run_id == planning.RUNLESS_RUN_ID:
+                instance.delete_run(run_id)  # every event reported outside a run
+                continue
+            if instance.get_run_by_id(run_id) is not None:
+                instance.delete_run(run_id)  # the run record and all its events
+            for suffix in (".db", ".db-wal", ".db-shm"):
+                shard = paths.dagster_home / "history" / "runs" / f"{run_id}{suffix}"
+                shard.unlink(missing_ok=True)
+            shutil.rmtree(paths.dagster_home / "storage" / run_id, ignore_errors=True)
+        graphs = _dagster_graphs(paths)
+        arts = [a for a in journal["artifacts"] if any(a["layer"] in g.pipeline.steps for g in graphs)]
+        for name, key in _partitions_named(graphs, arts):
+            if instance.has_dynamic_partition(name, key):
+                instance.delete_dynamic_partition(name, key)
+        layers = sorted({a["layer"] for a in arts})
+        # runless events were restored materializations of any layer: restore them all again
+        restore = set(pipeline.steps) if planning.RUNLESS_RUN_ID in run_ids else set(layers)
+        wiped = sorted(set(journal.get("results", {}).get("wiped_layers", [])) |
+                       (restore if run_ids else set()))
+        if run_ids and layers:  # on every branch's graph that has the layer
+            instance.wipe_assets([g.names.layer(l) for g in graphs for l in layers if l in g.pipeline.steps])
+        return {"wiped_layers": wiped, "dagster_runs": run_ids}
 
 
 def _dagster_graphs(paths: ProjectPaths) -> list:
@@ -371,27 +371,27 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
 
     from synix_assets.dagster_defs.partitions import partitions_for
 
-    instance = planning.dagster_instance(paths)
-    store = ArtifactStore(paths.store)
-    try:
-        for graph, layer in [(g, l) for g in _dagster_graphs(paths) for l in layers
-                             if l in g.pipeline.steps]:
-            key = graph.names.layer(layer)
-            partitioned = partitions_for(graph.pipeline, layer, graph.names) is not None
-            done = instance.get_materialized_partitions(key) if partitioned else set()
-            if not partitioned and instance.get_latest_materialization_event(key) is not None:
-                continue
-            branch_store = store.on_branch(graph.names.branch)
-            current = branch_store.current_index(layer)
-            for art in branch_store.get_many(ref.artifact_id for ref in current.values()):
-                if partitioned and art.group_key in done:
+    with planning.dagster_instance(paths) as instance:
+        store = ArtifactStore(paths.store)
+        try:
+            for graph, layer in [(g, l) for g in _dagster_graphs(paths) for l in layers
+                                 if l in g.pipeline.steps]:
+                key = graph.names.layer(layer)
+                partitioned = partitions_for(graph.pipeline, layer, graph.names) is not None
+                done = instance.get_materialized_partitions(key) if partitioned else set()
+                if not partitioned and instance.get_latest_materialization_event(key) is not None:
                     continue
-                instance.report_runless_asset_event(dg.AssetMaterialization(
-                    asset_key=key, partition=art.group_key if partitioned else None,
-                    metadata={"artifact_id": art.artifact_id, "synix/status": "restored after forget"}))
-    finally:
-        store.close()
-    return {}
+                branch_store = store.on_branch(graph.names.branch)
+                current = branch_store.current_index(layer)
+                for art in branch_store.get_many(ref.artifact_id for ref in current.values()):
+                    if partitioned and art.group_key in done:
+                        continue
+                    instance.report_runless_asset_event(dg.AssetMaterialization(
+                        asset_key=key, partition=art.group_key if partitioned else None,
+                        metadata={"artifact_id": art.artifact_id, "synix/status": "restored after forget"}))
+        finally:
+            store.close()
+        return {}
 
 
 def _phase_purge(paths: ProjectPaths, pipeline, journal: dict) -> dict:
@@ -438,9 +438,9 @@ def _leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[t
     """Dagster partitions still named after a forgotten conversation."""
     if not planning.has_dagster(paths):
         return []
-    instance = planning.dagster_instance(paths)
-    named = _partitions_named(_dagster_graphs(paths), journal["artifacts"], conversations_only=True)
-    return [(n, k) for n, k in named if instance.has_dynamic_partition(n, k)]
+    with planning.dagster_instance(paths) as instance:
+        named = _partitions_named(_dagster_graphs(paths), journal["artifacts"], conversations_only=True)
+        return [(n, k) for n, k in named if instance.has_dynamic_partition(n, k)]
 
 
 def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:

@@ -249,11 +249,11 @@ def dagster_runs_mentioning(paths: ProjectPaths, journal: dict) -> list[str]:
         return []
     import dagster as dg
 
-    instance = dagster_instance(paths)
-    escaped = [json.dumps(t)[1:-1] for t in texts]
-    hits = []
-    for run_id in [run.run_id for run in instance.get_runs()] + [RUNLESS_RUN_ID]:
-        text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run_id))
-        if any(i in text for i in ids) or any(t in text for t in escaped):
-            hits.append(run_id)
-    return hits
+    with dagster_instance(paths) as instance:
+        escaped = [json.dumps(t)[1:-1] for t in texts]
+        hits = []
+        for run_id in [run.run_id for run in instance.get_runs()] + [RUNLESS_RUN_ID]:
+            text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run_id))
+            if any(i in text for i in ids) or any(t in text for t in escaped):
+                hits.append(run_id)
+        return hits

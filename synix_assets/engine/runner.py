@@ -18,6 +18,7 @@ everything else is built. Either way the clean-build marker is not recorded, so 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -168,8 +169,15 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
                                    hint=RESUME_HINT) from None
 
 
-def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify, started,
-         run_config, instance=None, run_tags=None) -> BuildReport:
+def _run(paths, pipeline, layers, store, llm_settings, **options) -> BuildReport:
+    # The Dagster instance and the LLM client a build opens are closed when it ends, however it
+    # ends: a long-lived process (the server, the live worker, a test session) builds many times.
+    with contextlib.ExitStack() as resources:
+        return _run_in(resources, paths, pipeline, layers, store, llm_settings, **options)
+
+
+def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, batch, whole, notify,
+            started, run_config, instance=None, run_tags=None) -> BuildReport:
     # The plain client decides the no-op case; Dagster is imported only when something is built.
     client = make_client(**llm_settings)
     run_id = uuid.uuid4().hex
@@ -200,11 +208,12 @@ def _run(paths, pipeline, layers, store, llm_settings, *, full, batch, whole, no
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
     work = None
     try:
-        instance = instance or dagster_instance(paths)
+        instance = instance or resources.enter_context(dagster_instance(paths))
         scale = load_scale_config(paths.root)
         # the definitions first: building them brings Dagster in step with the store, which must
         # not see this build's artifacts as stored without a run
         launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale)
+        resources.callback(ctx.llm.close)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
             # A whole build overlaps its layers in a work graph (engine/schedule.py). Not on a
             # distributed deployment: its workers build the layers, and a step there cannot take
