@@ -156,14 +156,6 @@ def dagster_stale(status: dict[str, Counter]) -> dict[str, int]:
     return {k: v.get("STALE", 0) for k, v in status.items() if k != "sources/exports"}
 
 
-def shot_path(tmp: Path, name: str) -> Path:
-    """Screenshots go to docs/ when SYNIX_DOCS_SCREENSHOTS=1 (refreshing the ones the docs show),
-    else next to the test's files."""
-    if os.environ.get("SYNIX_DOCS_SCREENSHOTS") == "1":
-        return Path(__file__).resolve().parents[2] / "docs" / name
-    return tmp / name
-
-
 def screenshot_graph(base: str, group: str, path: Path, wait_text: str | None = None) -> None:
     """Open the asset group graph in headless Chromium, wait for `wait_text`, save a screenshot."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout

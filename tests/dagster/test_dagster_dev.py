@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_graph, shot_path, synix
+from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_graph, synix
+from tests.support.screenshots import shot_path
 
 WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
 

@@ -1,18 +1,19 @@
 """The explorer in a real headless browser (Debian's chromium via playwright-python): the
-drill-down from core to the transcript, search, the context page, escaping. Screenshots go to
-docs/ (explorer-drilldown.png, explorer-search.png, explorer-context.png)."""
+drill-down from core to the transcript, search, the context page, escaping. With
+SYNIX_DOCS_SCREENSHOTS=1 the screenshots refresh docs/ (explorer-drilldown.png,
+explorer-search.png, explorer-context.png)."""
 from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
+
+from tests.support.screenshots import shot_path
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = "/usr/bin/chromium"
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def page(browser, server):
     assert errors == [], errors
 
 
-def test_drill_down_from_core_through_rollup_and_episode_to_the_transcript(page):
+def test_drill_down_from_core_through_rollup_and_episode_to_the_transcript(page, tmp_path):
     page.goto("/explore")
     results = page.locator("#col-results")
     assert results.locator("h2").inner_text().startswith("core")
@@ -71,10 +72,10 @@ def test_drill_down_from_core_through_rollup_and_episode_to_the_transcript(page)
     assert messages.count() >= 2 and messages.first.locator(".speaker").inner_text().startswith("#1")
     trail = page.locator("nav.trail").inner_text()
     assert trail.startswith("core:") and "monthly" in trail and "transcripts" in trail
-    page.screenshot(path=str(DOCS / "explorer-drilldown.png"))
+    page.screenshot(path=str(shot_path(tmp_path, "explorer-drilldown.png")))
 
 
-def test_search_then_drill_into_the_transcript_scrolled_to_the_matching_messages(page):
+def test_search_then_drill_into_the_transcript_scrolled_to_the_matching_messages(page, tmp_path):
     page.goto("/explore")
     page.fill("input[name=q]", "marathon")
     page.press("input[name=q]", "Enter")
@@ -93,7 +94,7 @@ def test_search_then_drill_into_the_transcript_scrolled_to_the_matching_messages
     assert highlighted.count() >= 1
     assert "marathon" in highlighted.first.inner_text().lower()
     assert highlighted.first.locator("mark").count() >= 1
-    page.screenshot(path=str(DOCS / "explorer-search.png"))
+    page.screenshot(path=str(shot_path(tmp_path, "explorer-search.png")))
 
 
 def test_a_passage_hit_opens_the_transcript_scrolled_to_its_message_range(page):
@@ -129,12 +130,12 @@ def test_layer_scoped_search_pipeline_and_record_audit(page):
     assert page.locator("ul.tree a").first.inner_text() == "episodes"
 
 
-def test_context_page_links_its_provenance_to_the_records(page):
+def test_context_page_links_its_provenance_to_the_records(page, tmp_path):
     page.goto("/context")
     assert page.locator("#context-body").inner_text().startswith("# Memory of")
     link = page.locator("#context-provenance a").first
     assert link.inner_text().startswith("core-")
-    page.screenshot(path=str(DOCS / "explorer-context.png"))
+    page.screenshot(path=str(shot_path(tmp_path, "explorer-context.png")))
     link.click()
     page.wait_for_url("**/records/core-*")
     assert page.locator("h1 .meta").inner_text().startswith("core")
