@@ -40,6 +40,13 @@ from synix_resources.errors import LLMError
 log = logging.getLogger("synix.schedule")
 WAIT_S = 0.2  # the main thread wakes this often while it waits, so Ctrl-C is handled at once
 
+def _wait_for(event: threading.Event) -> None:
+    """Wait until `event` is set (a layer's thread sets it in its `finally`), waking every
+    WAIT_S so a signal reaches the main thread's handler at once."""
+    while not event.is_set():
+        event.wait(WAIT_S)
+
+
 _graphs: dict[str, "WorkGraph"] = {}  # Synix run id → the graph building it in this process
 _graphs_lock = threading.Lock()
 
@@ -198,9 +205,7 @@ class WorkGraph:
 
     def wait(self, layer: str) -> LayerResult:
         """Block until the graph finished `layer`; its result, or the layer's own exception."""
-        event = self._done[layer]
-        while not event.wait(WAIT_S):
-            pass
+        _wait_for(self._done[layer])
         if layer in self._errors:
             raise self._errors[layer]
         return self._results[layer]
@@ -210,8 +215,7 @@ class WorkGraph:
         source merge) is waited for: it is quick, and a run launched after it knows that none of
         its partitions can fail (storage.one_planned_event)."""
         if self.pipeline.steps[layer].kind == "merge":
-            while not self._done[layer].wait(WAIT_S):
-                pass
+            _wait_for(self._done[layer])
         return self._done[layer].is_set() and layer not in self._errors \
             and not self._results[layer].failed
 

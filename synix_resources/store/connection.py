@@ -35,8 +35,42 @@ def utc_now() -> str:
 
 
 class ClosingConnection:
-    """Closing and `with` support shared by the SQLite and PostgreSQL store connections (both
-    keep `_conn`, `_lock` and `path`)."""
+    """Transactions, closing and `with` support shared by the SQLite and PostgreSQL store
+    connections. Both keep `_conn`, `_lock` and `path`, and provide `_open_conn`, `_begin`,
+    `_rollback`, `_translate` and `_driver_error` (the driver's error class)."""
+
+    @contextmanager
+    def _write(self, action: str):
+        """One write transaction (`_begin`): commits on success, rolls back on any error, and a
+        driver error becomes a one-line `StoreError` naming `action`."""
+        error = self._driver_error()
+        with self._lock:
+            conn = self._open_conn()
+            try:
+                self._begin(conn)
+            except error as err:
+                self._rollback(conn)
+                raise self._translate(err, action) from err
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except error as err:
+                self._rollback(conn)
+                raise self._translate(err, action) from err
+            except BaseException:
+                self._rollback(conn)
+                raise
+
+    @contextmanager
+    def _read(self, action: str):
+        """Serialise reads with writes on the shared connection and translate driver errors."""
+        error = self._driver_error()
+        with self._lock:
+            conn = self._open_conn()
+            try:
+                yield conn
+            except error as err:
+                raise self._translate(err, action) from err
 
     def close(self) -> None:
         """Close the connection; later calls raise `StoreError`, closing twice is harmless."""
@@ -160,34 +194,12 @@ class StoreConnection(ClosingConnection):
                              hint="open a new ArtifactStore")
         return self._conn
 
-    @contextmanager
-    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
-        """One `BEGIN IMMEDIATE` transaction: commits on success, rolls back on any error."""
-        with self._lock:
-            conn = self._open_conn()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as err:
-                raise self._translate(err, action) from err
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except sqlite3.Error as err:
-                self._rollback(conn)
-                raise self._translate(err, action) from err
-            except BaseException:
-                self._rollback(conn)
-                raise
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # the file's write lock up front, or a clean failure
 
-    @contextmanager
-    def _read(self, action: str) -> Iterator[sqlite3.Connection]:
-        """Serialise reads with writes on the shared connection and translate SQLite errors."""
-        with self._lock:
-            conn = self._open_conn()
-            try:
-                yield conn
-            except sqlite3.Error as err:
-                raise self._translate(err, action) from err
+    @staticmethod
+    def _driver_error() -> type[Exception]:
+        return sqlite3.Error
 
     def _rollback(self, conn: sqlite3.Connection) -> None:
         if not conn.in_transaction:

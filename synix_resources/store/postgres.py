@@ -323,40 +323,15 @@ class PostgresConnection(ClosingConnection):
                              hint="open a new ArtifactStore")
         return self._conn
 
-    @contextmanager
-    def _write(self, action: str) -> Iterator[PgConnection]:
-        """One transaction holding the store's write lock: commits on success, rolls back on
-        any error."""
-        import psycopg
+    def _begin(self, conn: PgConnection) -> None:
+        conn.execute("BEGIN")
+        conn.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})", (STORE_WRITE_LOCK,))
 
-        with self._lock:
-            conn = self._open_conn()
-            try:
-                conn.execute("BEGIN")
-                conn.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})", (STORE_WRITE_LOCK,))
-            except psycopg.Error as err:
-                self._rollback(conn)
-                raise self._translate(err, action) from err
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except psycopg.Error as err:
-                self._rollback(conn)
-                raise self._translate(err, action) from err
-            except BaseException:
-                self._rollback(conn)
-                raise
+    @staticmethod
+    def _driver_error() -> type[Exception]:
+        import psycopg  # optional dependency: only a PostgreSQL store needs it
 
-    @contextmanager
-    def _read(self, action: str) -> Iterator[PgConnection]:
-        import psycopg
-
-        with self._lock:
-            conn = self._open_conn()
-            try:
-                yield conn
-            except psycopg.Error as err:
-                raise self._translate(err, action) from err
+        return psycopg.Error
 
     def _rollback(self, conn: PgConnection) -> None:
         import psycopg
