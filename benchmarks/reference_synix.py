@@ -75,7 +75,7 @@ def ensure() -> Path:
 
 
 def _installed(py: Path) -> str | None:
-    done = subprocess.run([str(py), "-c", "import importlib.metadata as m;print(m.version('synix'))"],
+    done = subprocess.run([str(py), "-I", "-c", "import importlib.metadata as m;print(m.version('synix'))"],
                           capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
 
