@@ -23,11 +23,11 @@ from synix_resources.store.dialect import ids_in, is_postgres_url
 from synix_resources.store.postgres import PostgresConnection
 from synix_resources.store.provenance import ProvenanceMixin
 from synix_resources.store.records import (
-    AUDIT_FIELDS, Artifact, Checkpoint, CurrentRef, Failure, LineageNode, Run,
+    AUDIT_FIELDS, Artifact, ArtifactHead, Checkpoint, CurrentRef, Failure, LineageNode, Run,
 )
 from synix_resources.store.runs import RunsMixin
 
-__all__ = ["Artifact", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "LineageNode",
+__all__ = ["Artifact", "ArtifactHead", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "LineageNode",
            "PostgresArtifactStore", "Run"]
 
 MIN_PREFIX = 6
@@ -402,6 +402,20 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
                     "created_at FROM artifacts WHERE layer = ? AND superseded_at IS NULL"
                     + only, (layer, *params)).fetchall()
         return {r[0]: CurrentRef(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def heads(self, layer: str) -> list[ArtifactHead]:
+        """The current artifacts of `layer` without content, audit or edges, ordered by group_key."""
+        with self._read(f"listing {layer}") as conn:
+            if self.branch != MAIN:
+                rows = conn.execute(
+                    "SELECT a.artifact_id, a.group_key, a.content_hash, a.metadata FROM refs r "
+                    "JOIN artifacts a ON a.artifact_id = r.artifact_id WHERE r.branch = ? AND "
+                    "r.layer = ? ORDER BY a.group_key", (self.branch, layer)).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT artifact_id, group_key, content_hash, metadata FROM artifacts "
+                    "WHERE layer = ? AND superseded_at IS NULL ORDER BY group_key", (layer,)).fetchall()
+        return [ArtifactHead(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     def list_layer(self, layer: str, include_superseded: bool = False) -> list[Artifact]:
         """Artifacts of `layer` ordered by group_key (then age), current ones only unless asked."""

@@ -660,3 +660,20 @@ def test_store_creates_parent_folder_and_uses_wal(tmp_path):
         assert s._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert s._conn.execute("PRAGMA busy_timeout").fetchone() == (1234,)
         assert isinstance(put(s, "t", "g"), Artifact)
+
+
+def test_heads_list_current_artifacts_without_content_on_main_and_on_a_branch(store):
+    put(store, "episodes", "b", key="old")
+    new_b = put(store, "episodes", "b", key="new")
+    a = put(store, "episodes", "a", metadata={"meta.time.created_at": "2024-01-02T10:00:00"})
+    put(store, "monthly", "2024-01")
+    heads = store.heads("episodes")
+    assert [(h.group_key, h.artifact_id, h.content_hash) for h in heads] == \
+        [("a", a.artifact_id, a.content_hash), ("b", new_b.artifact_id, new_b.content_hash)]
+    assert heads[0].metadata == {"meta.time.created_at": "2024-01-02T10:00:00"} == a.metadata
+    store.create_branch("x")
+    branch = store.on_branch("x")
+    branch.retire("episodes", ["a"])
+    assert [h.group_key for h in branch.heads("episodes")] == ["b"]
+    assert [h.group_key for h in store.heads("episodes")] == ["a", "b"]
+    assert store.heads("nothing") == []
