@@ -104,6 +104,22 @@ def postgres_server():
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server):
+    """A real PgBouncer in transaction mode in front of the session's PostgreSQL
+    (tests/support/pgbouncer.py), as docs/postgres.md sets one up for Dagster's storage."""
+    from tests.support.pgbouncer import PgBouncerUnavailable, start_pgbouncer
+
+    try:
+        bouncer = start_pgbouncer(postgres_server)
+    except PgBouncerUnavailable as exc:
+        pytest.fail(str(exc))
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
+
+
 @pytest.fixture
 def postgres_url(postgres_server):
     """A fresh empty schema on the session's PostgreSQL (the URL sets its search_path), dropped

@@ -91,3 +91,30 @@ def test_init_refuses_a_url_that_is_not_postgresql_before_creating_anything(tmp_
         assert result.exit_code == 1 and "Traceback" not in result.output
         assert f"{option} 'mysql://x/db' is not a PostgreSQL URL" in result.stderr
         assert not (tmp_path / "mem").exists()
+
+
+def test_dagster_storage_behind_pgbouncer_in_transaction_mode_records_every_partition_and_rebuilds_nothing(
+        tmp_path, postgres_server, pgbouncer):
+    """docs/postgres.md's faster setup: Dagster's storage through PgBouncer (transaction pooling),
+    Synix's store on its SQLite default."""
+    dagster_db = postgres_server.create_database("dagster")
+    try:
+        through = pgbouncer.url(dagster_db.rsplit("/", 1)[1])
+        out = _synix("init", str(tmp_path / "pg"), "--demo", "--dagster-storage", through, "--json")
+        paths = ProjectPaths(tmp_path / "pg")
+        first = _synix("run", "-p", out["project"], "--json")
+        assert first["llm_calls"] == 24 + 6 + 6
+        again = _synix("run", "-p", out["project"], "--json")
+        assert again["llm_calls"] == 0
+        assert all(layer.get("built", 0) == 0 for layer in again["layers"].values()), again
+
+        os.environ["DAGSTER_HOME"] = str(paths.dagster_home)  # the autouse fixture restores it
+        with dg.DagsterInstance.get() as instance, ArtifactStore(paths.store) as store:
+            assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+            for layer in ("transcripts", "episodes", "monthly"):
+                assert set(instance.get_materialized_partitions(dg.AssetKey(layer))) == \
+                    set(store.current_index(layer)), layer
+        with psycopg.connect(dagster_db) as conn:  # straight to the server: it really holds them
+            assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] >= 4
+    finally:
+        postgres_server.drop_database(dagster_db)
