@@ -2,6 +2,7 @@
 
     python benchmarks/bench_compare.py --sizes 500,2000,10000 [--repeat 3] [--out DIR]
     python benchmarks/bench_compare.py --sizes 2000 --llm-bound-only
+    python benchmarks/bench_compare.py --sizes 500,2000 --dagster-storage pgbouncer
 
 Per size N (the same generated export for both: N ChatGPT conversations over 24 months, seed 7,
 `generate_exports.py`): cold build, no-op rebuild, +10 conversations (a second export file),
@@ -15,6 +16,13 @@ months at 0.3 s and concurrency 20, and (`--big-llm`) 2,000 / 24 months at 1 s a
 the ideal bound (calls × latency / concurrency + one latency per dependent level, the fold's
 sequential steps counted). The reference is installed by `reference_synix.ensure()` or the
 benchmark stops with one line saying why.
+
+`--dagster-storage pgbouncer` runs ours with Dagster's storage on PostgreSQL behind PgBouncer in
+transaction mode, as docs/postgres.md sets it up (Synix's store stays on SQLite): the benchmark
+starts a PostgreSQL with its default durability and a PgBouncer on loopback (tests/support), gives
+every freshly initialised project its own database (`synchronous_commit = off`, the same trade as
+the SQLite default's `synchronous=NORMAL`), and stops both by PID at the end. The no-op and +10
+runs work on copies of one built project, so they share its database.
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 import reference_synix  # noqa: E402 (benchmark-local modules)
 from bench_build import PY, SYNIX, git_rev, load, run_child  # noqa: E402
 from generate_exports import generate  # noqa: E402
@@ -53,6 +62,34 @@ class Compare:
         self.env = env
         self.rows: list[dict] = []
         self.notes: list[str] = []
+        self.pg = self.bouncer = None
+        if args.dagster_storage == "pgbouncer":
+            from tests.support.pgbouncer import start_pgbouncer
+            from tests.support.postgres import start_postgres
+
+            self.pg = start_postgres(durable=True)
+            self.bouncer = start_pgbouncer(self.pg)
+
+    def close(self) -> None:
+        for server in (self.bouncer, self.pg):
+            if server is not None:
+                server.stop()
+
+    def init_ours(self, proj: Path, export: Path, env: dict | None = None) -> Path:
+        """`synix init` of a fresh project from `export` (with its own Dagster database on
+        PostgreSQL in the PgBouncer setup)."""
+        shutil.rmtree(proj, ignore_errors=True)
+        extra = []
+        if self.bouncer is not None:
+            import psycopg
+
+            url = self.pg.create_database("dagster")
+            name = url.rsplit("/", 1)[1]
+            with psycopg.connect(self.pg.url(), autocommit=True) as conn:
+                conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
+            extra = ["--dagster-storage", self.bouncer.url(name)]
+        run_child([SYNIX, "init", str(proj), "--from", str(export), *extra], env or self.env)
+        return proj
 
     def ours(self, proj: Path, env: dict | None = None) -> dict:
         res = run_child([SYNIX, "run", "--json"], env or self.env, proj)
@@ -105,7 +142,7 @@ class Compare:
         generate(10, MONTHS, SEED + 1000 + n, "chatgpt", more)
         print(f"N={n}: export {export['bytes'] / 1e6:.1f} MB  {load()}  code {git_rev()}", file=sys.stderr)
         fresh_o, fresh_f = base / "fresh-ours", base / "fresh-ref"
-        run_child([SYNIX, "init", str(fresh_o), "--from", str(data / "conversations.json")], self.env)
+        self.init_ours(fresh_o, data / "conversations.json")
         reference_synix.init_project(fresh_f, [data / "conversations.json"])
         work_o, work_f = base / "ours", base / "ref"
         conc = args.concurrency or 16
@@ -117,8 +154,10 @@ class Compare:
 
         cold_reps = args.cold_repeat if args.cold_repeat is not None else (args.repeat if n <= 2000 else 1)
         ours, ref = [], []
-        for _ in range(cold_reps):
-            ours.append(self.timed(self.ours, copy(fresh_o, work_o)))
+        for i in range(cold_reps):
+            fresh = copy(fresh_o, work_o) if self.bouncer is None or i == 0 else \
+                self.init_ours(work_o, data / "conversations.json")
+            ours.append(self.timed(self.ours, fresh))
             ref.append(self.timed(self.ref, copy(fresh_f, work_f), conc))
         self.record("cold build", n, ours, ref)
         built_o, built_f = copy(work_o, base / "built-ours"), copy(work_f, base / "built-ref")
@@ -146,8 +185,7 @@ class Compare:
                "SYNIX_LLM_CONCURRENCY": str(concurrency)}
         ours, ref = [], []
         for i in range(self.args.repeat):
-            proj = base / f"ours{i}"
-            run_child([SYNIX, "init", str(proj), "--from", str(base / "conversations.json")], env)
+            proj = self.init_ours(base / f"ours{i}", base / "conversations.json", env)
             ours.append(self.timed(self.ours, proj, env))
             rproj = reference_synix.init_project(base / f"ref{i}", [base / "conversations.json"])
             ref.append(self.timed(self.ref, rproj, concurrency, env))
@@ -166,7 +204,8 @@ class Compare:
 
 
 def render(c: Compare) -> str:
-    lines = [f"### Synix vs reference Synix {reference_synix.VERSION} (latency {c.args.latency} s, "
+    lines = [f"### Synix (Dagster storage: {c.args.dagster_storage}) vs reference Synix "
+             f"{reference_synix.VERSION} (latency {c.args.latency} s, "
              f"code {git_rev()}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs shared)", "",
              "| scenario | N | ours s (median) | reference s (median) | ours / ref | ours peak RSS MB | "
              "ref peak RSS MB | LLM calls | target | load (1/5/15 min) at each run |",
@@ -192,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-llm-bound", action="store_true")
     parser.add_argument("--llm-bound-only", action="store_true")
     parser.add_argument("--big-llm", action="store_true", help="also 2,000 at 1 s, concurrency 32")
+    parser.add_argument("--dagster-storage", choices=("sqlite", "pgbouncer"), default="sqlite",
+                        help="ours: Dagster's storage on the SQLite default, or on PostgreSQL "
+                             "behind PgBouncer (docs/postgres.md)")
     args = parser.parse_args(argv)
     tmp = None
     if args.out is None:
@@ -211,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         (c.out / "compare.md").write_text(text + "\n")
         print(text)
     finally:
+        c.close()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     return 0

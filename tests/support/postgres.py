@@ -135,7 +135,9 @@ class PostgresServer:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def start_postgres() -> PostgresServer:
+def start_postgres(durable: bool = False) -> PostgresServer:
+    """A test server (durability off, for speed), or with `durable` PostgreSQL's own defaults
+    (the benchmarks' server: what a user would run)."""
     bin_dir = find_bin_dir()
     owner = _server_user()
     # Not under pytest's tmp dir: that is 0700 root and the server user could not reach it.
@@ -162,9 +164,11 @@ def start_postgres() -> PostgresServer:
             proc = subprocess.Popen(
                 [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
                  "-h", "127.0.0.1", "-k", str(sock),
-                 # A test server: durability off, for speed; small and quiet.
-                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                 "-c", "max_connections=200", "-c", "shared_buffers=32MB"],
+                 *([] if durable else
+                   # A test server: durability off, for speed; small and quiet.
+                   ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                    "-c", "shared_buffers=32MB"]),
+                 "-c", "max_connections=200"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **user_kwargs)
             log.close()
             server = PostgresServer(base=base, port=port, process=proc, log_path=log_path)
