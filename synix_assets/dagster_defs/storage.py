@@ -8,7 +8,7 @@ with a full fsync and closes the last connection to the file, which checkpoints 
 - the consolidated event log (one `event_log.db` instead of a shard per run), set in dagster.yaml;
 - `PRAGMA synchronous=NORMAL` on Dagster's SQLite files (WAL stays crash-safe for the process;
   only a power cut can drop the last events — Synix's own store, the authority on what was
-  built, keeps full durability), applied through a SQLAlchemy connect listener;
+  built, keeps full durability), set on each connection SQLAlchemy opens to a Dagster file;
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
   the last close that forces a WAL checkpoint;
 
@@ -58,29 +58,26 @@ _keepers: OrderedDict[str, dict[str, sqlite3.Connection]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _is_dagster_db(dbapi_conn) -> bool:
-    cur = dbapi_conn.cursor()
-    try:
-        rows = cur.execute("PRAGMA database_list").fetchall()
-    finally:
-        cur.close()
-    path = next((r[2] for r in rows if r[1] == "main"), "") or ""
+def _in_a_home(path: str) -> bool:
     return any(path.startswith(home) for home in _homes)
 
 
-@event.listens_for(Engine, "connect")
-def _on_connect(dbapi_conn, _record) -> None:
-    if not _homes or not isinstance(dbapi_conn, sqlite3.Connection) or not _is_dagster_db(dbapi_conn):
-        return
-    cur = dbapi_conn.cursor()
-    try:
-        cur.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cur.close()
+@event.listens_for(Engine, "do_connect")
+def _connect(dialect, _record, cargs, cparams):
+    """Open Dagster's SQLite connections here, with synchronous=NORMAL: the file is known from
+    the connect arguments, so no connection has to ask SQLite which file it opened (Dagster opens
+    a new connection several times per event)."""
+    if not _homes or dialect.name != "sqlite" or not cargs or not isinstance(cargs[0], str) \
+            or not _in_a_home(cargs[0]):
+        return None  # SQLAlchemy connects as usual
+    conn = dialect.loaded_dbapi.connect(*cargs, **cparams)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
 
 
 def tune(dagster_home: Path) -> None:
-    """Apply the levers above for this DAGSTER_HOME in this process (idempotent)."""
+    """Apply the levers above for this DAGSTER_HOME in this process (idempotent). Called before
+    Dagster creates its databases too, so creating their schema commits without a full sync."""
     home = str(Path(dagster_home).resolve())
     with _lock:
         _homes.add(home)

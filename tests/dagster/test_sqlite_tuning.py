@@ -1,0 +1,36 @@
+"""The levers of dagster_defs/storage.py on a project's SQLite Dagster home."""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from synix_assets.engine.runner import dagster_instance
+
+FULL, NORMAL = 2, 1
+
+
+def _synchronous(path) -> int:
+    # a new engine per connection and no pool, as Dagster's SQLite storages open them
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("PRAGMA synchronous")).scalar()
+    finally:
+        engine.dispose()
+
+
+def test_connections_to_the_dagster_home_commit_with_synchronous_normal_and_others_are_untouched(
+        demo_project, tmp_path):
+    with dagster_instance(demo_project) as instance:
+        instance.get_runs(limit=1)  # the run storage exists and is usable
+        home = demo_project.dagster_home
+        assert {p.name for p in home.rglob("*.db")} >= {"event_log.db", "runs.db"}
+        for db in home.rglob("*.db"):
+            assert _synchronous(db) == NORMAL, db
+    other = tmp_path / "elsewhere.db"
+    with contextlib.closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    assert _synchronous(other) == FULL  # SQLite's default, outside any Dagster home
