@@ -22,9 +22,11 @@ partition, half the events of a bulk build.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,7 +79,7 @@ def _connect(dialect, _record, cargs, cparams):
 
 def tune(dagster_home: Path) -> None:
     """Apply the levers above for this DAGSTER_HOME in this process (idempotent). Called before
-    Dagster creates its databases too, so creating their schema commits without a full sync."""
+    Dagster opens its databases."""
     home = str(Path(dagster_home).resolve())
     with _lock:
         _homes.add(home)
@@ -102,6 +104,49 @@ def keep_open(dagster_home: Path) -> None:
             _, old = _keepers.popitem(last=False)
             for conn in old.values():
                 conn.close()
+
+
+STAGING_PREFIX = ".dagster-new-"
+
+
+def create_databases(dagster_home: Path) -> None:
+    """Create the SQLite databases of a new Dagster home with Synix's default settings in a
+    staging folder and move each into place at once. Dagster creates a schema statement by
+    statement; a build stopped meanwhile (the work graph's calls are already going out while
+    Dagster loads, so a Ctrl-C or a kill can land there) would leave a database without its
+    tables, which every later instance refuses. A home with other settings (PostgreSQL) or with
+    databases already is left to Dagster."""
+    import dagster as dg
+
+    home = Path(dagster_home).resolve()
+    for stale in home.parent.glob(STAGING_PREFIX + "*"):  # left by a process that was killed
+        shutil.rmtree(stale, ignore_errors=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.is_file() or cfg.read_text(encoding="utf-8") != INSTANCE_YAML or any(home.rglob("*.db")):
+        return
+    staging = home.parent / f"{STAGING_PREFIX}{os.getpid()}"
+    staging.mkdir()
+    try:
+        (staging / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
+        with _lock:
+            _homes.add(str(staging))
+        before = os.environ.get("DAGSTER_HOME")
+        os.environ["DAGSTER_HOME"] = str(staging)
+        try:
+            with dg.DagsterInstance.get() as instance:
+                instance.get_dynamic_partitions("conversations")
+        finally:
+            os.environ["DAGSTER_HOME"] = before if before is not None else str(home)
+            with _lock:
+                _homes.discard(str(staging))
+        for db in sorted(staging.rglob("*.db")):
+            with contextlib.closing(sqlite3.connect(db)) as conn:  # nothing left in a WAL
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            target = home / db.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(db, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_dotenv(project_root: Path, dagster_home: Path) -> None:

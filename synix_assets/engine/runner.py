@@ -100,8 +100,9 @@ def dagster_instance(paths: ProjectPaths):
     from synix_assets.dagster_defs import storage
 
     storage.write_instance_yaml(paths.dagster_home)
+    storage.create_databases(paths.dagster_home)
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
-    storage.tune(paths.dagster_home)  # before a new home's databases are created
+    storage.tune(paths.dagster_home)
     instance = dg.DagsterInstance.get()
     instance.get_dynamic_partitions("conversations")  # creates the databases before we hold them
     storage.tune(paths.dagster_home)

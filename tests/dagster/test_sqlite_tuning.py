@@ -34,3 +34,35 @@ def test_connections_to_the_dagster_home_commit_with_synchronous_normal_and_othe
     with contextlib.closing(sqlite3.connect(other)) as conn:
         conn.execute("CREATE TABLE t (x)")
     assert _synchronous(other) == FULL  # SQLite's default, outside any Dagster home
+
+
+def test_a_build_stopped_while_dagster_creates_its_databases_leaves_none_half_made(
+        demo_project, monkeypatch):
+    import dagster as dg
+    import pytest
+
+    from synix_assets.dagster_defs.storage import STAGING_PREFIX
+
+    real_get = dg.DagsterInstance.get
+    stopped = []
+
+    def stopped_meanwhile():
+        instance = real_get()  # the schema is being created in the staging folder
+        instance.dispose()
+        stopped.append(instance.root_directory)
+        raise KeyboardInterrupt
+
+    home = demo_project.dagster_home
+    killed_earlier = home.parent / f"{STAGING_PREFIX}999999"  # a killed process's leftover
+    killed_earlier.mkdir(parents=True)
+    (killed_earlier / "event_log.db").write_bytes(b"half")
+    monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(stopped_meanwhile))
+    with pytest.raises(KeyboardInterrupt):
+        dagster_instance(demo_project)
+    monkeypatch.undo()
+    assert stopped and not stopped[0].startswith(str(home))  # never built in the home itself
+    assert not list(home.rglob("*.db"))
+    assert not list(home.parent.glob(STAGING_PREFIX + "*"))
+    with dagster_instance(demo_project) as instance:  # the next build creates them whole
+        assert instance.get_dynamic_partitions("conversations") == []
+        assert {p.name for p in home.rglob("*.db")} >= {"event_log.db", "runs.db"}
