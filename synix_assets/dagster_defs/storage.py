@@ -119,8 +119,9 @@ def create_databases(dagster_home: Path) -> None:
     import dagster as dg
 
     home = Path(dagster_home).resolve()
-    for stale in home.parent.glob(STAGING_PREFIX + "*"):  # left by a process that was killed
-        shutil.rmtree(stale, ignore_errors=True)
+    for stale in home.parent.glob(STAGING_PREFIX + "*"):
+        if not _alive(stale.name[len(STAGING_PREFIX):]):  # left by a process that was killed
+            shutil.rmtree(stale, ignore_errors=True)
     cfg = home / "dagster.yaml"
     if not cfg.is_file() or cfg.read_text(encoding="utf-8") != INSTANCE_YAML or any(home.rglob("*.db")):
         return
@@ -144,9 +145,22 @@ def create_databases(dagster_home: Path) -> None:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             target = home / db.relative_to(staging)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(db, target)
+            try:  # in place at once, and never over a database another process made meanwhile
+                os.link(db, target)
+            except FileExistsError:
+                pass
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def write_dotenv(project_root: Path, dagster_home: Path) -> None:

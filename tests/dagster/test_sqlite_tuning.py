@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import subprocess
+import sys
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
@@ -53,16 +55,25 @@ def test_a_build_stopped_while_dagster_creates_its_databases_leaves_none_half_ma
         raise KeyboardInterrupt
 
     home = demo_project.dagster_home
-    killed_earlier = home.parent / f"{STAGING_PREFIX}999999"  # a killed process's leftover
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    killed_earlier = home.parent / f"{STAGING_PREFIX}{gone.pid}"  # a killed process's leftover
     killed_earlier.mkdir(parents=True)
     (killed_earlier / "event_log.db").write_bytes(b"half")
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    still_staging = home.parent / f"{STAGING_PREFIX}{running.pid}"  # another live process's
+    still_staging.mkdir()
     monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(stopped_meanwhile))
-    with pytest.raises(KeyboardInterrupt):
-        dagster_instance(demo_project)
-    monkeypatch.undo()
-    assert stopped and not stopped[0].startswith(str(home))  # never built in the home itself
-    assert not list(home.rglob("*.db"))
-    assert not list(home.parent.glob(STAGING_PREFIX + "*"))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            dagster_instance(demo_project)
+        monkeypatch.undo()
+        assert stopped and not stopped[0].startswith(str(home))  # never built in the home itself
+        assert not list(home.rglob("*.db"))
+        assert list(home.parent.glob(STAGING_PREFIX + "*")) == [still_staging]
+    finally:
+        running.kill()
+        running.wait()
     with dagster_instance(demo_project) as instance:  # the next build creates them whole
         assert instance.get_dynamic_partitions("conversations") == []
         assert {p.name for p in home.rglob("*.db")} >= {"event_log.db", "runs.db"}
