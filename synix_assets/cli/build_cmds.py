@@ -92,8 +92,10 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
       synix run --from monthly --full
       synix run --json
     """
+    from synix_assets.cli.common import quick_exit
     from synix_assets.engine import interrupts
 
+    quick_exit()
     # Watched from the first line: Ctrl-C or SIGTERM anywhere in `synix run` ends with the resume
     # message and 128+signal, never with a traceback or a status that looks like success.
     with interrupts.watching():

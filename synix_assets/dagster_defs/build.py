@@ -89,15 +89,18 @@ def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> l
 
 
 def build_defs(project_dir: str | Path, *, resources: dict | None = None,
-               sync: bool = True, branches: list[str] | None = None) -> dg.Definitions:
+               sync: bool = True, branches: list[str] | None = None,
+               building_run: str | None = None) -> dg.Definitions:
     """`branches`: only these branches' graphs (`synix run --branch` builds one); default every
-    branch of the project, side by side."""
+    branch of the project, side by side. `building_run`: a Synix run of this process storing
+    artifacts meanwhile, which the sync leaves to that run (records.sync_instance)."""
     # Single-run backfills (one run per layer, not per partition) are a Dagster beta parameter;
     # the warning would print at every start of every Dagster process, so it is silenced here.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        defs = _build_defs(project_dir, resources=resources, sync=sync, only=branches)
+        defs = _build_defs(project_dir, resources=resources, sync=sync, only=branches,
+                           building_run=building_run)
         defs.get_repository_def()  # resolve now: binding resources copies the sensor, which warns too
         return defs
 
@@ -109,7 +112,7 @@ def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey])
             *(projection_asset(p, paths, name, versions, names) for name in p.projections)]
 
 
-def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
+def _build_defs(project_dir, *, resources, sync, only, building_run) -> dg.Definitions:
     root = Path(project_dir).resolve()
     identity = llm_identity()
     graphs = branch_graphs(root, identity, only)
@@ -136,7 +139,7 @@ def _build_defs(project_dir, *, resources, sync, only) -> dg.Definitions:
             with dg.DagsterInstance.get() as instance, ArtifactStore(main_paths.store) as store:
                 for graph in graphs:
                     sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
-                                  graph.versions, graph.names, graph.paths)
+                                  graph.versions, graph.names, graph.paths, building_run)
                 if only is None:
                     wipe_orphans(instance, keys)
     return defs

@@ -153,16 +153,23 @@ def record_current(instance, pipeline, store, versions: dict[str, str], names: N
 
 
 def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Names = MAIN_NAMES,
-                  paths=None) -> dict:
+                  paths=None, building_run: str | None = None) -> dict:
     """Bring `instance` in step with one branch's pointers in the store (see the module
     docstring); cheap when it already is. `store` reads that branch; with `paths` (the
     branch's), what Synix's plan would rebuild is recorded as stale — a new branch whose
-    episode prompt changed shows its inherited episodes stale, exactly as `synix plan` does."""
+    episode prompt changed shows its inherited episodes stale, exactly as `synix plan` does.
+    `building_run`: the Synix run storing artifacts in this process meanwhile (its work graph
+    starts before Dagster loads); what it stores is left to its own Dagster runs to record."""
     layers = pipeline.layer_order()
     current = {layer: store.current_index(layer) for layer in layers}
     added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers}, names)
     unrecorded = {l: sorted(current[l]) for l in layers
                   if current[l] and instance.get_latest_materialization_event(names.layer(l)) is None}
+    if unrecorded and building_run:
+        # read after `current`: every artifact of the run that `current` holds is listed
+        mine = store.keys_built_in_run(building_run)
+        unrecorded = {l: kept for l, keys in unrecorded.items()
+                      if (kept := [k for k in keys if k not in mine.get(l, ())])}
     projections = [n for n in pipeline.projections
                    if instance.get_latest_materialization_event(names.layer(n)) is None]
     outdated: dict[str, set[str]] = {}

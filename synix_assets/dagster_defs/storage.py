@@ -8,7 +8,7 @@ with a full fsync and closes the last connection to the file, which checkpoints 
 - the consolidated event log (one `event_log.db` instead of a shard per run), set in dagster.yaml;
 - `PRAGMA synchronous=NORMAL` on Dagster's SQLite files (WAL stays crash-safe for the process;
   only a power cut can drop the last events — Synix's own store, the authority on what was
-  built, keeps full durability), applied through a SQLAlchemy connect listener;
+  built, keeps full durability), set on each connection SQLAlchemy opens to a Dagster file;
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
   the last close that forces a WAL checkpoint;
 
@@ -22,9 +22,11 @@ partition, half the events of a bulk build.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,29 +60,26 @@ _keepers: OrderedDict[str, dict[str, sqlite3.Connection]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _is_dagster_db(dbapi_conn) -> bool:
-    cur = dbapi_conn.cursor()
-    try:
-        rows = cur.execute("PRAGMA database_list").fetchall()
-    finally:
-        cur.close()
-    path = next((r[2] for r in rows if r[1] == "main"), "") or ""
+def _in_a_home(path: str) -> bool:
     return any(path.startswith(home) for home in _homes)
 
 
-@event.listens_for(Engine, "connect")
-def _on_connect(dbapi_conn, _record) -> None:
-    if not _homes or not isinstance(dbapi_conn, sqlite3.Connection) or not _is_dagster_db(dbapi_conn):
-        return
-    cur = dbapi_conn.cursor()
-    try:
-        cur.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cur.close()
+@event.listens_for(Engine, "do_connect")
+def _connect(dialect, _record, cargs, cparams):
+    """Open Dagster's SQLite connections here, with synchronous=NORMAL: the file is known from
+    the connect arguments, so no connection has to ask SQLite which file it opened (Dagster opens
+    a new connection several times per event)."""
+    if not _homes or dialect.name != "sqlite" or not cargs or not isinstance(cargs[0], str) \
+            or not _in_a_home(cargs[0]):
+        return None  # SQLAlchemy connects as usual
+    conn = dialect.loaded_dbapi.connect(*cargs, **cparams)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
 
 
 def tune(dagster_home: Path) -> None:
-    """Apply the levers above for this DAGSTER_HOME in this process (idempotent)."""
+    """Apply the levers above for this DAGSTER_HOME in this process (idempotent). Called before
+    Dagster opens its databases."""
     home = str(Path(dagster_home).resolve())
     with _lock:
         _homes.add(home)
@@ -105,6 +104,63 @@ def keep_open(dagster_home: Path) -> None:
             _, old = _keepers.popitem(last=False)
             for conn in old.values():
                 conn.close()
+
+
+STAGING_PREFIX = ".dagster-new-"
+
+
+def create_databases(dagster_home: Path) -> None:
+    """Create the SQLite databases of a new Dagster home with Synix's default settings in a
+    staging folder and move each into place at once. Dagster creates a schema statement by
+    statement; a build stopped meanwhile (the work graph's calls are already going out while
+    Dagster loads, so a Ctrl-C or a kill can land there) would leave a database without its
+    tables, which every later instance refuses. A home with other settings (PostgreSQL) or with
+    databases already is left to Dagster."""
+    import dagster as dg
+
+    home = Path(dagster_home).resolve()
+    for stale in home.parent.glob(STAGING_PREFIX + "*"):
+        if not _alive(stale.name[len(STAGING_PREFIX):]):  # left by a process that was killed
+            shutil.rmtree(stale, ignore_errors=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.is_file() or cfg.read_text(encoding="utf-8") != INSTANCE_YAML or any(home.rglob("*.db")):
+        return
+    staging = home.parent / f"{STAGING_PREFIX}{os.getpid()}"
+    staging.mkdir()
+    try:
+        (staging / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
+        with _lock:
+            _homes.add(str(staging))
+        before = os.environ.get("DAGSTER_HOME")
+        os.environ["DAGSTER_HOME"] = str(staging)
+        try:
+            with dg.DagsterInstance.get() as instance:
+                instance.get_dynamic_partitions("conversations")
+        finally:
+            os.environ["DAGSTER_HOME"] = before if before is not None else str(home)
+            with _lock:
+                _homes.discard(str(staging))
+        for db in sorted(staging.rglob("*.db")):
+            with contextlib.closing(sqlite3.connect(db)) as conn:  # nothing left in a WAL
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            target = home / db.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:  # in place at once, and never over a database another process made meanwhile
+                os.link(db, target)
+            except FileExistsError:
+                pass
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def write_dotenv(project_root: Path, dagster_home: Path) -> None:

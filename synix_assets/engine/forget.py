@@ -34,7 +34,6 @@ from synix_assets.engine.locking import project_lock
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
 from synix_resources.llm.cache import ResponseCache
-from synix_resources.search.index import SearchIndex
 from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.forget")
@@ -247,6 +246,9 @@ def _trim_checkpoints(store, layer: str, position: int) -> None:
 
 
 def _phase_index(paths: ProjectPaths, pipeline, journal: dict) -> dict:
+    # imported here: every build imports this module, and the index module loads numpy
+    from synix_resources.search.index import SearchIndex
+
     removed = 0
     for branch in [paths, *_other_branches(paths)]:
         if not branch.search.exists():
@@ -396,6 +398,8 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
 
 def _phase_purge(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     """Fold every WAL back and VACUUM with secure_delete, waiting (bounded) for readers."""
+    from synix_resources.search.index import SearchIndex
+
     deadline = time.monotonic() + verifying.wait_seconds()
     target = journal["target"]
     for branch in [paths, *_other_branches(paths)]:

@@ -100,7 +100,9 @@ def dagster_instance(paths: ProjectPaths):
     from synix_assets.dagster_defs import storage
 
     storage.write_instance_yaml(paths.dagster_home)
+    storage.create_databases(paths.dagster_home)
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
+    storage.tune(paths.dagster_home)
     instance = dg.DagsterInstance.get()
     instance.get_dynamic_partitions("conversations")  # creates the databases before we hold them
     storage.tune(paths.dagster_home)
@@ -200,7 +202,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
         client.close()
         return report
 
-    client.close()
+    resources.callback(client.close)  # the build's client: the work graph's calls go through it
     settle_abandoned_runs(paths, store)  # a killed earlier build must not stay "running"
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
@@ -208,19 +210,19 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
     ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
     work = None
     try:
-        instance = instance or resources.enter_context(dagster_instance(paths))
         scale = load_scale_config(paths.root)
-        # the definitions first: building them brings Dagster in step with the store, which must
-        # not see this build's artifacts as stored without a run
-        launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale)
-        resources.callback(ctx.llm.close)
         with progress.listening(lambda layer, n: notify(layer, "progress", {"done": n})):
-            # A whole build overlaps its layers in a work graph (engine/schedule.py). Not on a
-            # distributed deployment: its workers build the layers, and a step there cannot take
-            # this process's results.
+            # A whole build overlaps its layers in a work graph (engine/schedule.py), started
+            # before Dagster is even imported, so the first LLM calls go out while it loads. Not
+            # on a distributed deployment: its workers build the layers, and a step there cannot
+            # take this process's results.
             if whole and not full and scale is None and schedule.usable(ctx, layers):
                 work = schedule.WorkGraph(ctx, layers, scan).start()
             try:
+                instance = instance or resources.enter_context(dagster_instance(paths))
+                # the definitions bring Dagster in step with the store, leaving what this build
+                # stores meanwhile to its own runs
+                launch = _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale)
                 _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify,
                               store, work)
             finally:
@@ -252,15 +254,15 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
 
 def _launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale):
     """What launches this build's Dagster runs: in this process, or on the deployment that
-    scale.toml names (docs/scale.md). The build's context takes the LLM resource's client."""
+    scale.toml names (docs/scale.md)."""
     from synix_assets.dagster_defs.build import branch_graph, build_defs, resources_for
     from synix_resources.llm.resource import LLMResource
 
+    # the steps of this build's runs get a resource with the same settings as the build's client
     llm_resource = LLMResource(**llm_settings)
-    ctx.llm = llm_resource.get_client()
     # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
     defs = build_defs(paths.root, resources={**resources_for(paths), "llm": llm_resource},
-                      branches=[paths.branch])
+                      branches=[paths.branch], building_run=ctx.run_id)
     graph = branch_graph(paths, ctx.llm_identity, None)
     if scale is None:
         return _Launcher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)

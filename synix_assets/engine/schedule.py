@@ -241,6 +241,7 @@ class WorkGraph:
             with self._cond:
                 self._done[layer].set()
                 self._cond.notify_all()
+            self._streams[layer].put(None)  # the end of its arrivals
 
     def _ctx(self, layer: str) -> BuildContext:
         level = self.pipeline.level(layer)
@@ -294,14 +295,21 @@ class WorkGraph:
             self._streams[layer].put(outcome)
 
     def arrivals(self, layer: str):
-        """Built outcomes of a transform layer as they are stored, until the layer is done."""
+        """Built outcomes of a transform layer as they are stored, until the layer is done (its
+        driver then queues None); nothing for the other layers, which no step waits on here."""
+        if self.pipeline.steps[layer].kind != "transform":
+            return
         stream = self._streams[layer]
         while True:
             try:
-                yield stream.get(timeout=WAIT_S)
+                outcome = stream.get(timeout=WAIT_S)  # wakes for a signal, as _wait_for does
             except queue.Empty:
                 if self._done[layer].is_set() and stream.empty():
                     return
+                continue
+            if outcome is None:
+                return
+            yield outcome
 
     def _build(self, layer: str) -> LayerResult:
         step = self.pipeline.steps[layer]

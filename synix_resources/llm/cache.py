@@ -19,9 +19,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
 from synix_resources.errors import LLMError
@@ -31,6 +29,9 @@ from synix_resources.store.dialect import POSTGRES, SQLITE, ids_in, is_postgres_
 from synix_resources.store.migrations import MigrationRegistry
 
 from .types import LLMRequest, LLMResponse
+
+if TYPE_CHECKING:  # sqlite_utils (and the numpy it imports) loads only when a migration runs
+    from sqlite_utils import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -109,7 +110,7 @@ def _migrate(path: Path) -> None:
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        CACHE_MIGRATIONS.apply(Database(conn))
+        CACHE_MIGRATIONS.apply(conn)  # sqlite_utils loads only when a migration runs
     finally:
         conn.close()
 

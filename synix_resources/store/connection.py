@@ -18,7 +18,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from sqlite_utils import Database
 
 from synix_resources.disk import disk_full_error, is_disk_full
 from synix_resources.errors import StoreError, StoreLockedError
@@ -126,10 +125,9 @@ class StoreConnection(ClosingConnection):
             conn.execute("PRAGMA foreign_keys = ON")
             # Forgetting must really forget: zero deleted content in pages.
             conn.execute("PRAGMA secure_delete = ON")
-            self.db = Database(conn, execute_plugins=False)
-            self._enable_wal()
+            self._enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
-            migrate(self.db, migrations)
+            migrate(conn, migrations)
         except sqlite3.Error as err:
             if conn is not None:
                 conn.close()
@@ -148,7 +146,6 @@ class StoreConnection(ClosingConnection):
                                    check_same_thread=False, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
             conn.execute("PRAGMA query_only = ON")
-            self.db = Database(conn, execute_plugins=False)
         except sqlite3.Error as err:
             raise self._translate(err, "opening it for reading") from err
         self._conn = conn
@@ -172,14 +169,22 @@ class StoreConnection(ClosingConnection):
         with self._read("reading the data version") as conn:
             return conn.execute("PRAGMA data_version").fetchone()[0]
 
-    def _enable_wal(self) -> None:
+    @property
+    def db(self):
+        """The connection as a sqlite_utils Database (imported on first use: opening a store
+        does not need it)."""
+        from sqlite_utils import Database
+
+        return Database(self._open_conn(), execute_plugins=False)
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching journal mode fails with "database is locked" at once, without consulting
         # the busy handler, when another process is opening the same fresh file; retry it.
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
         while True:
             try:
-                if self.db.journal_mode != "wal":
-                    self.db.enable_wal()
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = wal")
                 return
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err).lower() or time.monotonic() >= deadline:

@@ -8,15 +8,17 @@ Never edit or reorder a released migration: add a new one at the end.
 """
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from sqlite_utils import Database
+if TYPE_CHECKING:  # sqlite_utils (and the numpy it imports) loads only when a migration runs
+    from sqlite_utils import Database
 
 MIGRATIONS_TABLE = "_migrations"
 
-MigrationFn = Callable[[Database], None]
+MigrationFn = Callable[["Database"], None]
 
 
 @dataclass(frozen=True)
@@ -60,19 +62,21 @@ class MigrationRegistry:
         """Migration names in the order they are applied."""
         return [m.name for m in self._migrations]
 
-    def applied(self, db: Database) -> list[str]:
+    def applied(self, db: Database | sqlite3.Connection) -> list[str]:
         """Names recorded in the database's `_migrations` table, in the order they ran."""
-        if not db[MIGRATIONS_TABLE].exists():
+        conn = db if isinstance(db, sqlite3.Connection) else db.conn
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (MIGRATIONS_TABLE,)).fetchone() is None:
             return []
-        rows = db.conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")
+        rows = conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")
         return [row[0] for row in rows]
 
-    def pending(self, db: Database) -> list[str]:
+    def pending(self, db: Database | sqlite3.Connection) -> list[str]:
         """Names of registered migrations that this database has not run yet."""
         done = set(self.applied(db))
         return [name for name in self.names if name not in done]
 
-    def apply(self, db: Database) -> list[str]:
+    def apply(self, db: Database | sqlite3.Connection) -> list[str]:
         """Run every pending migration in order and return the names that ran now.
 
         The connection must be in autocommit mode (`isolation_level=None`) with no open
@@ -81,6 +85,10 @@ class MigrationRegistry:
         """
         if not self.pending(db):
             return []
+        if isinstance(db, sqlite3.Connection):
+            from sqlite_utils import Database
+
+            db = Database(db, execute_plugins=False)
         conn = db.conn
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
@@ -113,7 +121,7 @@ MIGRATIONS = MigrationRegistry()
 migration = MIGRATIONS
 
 
-def migrate(db: Database, registry: MigrationRegistry | None = None) -> list[str]:
+def migrate(db: Database | sqlite3.Connection, registry: MigrationRegistry | None = None) -> list[str]:
     """Bring `db` up to date with `registry` (default: the store's migrations)."""
     return (registry or MIGRATIONS).apply(db)
 

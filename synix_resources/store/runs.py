@@ -104,6 +104,16 @@ class RunsMixin:
                                 "GROUP BY layer", (run_id,)).fetchall()
         return dict(rows)
 
+    def keys_built_in_run(self, run_id: str) -> dict[str, set[str]]:
+        """Group keys of the artifacts written by this run, per layer."""
+        with self._read(f"listing artifacts of run {run_id}") as conn:
+            rows = conn.execute("SELECT layer, group_key FROM artifacts WHERE run_id = ?",
+                                (run_id,)).fetchall()
+        keys: dict[str, set[str]] = {}
+        for layer, group_key in rows:
+            keys.setdefault(layer, set()).add(group_key)
+        return keys
+
     def _run_stats(self, conn, run_id: str) -> dict[str, Any]:
         row = conn.execute("SELECT stats FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:

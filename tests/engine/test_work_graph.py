@@ -172,3 +172,39 @@ def test_a_last_layer_left_with_nothing_to_build_still_gets_its_projections_writ
     with contextlib.closing(sqlite3.connect(paths.search)) as db:  # the episodes are indexed
         assert db.execute("SELECT count(*) FROM docs WHERE layer = 'episodes'").fetchone()[0] \
             == out["layers"]["episodes"]["built"] > 0
+
+
+def test_the_graph_starts_before_dagster_loads_and_only_the_layer_runs_record_its_artifacts(
+        demo_project, monkeypatch):
+    import dagster as dg
+
+    from synix_assets.dagster_defs.graph import MAIN_NAMES
+    from synix_assets.engine import runner
+
+    order = []
+    real_start, real_instance = schedule.WorkGraph.start, runner.dagster_instance
+
+    def start(self):
+        order.append("graph")
+        return real_start(self)
+
+    def instance(paths):
+        order.append("dagster")
+        return real_instance(paths)
+
+    monkeypatch.setattr(schedule.WorkGraph, "start", start)
+    monkeypatch.setattr(runner, "dagster_instance", instance)
+    report = run_build(demo_project)
+    assert order == ["graph", "dagster"]
+    built = report.to_json()["layers"]
+    # The graph stored the transcripts while Dagster loaded; the definitions' sync with the store
+    # must leave them (and everything else this run built) to the layer runs: each partition is
+    # materialized once, by a run, and no event is runless.
+    with real_instance(demo_project) as dagster:
+        for layer in LAYERS:
+            records = dagster.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=MAIN_NAMES.layer(layer)), limit=1000).records
+            assert len(records) == built[layer]["built"] > 0
+            assert all(r.run_id for r in records)
+            keys = [r.partition_key for r in records]
+            assert len(set(keys)) == len(keys)

@@ -64,11 +64,14 @@ def killed(tmp_path_factory):
                             "content": [{"type": "text", "text": f"subject{i} message {j}"}]}
                            for j, s in enumerate(("human", "assistant"))]}
         for i in range(N_KILL)]))
-    proc = subprocess.Popen([PY, "-c", _build_script(paths.root, {"concurrency": 2})],
-                            env=_env(SYNIX_FAKE_LATENCY_S="0.3"), stdout=subprocess.PIPE,
+    # One call at a time, slow enough that the episodes are still going once Dagster has loaded
+    # (the work graph starts before it) and is recording the build's first runs.
+    proc = subprocess.Popen([PY, "-c", _build_script(paths.root, {"concurrency": 1})],
+                            env=_env(SYNIX_FAKE_LATENCY_S="0.8"), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
-    while _episode_responses(paths.llm_cache) < 4:
+    event_log = paths.dagster_home / "event_log.db"
+    while _episode_responses(paths.llm_cache) < 4 or not event_log.exists():
         assert proc.poll() is None, "the build ended before it could be killed"
         assert time.monotonic() < deadline, "the episodes layer never started"
         time.sleep(0.05)

@@ -126,8 +126,12 @@ def _assert_stopped_cleanly(paths, proc, expected_code: int) -> dict[str, int]:
 @pytest.mark.slow
 def test_sigint_mid_episodes_exits_130_and_resumes(demo_project):
     paths = demo_project
-    proc = _start_build(paths, latency=2.0)
+    # slow calls: the work graph starts before Dagster loads, and the signal must come while
+    # Dagster records the build with episodes still to go
+    proc = _start_build(paths, latency=5.0)
     _wait_until(proc, lambda: _counts(paths).get("episodes", 0) >= 1, "an episode was stored")
+    _wait_until(proc, lambda: any(s == "STARTED" for s, _, _ in _dagster_runs(paths)),
+                "a Dagster run was started")
     proc.send_signal(signal.SIGINT)
     counts = _assert_stopped_cleanly(paths, proc, 130)
     assert 1 <= counts["episodes"] < N
