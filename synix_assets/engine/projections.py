@@ -24,6 +24,11 @@ _MESSAGE_HEAD = re.compile(r"^\[#(\d+)(?: ([^\]]*))?\] (.+?):$", re.M)
 # sources, messages…): every document's meta key changes with it, so each is written again.
 DOC_FORMAT = "index-doc-2"
 CONTENT_BATCH = 200  # documents read from the store with their contents at a time
+# The metadata keys a document is made from (title, date, source, sources, kept metadata).
+_DOCUMENT_META = frozenset({
+    "meta.chat.title", "meta.chat.conversation_id", "meta.chat.message_range",
+    "meta.chat.message_count", "meta.time.created_at", "meta.time.period", "meta.custom.topic",
+    "meta.custom.pii", "meta.source.type"})
 
 
 @dataclass
@@ -63,7 +68,10 @@ class IndexSource:
         self.arts: dict = {}
         for layer in ctx.pipeline.layer_order():
             for a in ctx.store.outlines(layer):
-                self.arts[a.artifact_id] = a
+                # only the metadata a document uses is kept: at 10,000 conversations the rest
+                # (paths, version hashes, providers…) would be most of the outlines' memory
+                self.arts[a.artifact_id] = replace(a, metadata={
+                    k: v for k, v in a.metadata.items() if k in _DOCUMENT_META})
         self._ancestry: dict[str, tuple[str, ...]] = {}
         arts = self.arts
         wanted = [a.artifact_id for a in arts.values() if a.layer in self.layers]
