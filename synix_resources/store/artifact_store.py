@@ -363,14 +363,16 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             raise self._not_found(artifact_id)
         return found
 
-    def get_many(self, ids: Iterable[str]) -> list[Artifact]:
-        """Artifacts for these exact ids in the given order; raises `ArtifactNotFound` naming any missing."""
+    def get_many(self, ids: Iterable[str], *, outline: bool = False) -> list[Artifact]:
+        """Artifacts for these exact ids in the given order; raises `ArtifactNotFound` naming any
+        missing. `outline=True` reads them without content or audit (as `outlines` does)."""
         id_list = list(ids)
         if not id_list:
             return []
         with self._read(f"reading {len(id_list)} artifacts") as conn:
             found = {a.artifact_id: a for a in self._select(
-                conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(id_list),))}
+                conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(id_list),),
+                outline=outline)}
         missing = [i for i in id_list if i not in found]
         if missing:
             shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")

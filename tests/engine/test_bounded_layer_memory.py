@@ -1,17 +1,20 @@
-"""The transcripts layer streams its exports: a batch of transcripts is stored before the next
-conversations are parsed, and a scan keeps summaries only. Real export files and SQLite store;
-the layer is built directly (no Dagster, no LLM)."""
+"""What a layer holds in memory is bounded by a batch, not by the number of conversations: the
+transcripts layer streams its exports (a batch of transcripts is stored before the next
+conversations are parsed; a scan keeps summaries only), and a transform reads its inputs and
+makes its prompts a batch at a time. Real export files and SQLite store; layers are built
+directly (no Dagster), with the deterministic `fake` LLM."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from synix_assets.engine import ingest, transcripts
+from synix_assets.engine import ingest, transcripts, transform
 from synix_assets.engine.context import BuildContext
 from synix_assets.project import ProjectPaths
 from synix_assets.scaffold import init_project
 from synix_resources.errors import ExportFormatError
+from synix_resources.llm.factory import make_client
 
 
 @pytest.fixture
@@ -22,7 +25,9 @@ def project(tmp_path, claude_export, conversation):
     claude_export(paths.root / "exports" / "b.json",
                   [conversation(f"b-{i}", f"Chat {i}", f"2025-02-{10 + i:02d}", f"beta{i}") for i in range(4)])
     store = paths.open_store()
-    yield BuildContext(paths.load_pipeline(), store, None, paths)
+    client = make_client(provider="fake")
+    yield BuildContext(paths.load_pipeline(), store, client, paths)
+    client.close()
     store.close()
 
 
@@ -92,3 +97,37 @@ def test_an_export_changed_between_scan_and_build_is_one_clear_error(project):
     path.write_text(json.dumps(data[:3]))  # a-3 … a-6 gone after the scan
     with pytest.raises(ExportFormatError, match="conversation a-3 vanished while building"):
         transcripts.build(ctx, "transcripts", scan)
+
+
+def test_a_transform_reads_inputs_and_calls_the_llm_a_bounded_batch_at_a_time_earliest_first(project,
+                                                                                          monkeypatch):
+    ctx = project
+    transcripts.build(ctx, "transcripts", ctx.reader.scan())
+    monkeypatch.setattr(transform, "TRANSFORM_BATCH", 4)
+    reads: list[int] = []
+    real_get_many = type(ctx.store).get_many
+
+    def get_many(self, ids, **kwargs):
+        ids = list(ids)
+        if not kwargs.get("outline"):
+            reads.append(len(ids))
+        return real_get_many(self, ids, **kwargs)
+    monkeypatch.setattr(type(ctx.store), "get_many", get_many)
+    asked: list[list[str]] = []
+    real_complete_many = type(ctx.llm).complete_many
+
+    def complete_many(self, requests, **kwargs):
+        requests = list(requests)
+        asked.append([r.label.split("/", 1)[1] for r in requests])
+        return real_complete_many(self, requests, **kwargs)
+    monkeypatch.setattr(type(ctx.llm), "complete_many", complete_many)
+
+    result = transform.build(ctx, "episodes")
+
+    assert reads == [4, 4, 3]  # inputs with their contents: one batch at a time
+    assert [len(a) for a in asked] == [4, 4, 3]
+    # January's seven conversations come before February's four
+    assert asked[0] == ["a-0", "a-1", "a-2", "a-3"] and asked[2] == ["b-1", "b-2", "b-3"]
+    assert [o.group_key for o in result.outcomes] == sorted(o.group_key for o in result.outcomes)
+    assert [o.status for o in result.outcomes] == ["built"] * 11
+    assert len(ctx.store.list_layer("episodes")) == 11
