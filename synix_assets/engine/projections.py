@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
-from typing import Iterator
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple
 
 from synix_resources.disk import mapped_disk_full
 from synix_resources.fingerprints import canonical_json, sha256_text
@@ -50,6 +51,17 @@ def transcript_messages(content: str) -> tuple[dict, ...]:
     return tuple(out)
 
 
+class _Outline(NamedTuple):
+    """An artifact as a search document needs it without its content."""
+    artifact_id: str
+    layer: str
+    group_key: str
+    level: int
+    content_hash: str
+    parent_ids: tuple
+    metadata: dict
+
+
 class IndexSource:
     """What a search index over `layers` is made of, read without any content.
 
@@ -65,14 +77,17 @@ class IndexSource:
 
     def __init__(self, ctx, layers: tuple[str, ...]):
         self.ctx, self.layers = ctx, tuple(layers)
-        self.arts: dict = {}
+        self.arts: dict[str, _Outline] = {}
         for layer in ctx.pipeline.layer_order():
             for a in ctx.store.outlines(layer):
                 # only the metadata a document uses is kept: at 10,000 conversations the rest
                 # (paths, version hashes, providers…) would be most of the outlines' memory
-                self.arts[a.artifact_id] = replace(a, metadata={
-                    k: v for k, v in a.metadata.items() if k in _DOCUMENT_META})
+                self.arts[a.artifact_id] = _Outline(
+                    a.artifact_id, a.layer, a.group_key, a.level, a.content_hash, a.parent_ids,
+                    {k: v for k, v in a.metadata.items() if k in _DOCUMENT_META})
         self._ancestry: dict[str, tuple[str, ...]] = {}
+        self._sources: dict[str, dict] = {}
+        self._source_digests: dict[str, str] = {}
         arts = self.arts
         wanted = [a.artifact_id for a in arts.values() if a.layer in self.layers]
         leaf_ids = {aid for w in wanted for aid in self.ancestry(w)
@@ -81,7 +96,7 @@ class IndexSource:
         # doc id → (content hash, meta key), in artifact id order
         self.expected: dict[str, tuple[str, str]] = {}
         for aid in sorted([*wanted, *leaves]):
-            self.expected[aid] = (arts[aid].content_hash, self.document(aid).meta_hash())
+            self.expected[aid] = (arts[aid].content_hash, self._meta_key(self._fields(aid)))
 
     def key(self, config: dict) -> str:
         """Exact key of the index: the projection's config and every document's pair."""
@@ -93,45 +108,60 @@ class IndexSource:
         not walked further)."""
         if aid not in self._ancestry:
             seen: dict[str, None] = {}
-            stack = list(self.arts[aid].parent_ids) if aid in self.arts else []
-            while stack:
-                pid = stack.pop(0)
+            queue = deque(self.arts[aid].parent_ids) if aid in self.arts else deque()
+            while queue:
+                pid = queue.popleft()
                 if pid in seen:
                     continue
                 seen[pid] = None
                 if pid in self.arts:
-                    stack.extend(self.arts[pid].parent_ids)
+                    queue.extend(self.arts[pid].parent_ids)
             self._ancestry[aid] = tuple(seen)
         return self._ancestry[aid]
 
-    def document(self, aid: str, stored=None) -> IndexDoc:
-        """The index's document for artifact `aid`: its outline (no text, no messages), or
-        with `stored` (the artifact as read with its content) the whole document; both carry
-        the same meta key."""
+    def _fields(self, aid: str) -> dict:
+        """Every field of the document of `aid` but its content and messages."""
         arts = self.arts
         a = arts[aid]
         anc = self.ancestry(aid)
-        is_leaf = not a.parent_ids
-        leafs = (aid,) if is_leaf else tuple(x for x in anc if x in arts and not arts[x].parent_ids)
-        outline = IndexDoc(
-            artifact_id=a.artifact_id, layer=a.layer, level=a.level, content="",
-            content_hash=a.content_hash, title=artifact_title(a), date=a.metadata.get("meta.time.created_at"),
-            source=_source_type(a), metadata={k: v for k, v in a.metadata.items()
-                                              if k in ("meta.time.period", "meta.custom.topic",
-                                                       "meta.custom.pii", "meta.chat.conversation_id")},
+        leafs = (aid,) if not a.parent_ids else tuple(x for x in anc if x in arts and not arts[x].parent_ids)
+        return dict(
+            artifact_id=a.artifact_id, layer=a.layer, level=a.level, content_hash=a.content_hash,
+            title=artifact_title(a), date=a.metadata.get("meta.time.created_at"), source=_source_type(a),
+            metadata={k: v for k, v in a.metadata.items()
+                      if k in ("meta.time.period", "meta.custom.topic", "meta.custom.pii",
+                               "meta.chat.conversation_id")},
             parent_ids=tuple(a.parent_ids), leaf_ids=leafs, ancestry=anc,
-            sources=tuple(_source_of(arts[x]) for x in leafs), searchable=a.layer in self.layers)
-        outline = replace(outline, meta_key=sha256_text(f"{DOC_FORMAT}\n{outline.meta_hash()}"))
-        if stored is None:
-            return outline
-        return replace(outline, content=stored.content, content_hash=stored.content_hash,
-                       messages=transcript_messages(stored.content) if is_leaf else ())
+            sources=tuple(self._source(x) for x in leafs), searchable=a.layer in self.layers)
+
+    def _meta_key(self, fields: dict) -> str:
+        # Each source (a function of its leaf's outline) enters by its digest: a rollup over
+        # thousands of conversations is not serialised again with every one of their sources.
+        hashed = {**fields, "sources": [self._source_digest(x) for x in fields["leaf_ids"]]}
+        return sha256_text(f"{DOC_FORMAT}\n{canonical_json(hashed)}")
+
+    def _source(self, leaf_id: str) -> dict:
+        if leaf_id not in self._sources:
+            self._sources[leaf_id] = _source_of(self.arts[leaf_id])
+        return self._sources[leaf_id]
+
+    def _source_digest(self, leaf_id: str) -> str:
+        if leaf_id not in self._source_digests:
+            self._source_digests[leaf_id] = sha256_text(canonical_json(self._source(leaf_id)))
+        return self._source_digests[leaf_id]
+
+    def document(self, stored) -> IndexDoc:
+        """The whole document of `stored` (an artifact read with its content)."""
+        fields = {**self._fields(stored.artifact_id), "content_hash": stored.content_hash}
+        is_leaf = not fields["parent_ids"]
+        return IndexDoc(content=stored.content, **fields, meta_key=self._meta_key(fields),
+                        messages=transcript_messages(stored.content) if is_leaf else ())
 
     def documents(self, ids: list[str]) -> Iterator[IndexDoc]:
         """Whole documents for these ids, their contents read CONTENT_BATCH at a time."""
         for start in range(0, len(ids), CONTENT_BATCH):
             for art in self.ctx.store.get_many(ids[start:start + CONTENT_BATCH]):
-                yield self.document(art.artifact_id, art)
+                yield self.document(art)
 
 
 def artifact_title(a) -> str:
