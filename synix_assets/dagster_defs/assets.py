@@ -44,6 +44,7 @@ BATCH_TAG = "synix/batch"
 # "1": a run of a distributed `synix run`, which holds the project lock for all its runs
 DISTRIBUTED_TAG = "synix/distributed"
 GROUP = "memory"
+RECORD_BATCH = 200  # artifacts read (with their contents) per batch of materialization events
 
 __all__ = ["layer_asset", "projection_asset", "source_specs", "layer_key", "source_key",
            "dagster_name", "RUN_ID_TAG", "EMIT_TAG", "FULL_LAYER_TAG", "BATCH_TAG", "DISTRIBUTED_TAG",
@@ -226,16 +227,21 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
 
 
 def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):
-    arts = {a.artifact_id: a for a in ctx.store.get_many(
-        [o.artifact_id for o in outcomes if o.artifact_id and o.status == "built"])}
-    for o in outcomes:
-        art = arts.get(o.artifact_id) if o.status == "built" else ctx.store.current(layer, o.group_key)
-        if art is None:
-            continue
-        yield dg.AssetMaterialization(
-            asset_key=key, partition=o.group_key,
-            metadata={**artifact_metadata(art), **_outcome_metadata(o)},
-            tags=prov.tags(o.group_key, art.content_hash))
+    # The artifacts are read RECORD_BATCH at a time: a cold build's 10,000 transcripts, read in
+    # one go with their contents, were the largest allocation of its transcripts run.
+    outcomes = list(outcomes)
+    for start in range(0, len(outcomes), RECORD_BATCH):
+        batch = outcomes[start:start + RECORD_BATCH]
+        arts = {a.artifact_id: a for a in ctx.store.get_many(
+            [o.artifact_id for o in batch if o.artifact_id and o.status == "built"])}
+        for o in batch:
+            art = arts.get(o.artifact_id) if o.status == "built" else ctx.store.current(layer, o.group_key)
+            if art is None:
+                continue
+            yield dg.AssetMaterialization(
+                asset_key=key, partition=o.group_key,
+                metadata={**artifact_metadata(art), **_outcome_metadata(o)},
+                tags=prov.tags(o.group_key, art.content_hash))
 
 
 def _single(ctx, layer: str, outcomes, prov: Provenance):

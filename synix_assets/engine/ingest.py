@@ -3,7 +3,7 @@
 A file's summary (its conversations' keys, content hashes and dates) is kept in the store's meta
 table under the file's SHA-256; the stat triple (size, mtime_ns, path) maps to that hash so an
 untouched file is not even re-hashed. Full conversations are parsed only when a transcript
-actually has to be (re)built.
+actually has to be (re)built, and files are streamed, never held whole (`SourceReader.stream`).
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
-from synix_assets.parsers.detect import check_file_name, parse_file
-from synix_assets.parsers.model import Conversation, printable_path
+from synix_assets.parsers.detect import check_file_name, iter_conversations
+from synix_assets.parsers.model import Conversation, ParseReport, printable_path
 from synix_resources.errors import ExportFormatError
 from synix_resources.fingerprints import sha256_text
 
@@ -91,8 +91,6 @@ class SourceReader:
     def __init__(self, pipeline, store):
         self.pipeline = pipeline
         self.store = store
-        self._parsed: dict[str, list[Conversation]] = {}
-        self._by_key: dict[str, dict[str, list[Conversation]]] = {}
 
     def files(self) -> list[tuple[str, Path, str]]:
         out = []
@@ -135,37 +133,41 @@ class SourceReader:
         result.fingerprint = sha256_text("\n".join(parts) + PARSER_VERSION)
         return result
 
-    def conversations(self, path: str, fmt: str = "auto") -> list[Conversation]:
-        """Full parsed conversations of one file (parsed at most once per reader)."""
-        if path not in self._parsed:
-            convs, _ = parse_file(path, fmt)
-            self._parsed[path] = convs
-        return self._parsed[path]
+    def stream(self, wanted: Iterable[tuple[str, ConversationSummary]],
+               ) -> Iterator[tuple[str, Conversation]]:
+        """(tag, parsed conversation) for each (tag, summary) asked for, one export file at a
+        time in the file's order (live sessions first). A file is streamed, never held: one of
+        its conversations is in memory at a time, however large the export.
 
-    def release(self) -> None:
-        """Drop the parsed conversations (once the transcripts are stored nothing reads them, and
-        at 10,000 conversations they are most of a build's memory)."""
-        self._parsed.clear()
-        self._by_key.clear()
+        One export can hold several versions of one id; the content hash picks the version the
+        merge rule chose, never merely the first one with that id."""
+        files: dict[tuple[str, str], dict[str, list[tuple[str, ConversationSummary]]]] = {}
+        for tag, summary in wanted:
+            if summary.format == "live":
+                from synix_assets.live.source import live_conversation
 
-    def conversation(self, summary: ConversationSummary) -> Conversation:
-        """The parsed conversation this summary describes. One export can hold several versions
-        of one id; the content hash picks the version the merge rule chose, never merely the
-        first one with that id."""
-        if summary.format == "live":
-            from synix_assets.live.source import live_conversation
-
-            return live_conversation(summary)
-        by_key = self._by_key.get(summary.file)
-        if by_key is None:  # indexed once per file: a scan per conversation is quadratic
-            by_key = self._by_key[summary.file] = {}
-            for conv in self.conversations(summary.file, summary.format if summary.format else "auto"):
-                by_key.setdefault(partition_key(conv.conversation_id), []).append(conv)
-        for conv in by_key.get(summary.key, ()):
-            if conv.content_hash() == summary.content_hash:
-                return conv
-        raise ExportFormatError(f"{summary.file}: conversation {summary.conversation_id} vanished while building",
-                                hint="the export changed during the build; run again")
+                yield tag, live_conversation(summary)
+                continue
+            files.setdefault((summary.file, summary.format or "auto"), {}).setdefault(
+                summary.key, []).append((tag, summary))
+        for (file, fmt), by_key in files.items():
+            left = sum(len(v) for v in by_key.values())
+            for conv in iter_conversations(file, fmt):
+                candidates = by_key.get(partition_key(conv.conversation_id))
+                if not candidates:
+                    continue
+                digest = conv.content_hash()
+                for tag, summary in [c for c in candidates if c[1].content_hash == digest]:
+                    candidates.remove((tag, summary))
+                    left -= 1
+                    yield tag, conv
+                if not left:
+                    break
+            missing = [summary for v in by_key.values() for _, summary in v]
+            if missing:
+                raise ExportFormatError(
+                    f"{file}: conversation {missing[0].conversation_id} vanished while building",
+                    hint="the export changed during the build; run again")
 
     # ---- caching ----------------------------------------------------------------------------
     def _summaries(self, source: str, path: Path, fmt: str):
@@ -179,11 +181,11 @@ class SourceReader:
         if cached is not None:
             return digest, [ConversationSummary(**{**s, "file": str(path)}) for s in cached["summaries"]], \
                 [tuple(x) for x in cached["skipped"]]
-        convs, report = parse_file(path, fmt)
-        self._parsed[str(path)] = convs
-        self._by_key.pop(str(path), None)
-        detected = report.format or fmt
-        summaries = [summarise(c, source, detected) for c in convs]
+        # Streamed: a summary per conversation is all a scan keeps (the transcripts layer
+        # streams the file again for the conversations it builds).
+        report = ParseReport(path=str(path), format=fmt)  # its format is detected before the first
+        summaries = [summarise(c, source, report.format or fmt)
+                     for c in iter_conversations(path, fmt, report)]
         skipped = [(cid, why) for cid, why in report.skipped]
         self.store.set_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}",
                             {"summaries": [s.__dict__ for s in summaries], "skipped": skipped})

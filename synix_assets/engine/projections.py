@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from dataclasses import dataclass
+from typing import Iterator, NamedTuple
 
 from synix_resources.disk import mapped_disk_full
 from synix_resources.fingerprints import canonical_json, sha256_text
@@ -19,6 +21,15 @@ from synix_resources.search.documents import IndexDoc
 
 _SOURCE_MARK = re.compile(r"[ \t]*\[(?:state|[a-z0-9_-]+-[0-9a-f]{16})\]")
 _MESSAGE_HEAD = re.compile(r"^\[#(\d+)(?: ([^\]]*))?\] (.+?):$", re.M)
+# Bumped whenever what `IndexSource.document` derives from an artifact changes (its title,
+# sources, messages…): every document's meta key changes with it, so each is written again.
+DOC_FORMAT = "index-doc-2"
+CONTENT_BATCH = 200  # documents read from the store with their contents at a time
+# The metadata keys a document is made from (title, date, source, sources, kept metadata).
+_DOCUMENT_META = frozenset({
+    "meta.chat.title", "meta.chat.conversation_id", "meta.chat.message_range",
+    "meta.chat.message_count", "meta.time.created_at", "meta.time.period", "meta.custom.topic",
+    "meta.custom.pii", "meta.source.type"})
 
 
 @dataclass
@@ -27,14 +38,6 @@ class ProjectionResult:
     kind: str
     changed: bool
     detail: dict
-
-
-def _all_artifacts(ctx) -> dict:
-    arts = {}
-    for layer in ctx.pipeline.layer_order():
-        for a in ctx.store.list_layer(layer):
-            arts[a.artifact_id] = a
-    return arts
 
 
 def transcript_messages(content: str) -> tuple[dict, ...]:
@@ -48,45 +51,117 @@ def transcript_messages(content: str) -> tuple[dict, ...]:
     return tuple(out)
 
 
-def index_docs(ctx, layers: tuple[str, ...]) -> list[IndexDoc]:
-    """Docs for the named layers plus the leaves under them (leaves searchable only if named)."""
-    arts = _all_artifacts(ctx)
-    memo: dict[str, tuple[str, ...]] = {}
+class _Outline(NamedTuple):
+    """An artifact as a search document needs it without its content."""
+    artifact_id: str
+    layer: str
+    group_key: str
+    level: int
+    content_hash: str
+    parent_ids: tuple
+    metadata: dict
 
-    def ancestry(aid: str) -> tuple[str, ...]:
-        if aid not in memo:
+
+class IndexSource:
+    """What a search index over `layers` is made of, read without any content.
+
+    The store's outlines of every current artifact (ids, content hashes, metadata, ordered
+    parents: the whole provenance graph, small without texts) give each document the index
+    should hold — the named layers plus the leaves under them, leaves searchable only if named
+    — and its expected `(content hash, meta key)`. The meta key hashes everything a document
+    holds but its content (title, date, metadata, parents, leaves, ancestry, sources,
+    searchability) plus DOC_FORMAT; the rest (the text and the messages a transcript is split
+    into) is a function of the content, which the content hash covers. So comparing these
+    pairs with the ones the index stores finds exactly the documents to write, and contents are
+    read only for those (`documents`)."""
+
+    def __init__(self, ctx, layers: tuple[str, ...]):
+        self.ctx, self.layers = ctx, tuple(layers)
+        self.arts: dict[str, _Outline] = {}
+        for layer in ctx.pipeline.layer_order():
+            for a in ctx.store.outlines(layer):
+                # only the metadata a document uses is kept: at 10,000 conversations the rest
+                # (paths, version hashes, providers…) would be most of the outlines' memory
+                self.arts[a.artifact_id] = _Outline(
+                    a.artifact_id, a.layer, a.group_key, a.level, a.content_hash, a.parent_ids,
+                    {k: v for k, v in a.metadata.items() if k in _DOCUMENT_META})
+        self._ancestry: dict[str, tuple[str, ...]] = {}
+        self._sources: dict[str, dict] = {}
+        self._source_digests: dict[str, str] = {}
+        arts = self.arts
+        wanted = [a.artifact_id for a in arts.values() if a.layer in self.layers]
+        leaf_ids = {aid for w in wanted for aid in self.ancestry(w)
+                    if aid in arts and not arts[aid].parent_ids}
+        leaves = [aid for aid in leaf_ids if arts[aid].layer not in self.layers]
+        # doc id → (content hash, meta key), in artifact id order
+        self.expected: dict[str, tuple[str, str]] = {}
+        for aid in sorted([*wanted, *leaves]):
+            self.expected[aid] = (arts[aid].content_hash, self._meta_key(self._fields(aid)))
+
+    def key(self, config: dict) -> str:
+        """Exact key of the index: the projection's config and every document's pair."""
+        return sha256_text("\n".join([canonical_json(config),
+                                       *(f"{aid}:{ch}:{mk}" for aid, (ch, mk) in self.expected.items())]))
+
+    def ancestry(self, aid: str) -> tuple[str, ...]:
+        """Every id below `aid` in provenance, breadth first (ids no longer current included,
+        not walked further)."""
+        if aid not in self._ancestry:
             seen: dict[str, None] = {}
-            stack = list(arts[aid].parent_ids) if aid in arts else []
-            while stack:
-                pid = stack.pop(0)
+            queue = deque(self.arts[aid].parent_ids) if aid in self.arts else deque()
+            while queue:
+                pid = queue.popleft()
                 if pid in seen:
                     continue
                 seen[pid] = None
-                if pid in arts:
-                    stack.extend(arts[pid].parent_ids)
-            memo[aid] = tuple(seen)
-        return memo[aid]
+                if pid in self.arts:
+                    queue.extend(self.arts[pid].parent_ids)
+            self._ancestry[aid] = tuple(seen)
+        return self._ancestry[aid]
 
-    wanted = [a for a in arts.values() if a.layer in layers]
-    leaf_ids = {aid for a in wanted for aid in ancestry(a.artifact_id)
-                if aid in arts and not arts[aid].parent_ids}
-    leaves = [arts[aid] for aid in leaf_ids if arts[aid].layer not in layers]
-    docs = []
-    for a in sorted([*wanted, *leaves], key=lambda x: x.artifact_id):
-        anc = ancestry(a.artifact_id)
-        leafs = tuple(x for x in anc if x in arts and not arts[x].parent_ids) or ((a.artifact_id,) if not a.parent_ids else ())
-        sources = tuple(_source_of(arts[x]) for x in leafs if x in arts)
-        is_leaf = not a.parent_ids
-        docs.append(IndexDoc(
-            artifact_id=a.artifact_id, layer=a.layer, level=a.level, content=a.content,
-            content_hash=a.content_hash, title=artifact_title(a), date=a.metadata.get("meta.time.created_at"),
-            source=_source_type(a), metadata={k: v for k, v in a.metadata.items()
-                                              if k in ("meta.time.period", "meta.custom.topic",
-                                                       "meta.custom.pii", "meta.chat.conversation_id")},
-            parent_ids=tuple(a.parent_ids), leaf_ids=leafs if not is_leaf else (a.artifact_id,),
-            ancestry=anc, sources=sources, searchable=a.layer in layers,
-            messages=transcript_messages(a.content) if is_leaf else ()))
-    return docs
+    def _fields(self, aid: str) -> dict:
+        """Every field of the document of `aid` but its content and messages."""
+        arts = self.arts
+        a = arts[aid]
+        anc = self.ancestry(aid)
+        leafs = (aid,) if not a.parent_ids else tuple(x for x in anc if x in arts and not arts[x].parent_ids)
+        return dict(
+            artifact_id=a.artifact_id, layer=a.layer, level=a.level, content_hash=a.content_hash,
+            title=artifact_title(a), date=a.metadata.get("meta.time.created_at"), source=_source_type(a),
+            metadata={k: v for k, v in a.metadata.items()
+                      if k in ("meta.time.period", "meta.custom.topic", "meta.custom.pii",
+                               "meta.chat.conversation_id")},
+            parent_ids=tuple(a.parent_ids), leaf_ids=leafs, ancestry=anc,
+            sources=tuple(self._source(x) for x in leafs), searchable=a.layer in self.layers)
+
+    def _meta_key(self, fields: dict) -> str:
+        # Each source (a function of its leaf's outline) enters by its digest: a rollup over
+        # thousands of conversations is not serialised again with every one of their sources.
+        hashed = {**fields, "sources": [self._source_digest(x) for x in fields["leaf_ids"]]}
+        return sha256_text(f"{DOC_FORMAT}\n{canonical_json(hashed)}")
+
+    def _source(self, leaf_id: str) -> dict:
+        if leaf_id not in self._sources:
+            self._sources[leaf_id] = _source_of(self.arts[leaf_id])
+        return self._sources[leaf_id]
+
+    def _source_digest(self, leaf_id: str) -> str:
+        if leaf_id not in self._source_digests:
+            self._source_digests[leaf_id] = sha256_text(canonical_json(self._source(leaf_id)))
+        return self._source_digests[leaf_id]
+
+    def document(self, stored) -> IndexDoc:
+        """The whole document of `stored` (an artifact read with its content)."""
+        fields = {**self._fields(stored.artifact_id), "content_hash": stored.content_hash}
+        is_leaf = not fields["parent_ids"]
+        return IndexDoc(content=stored.content, **fields, meta_key=self._meta_key(fields),
+                        messages=transcript_messages(stored.content) if is_leaf else ())
+
+    def documents(self, ids: list[str]) -> Iterator[IndexDoc]:
+        """Whole documents for these ids, their contents read CONTENT_BATCH at a time."""
+        for start in range(0, len(ids), CONTENT_BATCH):
+            for art in self.ctx.store.get_many(ids[start:start + CONTENT_BATCH]):
+                yield self.document(art)
 
 
 def artifact_title(a) -> str:
@@ -114,36 +189,40 @@ def _source_of(leaf) -> dict:
             "message_range": list(rng), "artifact_id": leaf.artifact_id}
 
 
-def _search_key(ctx, name: str) -> tuple[str, list[IndexDoc]]:
+def _search_source(ctx, name: str) -> tuple[str, IndexSource]:
     proj = ctx.pipeline.projections[name]
-    docs = index_docs(ctx, proj.from_)
-    config = canonical_json({"from": list(proj.from_), "embeddings": proj.embeddings})
-    return sha256_text("\n".join([config, *(f"{d.artifact_id}:{d.content_hash}:{d.meta_hash()}"
-                                            for d in docs)])), docs
+    source = IndexSource(ctx, proj.from_)
+    return source.key({"from": list(proj.from_), "embeddings": proj.embeddings}), source
 
 
 def sync_search_index(ctx, name: str) -> ProjectionResult:
     proj = ctx.pipeline.projections[name]
-    key, docs = _search_key(ctx, name)
+    key, source = _search_source(ctx, name)
     if ctx.store.get_meta(f"projection:{name}:key") == key and ctx.paths.search.exists():
-        return ProjectionResult(name, "search_index", False, {"documents": len(docs)})
+        return ProjectionResult(name, "search_index", False, {"documents": len(source.expected)})
     # Switching embeddings on or off changes no document, so each one is indexed again: with
     # vectors, or without (and the vectors no document uses are dropped).
-    embedded = ctx.store.get_meta(f"projection:{name}:embeddings")
+    reindex = ctx.store.get_meta(f"projection:{name}:embeddings") != proj.embeddings
     # imported here: numpy and sqlite_utils cost every process that loads the definitions (each
     # run worker of a distributed build) most of a second, and only the projection step needs them
     from synix_resources.search.index import SearchIndex
 
     index = SearchIndex(ctx.paths.search, embeddings=proj.embeddings)
     try:
-        stats = index.sync(name, docs, reindex=embedded != proj.embeddings)
+        # Only the documents whose (content hash, meta key) differ from the index's are read
+        # with their contents and written, a batch at a time; the ones gone are removed.
+        indexed = index.doc_hashes(name)
+        todo = [aid for aid, pair in source.expected.items() if reindex or indexed.get(aid) != pair]
+        gone = [aid for aid in indexed if aid not in source.expected]
+        stats = index.update(name, source.documents(todo), remove=gone, reindex=reindex)
     finally:
         index.close()
     ctx.store.set_meta(f"projection:{name}:embeddings", proj.embeddings)
     ctx.store.set_meta(f"projection:{name}:key", key)
     return ProjectionResult(name, "search_index", True,
-                            {"documents": len(docs), "added": stats.added, "updated": stats.updated,
-                             "removed": stats.removed, "unchanged": stats.unchanged,
+                            {"documents": len(source.expected), "added": stats.added,
+                             "updated": stats.updated, "removed": stats.removed,
+                             "unchanged": len(source.expected) - len(todo) + stats.unchanged,
                              "embeddings": proj.embeddings})
 
 
@@ -224,7 +303,7 @@ def projection_stale(ctx, name: str) -> bool:
     """True when running the projection would change it."""
     proj = ctx.pipeline.projections[name]
     if proj.kind == "search_index":
-        key, _ = _search_key(ctx, name)
+        key, _ = _search_source(ctx, name)
         return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, _ = render_context_doc(ctx, name)

@@ -46,51 +46,62 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
     groups = _groups(ctx, layer, scan)
     step = ctx.pipeline.steps[layer]
     result = LayerResult(layer)
-    items = []
     todo = [w for w in p.stale if keys is None or w.group_key in keys]
-    for n, w in enumerate(todo, 1):
-        s = groups[w.group_key][0]
-        conv = ctx.reader.conversation(s)
-        text = conv.transcript()
-        meta = {
-            "meta.chat.conversation_id": conv.conversation_id,
-            "meta.chat.title": conv.title or "",
-            "meta.chat.message_count": conv.message_count,
-            "meta.chat.message_range": [1, conv.message_count],
-            "meta.time.created_at": s.created_at,
-            "meta.time.updated_at": s.updated_at,
-            "meta.time.period": period_of(s.created_at, "month"),
-            "meta.source.type": "live-session" if s.format == "live" else f"{s.format}-export",
-            "meta.source.name": s.source,
-            "meta.source.path": s.file,
-            "meta.step.version_hash": ctx.version(layer),
-        }
-        for k in ("dropped_branches", "model", "turn_ids", "session_version", "user_id"):
-            if k in conv.metadata:
-                meta[f"meta.custom.{k}"] = conv.metadata[k]
-        mode = step.config.get("pii")
-        if mode == "redact":
-            text, found = pii.redact(text)
-            if found:
-                meta["meta.custom.pii_redacted"] = found
-        elif mode == "flag" and (found := pii.summarise(text)):
-            meta["meta.custom.pii"] = found
-        items.append({"layer": layer, "group_key": w.group_key, "content": text,
-                      "materialization_key": w.key, "level": 0, "metadata": meta,
-                      "run_id": ctx.run_id})
-        if len(items) == STORE_BATCH or n == len(todo):
-            # stored a batch at a time: the texts of a large export never all sit in memory
-            for art in ctx.store.put_many(items):
-                result.outcomes.append(PartitionOutcome(
-                    art.group_key, "built", artifact_id=art.artifact_id, reason="parsed",
-                    content_hash=art.content_hash, preview=art.content[:600], input_count=1,
-                    provider="parser", model=art.metadata.get("meta.source.type", "")))
+    work = {w.group_key: w for w in todo}
+    built: dict[str, PartitionOutcome] = {}
+    items = []
+    # Streamed from the exports, stored a batch at a time: neither the parsed conversations nor
+    # the texts of a large export ever all sit in memory.
+    for gk, conv in ctx.reader.stream((w.group_key, groups[w.group_key][0]) for w in todo):
+        items.append(_item(ctx, layer, step, work[gk], groups[gk][0], conv))
+        if len(items) == STORE_BATCH:
+            _store(ctx, items, built)
             items = []
-    if todo:
-        ctx.reader.release()
+    if items:
+        _store(ctx, items, built)
+    result.outcomes.extend(built[w.group_key] for w in todo)  # in plan order, as before
     for gk in p.cached:
         if keys is None or gk in keys:
             result.outcomes.append(PartitionOutcome(gk, "cached"))
     if keys is None and p.retire:
         result.retired = ctx.store.retire(layer, p.retire)
     return result
+
+
+
+def _item(ctx, layer: str, step, w, s, conv) -> dict:
+    """The store item (put's keyword arguments) of one conversation's transcript."""
+    text = conv.transcript()
+    meta = {
+        "meta.chat.conversation_id": conv.conversation_id,
+        "meta.chat.title": conv.title or "",
+        "meta.chat.message_count": conv.message_count,
+        "meta.chat.message_range": [1, conv.message_count],
+        "meta.time.created_at": s.created_at,
+        "meta.time.updated_at": s.updated_at,
+        "meta.time.period": period_of(s.created_at, "month"),
+        "meta.source.type": "live-session" if s.format == "live" else f"{s.format}-export",
+        "meta.source.name": s.source,
+        "meta.source.path": s.file,
+        "meta.step.version_hash": ctx.version(layer),
+    }
+    for k in ("dropped_branches", "model", "turn_ids", "session_version", "user_id"):
+        if k in conv.metadata:
+            meta[f"meta.custom.{k}"] = conv.metadata[k]
+    mode = step.config.get("pii")
+    if mode == "redact":
+        text, found = pii.redact(text)
+        if found:
+            meta["meta.custom.pii_redacted"] = found
+    elif mode == "flag" and (found := pii.summarise(text)):
+        meta["meta.custom.pii"] = found
+    return {"layer": layer, "group_key": w.group_key, "content": text,
+            "materialization_key": w.key, "level": 0, "metadata": meta, "run_id": ctx.run_id}
+
+
+def _store(ctx, items: list[dict], built: dict) -> None:
+    for art in ctx.store.put_many(items):
+        built[art.group_key] = PartitionOutcome(
+            art.group_key, "built", artifact_id=art.artifact_id, reason="parsed",
+            content_hash=art.content_hash, preview=art.content[:600], input_count=1,
+            provider="parser", model=art.metadata.get("meta.source.type", ""))

@@ -11,6 +11,8 @@ from synix_assets.pipeline.records import Record
 from synix_resources.errors import PromptError
 from synix_resources.fingerprints import transform_key
 
+TRANSFORM_BATCH = 1000  # partitions whose inputs and prompts are in memory at a time
+
 
 def plan(ctx, layer: str, up: LayerPlan | None = None, keys: set[str] | None = None) -> LayerPlan:
     """What to (re)build; with `keys`, only those partitions (nothing retired): a run of a few
@@ -49,7 +51,7 @@ def plan(ctx, layer: str, up: LayerPlan | None = None, keys: set[str] | None = N
     # Dates of the partitions to build, so a period rollup's plan groups them into their months
     # (not one "undated" group) and plans the same partitions the build will make.
     known = [w.inputs[0] for w in out.stale if w.inputs]
-    for art in ctx.store.get_many(known) if known else ():
+    for art in ctx.store.get_many(known, outline=True) if known else ():
         out.dates[art.group_key] = art.metadata.get("meta.time.created_at")
     if keys is None:
         out.retire = sorted(set(current) - groups)
@@ -60,7 +62,28 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     step = ctx.pipeline.steps[layer]
     level = ctx.pipeline.level(layer)
     p = plan(ctx, layer, keys=keys)
-    todo = p.stale
+    # TRANSFORM_BATCH partitions at a time, earliest first: their inputs and prompts are all a
+    # batch holds (not every transcript and prompt of a 10,000-conversation cold build at once),
+    # and a period rollup above can start as soon as the batches of its period are stored.
+    order = sorted(p.stale, key=lambda w: (str(p.dates.get(w.group_key) or ""), w.group_key))
+    failed, built = [], []
+    for start in range(0, len(order), TRANSFORM_BATCH):
+        calls, batch_failed = _calls(ctx, layer, step, order[start:start + TRANSFORM_BATCH])
+        failed += batch_failed
+        built += call_and_store(ctx, layer, level, calls)
+    position = {w.group_key: i for i, w in enumerate(p.stale)}  # outcomes in plan order, as before
+    result = LayerResult(layer, sorted(failed, key=lambda o: position[o.group_key])
+                         + sorted(built, key=lambda o: position[o.group_key]))
+    result.outcomes += [PartitionOutcome(gk, "cached") for gk in p.cached if keys is None or gk in keys]
+    result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
+                        for gk in p.blocked if keys is None or gk in keys]
+    if keys is None and p.retire:
+        result.retired = ctx.store.retire(layer, p.retire)
+    return result
+
+
+def _calls(ctx, layer: str, step, todo: list[WorkItem]) -> tuple[list[PendingCall], list[PartitionOutcome]]:
+    """The LLM call of each work item (its input read now), and the items whose prompt failed."""
     inputs = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])}
     calls, failed = [], []
     for w in todo:
@@ -88,10 +111,4 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text, [rec],
                                                            f"{layer}/{w.group_key}", render),
                                  [art.artifact_id], meta, w.key, 1))
-    result = LayerResult(layer, failed + call_and_store(ctx, layer, level, calls))
-    result.outcomes += [PartitionOutcome(gk, "cached") for gk in p.cached if keys is None or gk in keys]
-    result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
-                        for gk in p.blocked if keys is None or gk in keys]
-    if keys is None and p.retire:
-        result.retired = ctx.store.retire(layer, p.retire)
-    return result
+    return calls, failed

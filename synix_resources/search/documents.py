@@ -23,6 +23,10 @@ class IndexDoc:
       `{"index": int, "id": str, "speaker": str, "text": str}`; when given, the index searches
       message by message (with neighbouring messages as context) so a hit names its messages.
     - `searchable=False`: a leaf found only by `exact=True` search and by drill-down.
+    - `meta_key`: the caller's own exact hash of everything but the content, used as the meta
+      hash instead of hashing the fields. A caller that derives `messages` from the content
+      sets it so it can diff its documents against `SearchIndex.doc_hashes` without reading
+      any content (synix's search projection: `engine/projections.py` `IndexSource`).
     """
 
     artifact_id: str
@@ -40,9 +44,12 @@ class IndexDoc:
     sources: tuple = ()
     searchable: bool = True
     messages: tuple = ()
+    meta_key: str = ""
 
     def meta_hash(self) -> str:
         """Hash of everything but the content: a change here re-indexes without re-embedding."""
+        if self.meta_key:
+            return self.meta_key
         return sha256_text(canonical_json({
             "layer": self.layer, "level": self.level, "title": self.title, "date": self.date,
             "source": self.source, "metadata": self.metadata,

@@ -68,6 +68,7 @@ DOCUMENT_PRIOR = 0.5
 SPEAKER_PRIOR = 0.15
 QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
 SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
+SYNC_BATCH = 200              # docs cut into units, embedded and written per transaction
 UNIT_ROW_CACHE = 50_000       # unit rows kept between queries (cleared when the index changes)
 # Bumped when what `units.title` holds changes, so `sync` rewrites old indexes' unit titles.
 UNIT_TITLE_FORMAT = "title+date-1"
@@ -341,19 +342,55 @@ class SearchIndex:
 
     # -- sync -------------------------------------------------------------------------------
 
+    def doc_hashes(self, name: str) -> dict[str, tuple[str, str]]:
+        """artifact id → (content hash, meta hash) of every doc in collection `name`: what a
+        caller diffs its documents against to `update` only what changed."""
+        return {r[0]: (r[1], r[2]) for r in self.db.execute(
+            "SELECT artifact_id, content_hash, meta_hash FROM docs WHERE collection = ?", [name])}
+
     @maps_disk_full("updating the search index")
-    def sync(self, name: str, docs: Iterable[IndexDoc], *, reindex: bool = False) -> SyncStats:
+    def sync(self, name: str, docs: Iterable[IndexDoc], *, reindex: bool = False,
+             batch: int | None = None) -> SyncStats:
         """Make collection `name` hold exactly `docs`: only changed docs are re-indexed, docs no
         longer present are removed, and a sync with nothing to change writes nothing.
         `reindex=True` writes every doc again (after embeddings were switched on or off) and
-        drops the vectors no unit uses any more, in the same transaction."""
+        drops the vectors no unit uses any more. `docs` is read lazily and written `batch` docs
+        per transaction (see `update`); the removals come last, once every doc was seen."""
         self._upgrade_unit_titles()
-        existing = {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(
+        existing = self._existing(name)
+        seen: set[str] = set()
+        stats = self._write_docs(name, docs, existing, seen, reindex, batch or SYNC_BATCH)
+        gone = [aid for aid in existing if aid not in seen]
+        return self._finish(existing, gone, reindex, stats)
+
+    @maps_disk_full("updating the search index")
+    def update(self, name: str, docs: Iterable[IndexDoc], *, remove: Iterable[str] = (),
+               reindex: bool = False, batch: int | None = None) -> SyncStats:
+        """Add or replace `docs` in collection `name` (a doc equal to the indexed one is left
+        alone) and remove the ids in `remove`; other docs stay as they are.
+
+        `docs` is read lazily, `batch` docs at a time: each batch is cut into units, embedded
+        (outside any write transaction) and written in one transaction, so memory is bounded
+        by a batch however many docs change, and an interrupted update keeps the batches it
+        wrote (every doc is whole; the caller's next update finds the rest still different)."""
+        self._upgrade_unit_titles()
+        existing = self._existing(name)
+        seen: set[str] = set()
+        stats = self._write_docs(name, docs, existing, seen, reindex, batch or SYNC_BATCH)
+        gone = [aid for aid in dict.fromkeys(remove) if aid in existing and aid not in seen]
+        return self._finish(existing, gone, reindex, stats)
+
+    def _existing(self, name: str) -> dict[str, tuple[int, str, str]]:
+        return {r[0]: (r[1], r[2], r[3]) for r in self.db.execute(
             "SELECT artifact_id, id, content_hash, meta_hash FROM docs WHERE collection = ?",
             [name])}
-        seen: set[str] = set()
-        to_write: list[tuple[IndexDoc, int | None]] = []
-        unchanged = 0
+
+    def _write_docs(self, name: str, docs: Iterable[IndexDoc], existing: dict, seen: set[str],
+                    reindex: bool, batch: int) -> SyncStats:
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        added = updated = unchanged = 0
+        pending: list[tuple[IndexDoc, int | None]] = []
         for doc in docs:
             if doc.artifact_id in seen:
                 raise SearchError(f"artifact {doc.artifact_id} given twice to sync({name!r})")
@@ -361,16 +398,24 @@ class SearchIndex:
             old = existing.get(doc.artifact_id)
             if old and not reindex and old[1] == doc.content_hash and old[2] == doc.meta_hash():
                 unchanged += 1
+                continue
+            pending.append((doc, old[0] if old else None))
+            if old:
+                updated += 1
             else:
-                to_write.append((doc, old[0] if old else None))
-        gone = [aid for aid in existing if aid not in seen]
-        if not to_write and not gone:
-            return SyncStats(unchanged=unchanged)
+                added += 1
+            if len(pending) >= batch:
+                self._write_batch(name, pending)
+                pending = []
+        if pending:
+            self._write_batch(name, pending)
+        return SyncStats(added=added, updated=updated, unchanged=unchanged)
 
+    def _write_batch(self, name: str, pending: list[tuple[IndexDoc, int | None]]) -> None:
         embedder = self._get_embedder()
         prepared = []
         texts: dict[str, str] = {}
-        for doc, old_id in to_write:
+        for doc, old_id in pending:
             units = build_units(doc)
             keys = []
             for unit in units:
@@ -384,23 +429,24 @@ class SearchIndex:
         # for the minutes a large first build can take.
         self._embed_missing(texts)
         self.db.conn.commit()
-
-        added = updated = 0
         with self.db.conn:
-            for aid in gone:
-                self._delete_doc(existing[aid][0])
             for doc, old_id, units, keys in prepared:
                 if old_id is not None:
                     self._delete_doc(old_id)
-                    updated += 1
-                else:
-                    added += 1
                 self._insert_doc(name, doc, units, keys)
-            if reindex:
-                self.db.execute("DELETE FROM vectors WHERE key NOT IN "
-                                "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
             self._bump_generation()
-        return SyncStats(added=added, updated=updated, removed=len(gone), unchanged=unchanged)
+
+    def _finish(self, existing: dict, gone: list[str], reindex: bool, stats: SyncStats) -> SyncStats:
+        written = stats.added + stats.updated
+        if gone or (reindex and written):
+            with self.db.conn:
+                for aid in gone:
+                    self._delete_doc(existing[aid][0])
+                if reindex:
+                    self.db.execute("DELETE FROM vectors WHERE key NOT IN "
+                                    "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
+                self._bump_generation()
+        return dataclasses.replace(stats, removed=len(gone))
 
     def _upgrade_unit_titles(self) -> None:
         """An index written before unit titles carried dates gets them now (FTS triggers

@@ -23,11 +23,11 @@ from synix_resources.store.dialect import ids_in, is_postgres_url
 from synix_resources.store.postgres import PostgresConnection
 from synix_resources.store.provenance import ProvenanceMixin
 from synix_resources.store.records import (
-    AUDIT_FIELDS, Artifact, ArtifactHead, Checkpoint, CurrentRef, Failure, LineageNode, Run,
+    AUDIT_FIELDS, Artifact, Checkpoint, CurrentRef, Failure, LineageNode, Run,
 )
 from synix_resources.store.runs import RunsMixin
 
-__all__ = ["Artifact", "ArtifactHead", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "LineageNode",
+__all__ = ["Artifact", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "LineageNode",
            "PostgresArtifactStore", "Run"]
 
 MIN_PREFIX = 6
@@ -37,6 +37,10 @@ _ARTIFACT_COLS = ("a.artifact_id, a.layer, a.group_key, a.level, a.content, a.co
 _AUDIT_COLS = ", ".join(f"au.{name}" for name in AUDIT_FIELDS) + ", au.extra"
 _SELECT = (f"SELECT {_ARTIFACT_COLS}, au.artifact_id IS NOT NULL, {_AUDIT_COLS} "
            "FROM artifacts a LEFT JOIN audit au ON au.artifact_id = a.artifact_id")
+# The same columns without the content and the audit (an LLM's raw answer): what an outline
+# of a whole layer needs (ids, hashes, metadata), at a fraction of the memory.
+_OUTLINE_SELECT = ("SELECT " + _ARTIFACT_COLS.replace("a.content,", "'' AS content,")
+                   + ", 0 FROM artifacts a")
 _INSERT_ARTIFACT = (
     "INSERT INTO artifacts (artifact_id, layer, group_key, level, content, content_hash, "
     "materialization_key, metadata, run_id, created_at, superseded_at) "
@@ -286,8 +290,9 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
     # --- reading ------------------------------------------------------------------------
 
     def _select(self, conn: sqlite3.Connection, where: str, params: tuple,
-                order: str = "a.group_key, a.created_at") -> list[Artifact]:
-        """Artifacts matching `where` (over alias `a`) with audit and ordered parent ids."""
+                order: str = "a.group_key, a.created_at", *, outline: bool = False) -> list[Artifact]:
+        """Artifacts matching `where` (over alias `a`) with audit and ordered parent ids;
+        `outline=True` reads neither content nor audit (see `outlines`)."""
         parents: dict[str, list[str]] = {}
         for child, parent in conn.execute(
                 f"SELECT e.child_id, e.parent_id FROM edges e WHERE e.child_id IN "
@@ -295,12 +300,14 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
                 f"ORDER BY e.child_id, e.position", params):
             parents.setdefault(child, []).append(parent)
         out = []
-        for row in conn.execute(f"{_SELECT} WHERE {where} ORDER BY {order}", params):
+        select = _OUTLINE_SELECT if outline else _SELECT
+        for row in conn.execute(f"{select} WHERE {where} ORDER BY {order}", params):
             out.append(Artifact(
                 artifact_id=row[0], layer=row[1], group_key=row[2], level=row[3],
                 content=row[4], content_hash=row[5], materialization_key=row[6],
                 metadata=json.loads(row[7]), run_id=row[8], created_at=row[9],
-                superseded_at=row[10], audit=_decode_audit(row[12:]) if row[11] else None,
+                superseded_at=row[10],
+                audit=_decode_audit(row[12:]) if not outline and row[11] else None,
                 parent_ids=tuple(parents.get(row[0], ()))))
         if self.branch != MAIN and out:
             out = self._as_seen_by_branch(conn, out)
@@ -356,14 +363,16 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             raise self._not_found(artifact_id)
         return found
 
-    def get_many(self, ids: Iterable[str]) -> list[Artifact]:
-        """Artifacts for these exact ids in the given order; raises `ArtifactNotFound` naming any missing."""
+    def get_many(self, ids: Iterable[str], *, outline: bool = False) -> list[Artifact]:
+        """Artifacts for these exact ids in the given order; raises `ArtifactNotFound` naming any
+        missing. `outline=True` reads them without content or audit (as `outlines` does)."""
         id_list = list(ids)
         if not id_list:
             return []
         with self._read(f"reading {len(id_list)} artifacts") as conn:
             found = {a.artifact_id: a for a in self._select(
-                conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(id_list),))}
+                conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(id_list),),
+                outline=outline)}
         missing = [i for i in id_list if i not in found]
         if missing:
             shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
@@ -403,33 +412,32 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
                     + only, (layer, *params)).fetchall()
         return {r[0]: CurrentRef(r[1], r[2], r[3], r[4]) for r in rows}
 
-    def heads(self, layer: str) -> list[ArtifactHead]:
-        """The current artifacts of `layer` without content, audit or edges, ordered by group_key."""
-        with self._read(f"listing {layer}") as conn:
-            if self.branch != MAIN:
-                rows = conn.execute(
-                    "SELECT a.artifact_id, a.group_key, a.content_hash, a.metadata FROM refs r "
-                    "JOIN artifacts a ON a.artifact_id = r.artifact_id WHERE r.branch = ? AND "
-                    "r.layer = ? ORDER BY a.group_key", (self.branch, layer)).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT artifact_id, group_key, content_hash, metadata FROM artifacts "
-                    "WHERE layer = ? AND superseded_at IS NULL ORDER BY group_key", (layer,)).fetchall()
-        return [ArtifactHead(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
-
     def list_layer(self, layer: str, include_superseded: bool = False) -> list[Artifact]:
         """Artifacts of `layer` ordered by group_key (then age), current ones only unless asked."""
-        params: tuple = (layer,)
         if include_superseded:
-            where = "a.layer = ?"
-        elif self.branch != MAIN:
-            where = "a.artifact_id IN (SELECT artifact_id FROM refs WHERE branch = ? AND layer = ?)"
-            params = (self.branch, layer)
+            where, params = "a.layer = ?", (layer,)
         else:
-            where = "a.layer = ? AND a.superseded_at IS NULL"
+            where, params = self._current_where(layer)
         with self._read(f"listing {layer}") as conn:
             return self._select(conn, where, params,
                                 order=f"a.group_key, a.created_at, a.{self.dialect.rowid}")
+
+    def outlines(self, layer: str) -> list[Artifact]:
+        """The current artifacts of `layer` as `list_layer` gives them, but without content
+        (`content == ""`) or audit (None): ids, content hashes, metadata and ordered parents,
+        for keys and plans over whole layers that must not hold every text in memory."""
+        where, params = self._current_where(layer)
+        with self._read(f"outlining {layer}") as conn:
+            return self._select(conn, where, params,
+                                order=f"a.group_key, a.created_at, a.{self.dialect.rowid}",
+                                outline=True)
+
+    def _current_where(self, layer: str) -> tuple[str, tuple]:
+        """The condition (over alias `a`) selecting the current artifacts of `layer` on this branch."""
+        if self.branch != MAIN:
+            return ("a.artifact_id IN (SELECT artifact_id FROM refs WHERE branch = ? AND layer = ?)",
+                    (self.branch, layer))
+        return "a.layer = ? AND a.superseded_at IS NULL", (layer,)
 
     def history(self, layer: str, group_key: str) -> list[Artifact]:
         """Every version of (layer, group_key), newest first."""

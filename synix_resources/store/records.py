@@ -63,17 +63,6 @@ class CurrentRef:
 
 
 @dataclass(frozen=True)
-class ArtifactHead:
-    """A current artifact without its content, audit or edges: what a planner that groups a
-    layer by its metadata (a period rollup) reads, at a fraction of a full listing's cost."""
-
-    artifact_id: str
-    group_key: str
-    content_hash: str
-    metadata: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class Checkpoint:
     """Accumulated fold state after the first `position` inputs."""
 

@@ -86,7 +86,6 @@ class ArtifactStoreResource(dg.ConfigurableResource):
     current = _delegate("current")
     current_index = _delegate("current_index")
     list_layer = _delegate("list_layer")
-    heads = _delegate("heads")
     history = _delegate("history")
     layers = _delegate("layers")
     retire = _delegate("retire")

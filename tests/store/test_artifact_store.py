@@ -662,18 +662,22 @@ def test_store_creates_parent_folder_and_uses_wal(tmp_path):
         assert isinstance(put(s, "t", "g"), Artifact)
 
 
-def test_heads_list_current_artifacts_without_content_on_main_and_on_a_branch(store):
+
+def test_outlines_list_current_artifacts_without_content_or_audit_on_main_and_on_a_branch(store):
     put(store, "episodes", "b", key="old")
-    new_b = put(store, "episodes", "b", key="new")
+    new_b = put(store, "episodes", "b", key="new", audit={"provider": "fake", "model": "m"})
     a = put(store, "episodes", "a", metadata={"meta.time.created_at": "2024-01-02T10:00:00"})
-    put(store, "monthly", "2024-01")
-    heads = store.heads("episodes")
-    assert [(h.group_key, h.artifact_id, h.content_hash) for h in heads] == \
+    roll = put(store, "monthly", "2024-01", parents=[new_b.artifact_id, a.artifact_id])
+    outlines = store.outlines("episodes")
+    assert [(o.group_key, o.artifact_id, o.content_hash) for o in outlines] == \
         [("a", a.artifact_id, a.content_hash), ("b", new_b.artifact_id, new_b.content_hash)]
-    assert heads[0].metadata == {"meta.time.created_at": "2024-01-02T10:00:00"} == a.metadata
+    assert outlines[0].metadata == {"meta.time.created_at": "2024-01-02T10:00:00"}
+    assert all(o.content == "" and o.audit is None for o in outlines)
+    assert store.outlines("monthly")[0].parent_ids == (new_b.artifact_id, a.artifact_id)
+    assert roll.content and store.get(roll.artifact_id).content == roll.content
     store.create_branch("x")
     branch = store.on_branch("x")
     branch.retire("episodes", ["a"])
-    assert [h.group_key for h in branch.heads("episodes")] == ["b"]
-    assert [h.group_key for h in store.heads("episodes")] == ["a", "b"]
-    assert store.heads("nothing") == []
+    assert [o.group_key for o in branch.outlines("episodes")] == ["b"]
+    assert [o.group_key for o in store.outlines("episodes")] == ["a", "b"]
+    assert store.outlines("nothing") == []
