@@ -185,7 +185,11 @@ def test_kill_9_mid_build_is_marked_interrupted_by_the_next_synix_runs(demo_proj
     _wait_until(proc, lambda: any(s == "STARTED" for s, _, _ in _dagster_runs(paths)),
                 "the episodes run was started")
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=60)
+    # Wait for the killed process itself, not for EOF on its pipes: once, under load, they stayed
+    # open 60 s after the kill (a child process of the build can hold them a while).
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    proc.stderr.close()
     store = ArtifactStore(paths.store)
     try:
         killed = store.list_runs(limit=1)[0]
