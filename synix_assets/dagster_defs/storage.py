@@ -145,10 +145,9 @@ def create_databases(dagster_home: Path) -> None:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             target = home / db.relative_to(staging)
             target.parent.mkdir(parents=True, exist_ok=True)
-            try:  # in place at once, and never over a database another process made meanwhile
+            # in place at once, and never over a database another process made meanwhile
+            with contextlib.suppress(FileExistsError):
                 os.link(db, target)
-            except FileExistsError:
-                pass
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

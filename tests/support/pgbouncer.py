@@ -8,11 +8,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.postgres import SUPERUSER, PostgresServer, _server_user, free_port
+from tests.support.postgres import (SUPERUSER, PostgresServer, _server_user, accepts_connections,
+                                    free_port)
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -90,7 +90,7 @@ def start_pgbouncer(server: PostgresServer) -> PgBouncer:
             proc = subprocess.Popen([binary, str(ini)], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, **user_kwargs)
             bouncer = PgBouncer(base=base, port=port, process=proc)
-            if _wait_ready(bouncer):
+            if accepts_connections(proc, bouncer.url("postgres"), START_TIMEOUT_S):
                 return bouncer
             log = base / "pgbouncer.log"
             last_error = log.read_text(errors="replace")[-1500:] if log.exists() else ""
@@ -102,18 +102,3 @@ def start_pgbouncer(server: PostgresServer) -> PgBouncer:
         shutil.rmtree(base, ignore_errors=True)
         raise
 
-
-def _wait_ready(bouncer: PgBouncer) -> bool:
-    import psycopg
-
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if bouncer.process.poll() is not None:
-            return False
-        try:
-            with psycopg.connect(bouncer.url("postgres"), connect_timeout=2) as conn:
-                conn.execute("SELECT 1")
-                return True
-        except psycopg.OperationalError:
-            time.sleep(0.1)
-    return False

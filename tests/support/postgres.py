@@ -172,7 +172,7 @@ def start_postgres(durable: bool = False) -> PostgresServer:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **user_kwargs)
             log.close()
             server = PostgresServer(base=base, port=port, process=proc, log_path=log_path)
-            if _wait_ready(server):
+            if accepts_connections(proc, server.url()):
                 return server
             last_error = log_path.read_text(errors="replace")[-1500:]
             if proc.poll() is None:
@@ -184,15 +184,18 @@ def start_postgres(durable: bool = False) -> PostgresServer:
         raise
 
 
-def _wait_ready(server: PostgresServer) -> bool:
+def accepts_connections(process: subprocess.Popen, url: str, timeout_s: float = START_TIMEOUT_S) -> bool:
+    """True once `url` answers a query (bounded wait); False if `process` exits or time runs out.
+    Also what tests/support/pgbouncer.py waits with."""
     import psycopg
 
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if server.process.poll() is not None:
+        if process.poll() is not None:
             return False
         try:
-            with psycopg.connect(server.url(), connect_timeout=2):
+            with psycopg.connect(url, connect_timeout=2) as conn:
+                conn.execute("SELECT 1")
                 return True
         except psycopg.OperationalError:
             time.sleep(0.1)
