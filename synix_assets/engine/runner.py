@@ -194,7 +194,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
     clean = not store.failures() and not scan.failed_files and outputs_exist(ctx)
     if whole and not full and clean and store.get_meta(CLEAN_BUILD_KEY) == fingerprint:
         for layer in layers:
-            n = len(store.current_index(layer))
+            n = store.current_count(layer)
             report.layers[layer] = {"built": 0, "cached": n, "failed": 0, "llm_calls": 0}
             notify(layer, "done", report.layers[layer])
         report.noop = True

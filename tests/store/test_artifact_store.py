@@ -275,6 +275,22 @@ def test_current_index_of_some_group_keys_reads_only_those_on_main_and_on_a_bran
     assert set(store.current_index("monthly", ["2024-01", "2024-03"])) == {"2024-01", "2024-03"}
 
 
+def test_current_count_counts_current_artifacts_of_a_layer_on_main_and_on_a_branch(store):
+    put(store, "monthly", "2024-01", key="old")
+    put(store, "monthly", "2024-01", key="new")
+    for month in ("2024-02", "2024-03"):
+        put(store, "monthly", month)
+    put(store, "episodes", "2024-01")
+    assert store.current_count("monthly") == 3  # the superseded version is not counted
+    assert store.current_count("episodes") == 1
+    assert store.current_count("nothing") == 0
+    store.create_branch("b")
+    branch = store.on_branch("b")
+    branch.retire("monthly", ["2024-03"])
+    assert branch.current_count("monthly") == 2 == len(branch.current_index("monthly"))
+    assert store.current_count("monthly") == 3 == len(store.current_index("monthly"))
+
+
 def test_list_layer_is_ordered_by_group_key(store):
     for g in ["b", "c", "a"]:
         put(store, "episodes", g)
