@@ -291,6 +291,27 @@ def test_current_count_counts_current_artifacts_of_a_layer_on_main_and_on_a_bran
     assert store.current_count("monthly") == 3 == len(store.current_index("monthly"))
 
 
+def test_planning_reads_of_current_artifacts_come_from_an_index_not_the_long_rows(sqlite_store):
+    # Long contents push the columns a plan reads onto overflow pages; the covering index of
+    # migration m010 answers current_index and current_count without reading any row.
+    for g in ("a", "b"):
+        put(sqlite_store, "transcripts", g, content="word " * 5000)
+    statements = []
+    conn = sqlite_store._conn
+    conn.set_trace_callback(statements.append)
+    try:
+        sqlite_store.current_index("transcripts")
+        sqlite_store.current_index("transcripts", ["a"])
+        sqlite_store.current_count("transcripts")
+    finally:
+        conn.set_trace_callback(None)
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(reads) == 3
+    for sql in reads:
+        plan = " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "COVERING INDEX idx_artifacts_current_refs" in plan, (sql, plan)
+
+
 def test_list_layer_is_ordered_by_group_key(store):
     for g in ["b", "c", "a"]:
         put(store, "episodes", g)
