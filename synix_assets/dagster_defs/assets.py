@@ -28,10 +28,10 @@ from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, lay
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
-from synix_assets.engine.schedule import arrivals, take
+from synix_assets.engine.schedule import arrivals, plan_for_check, take
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_assets.scale.executor import backfill_policy
 from synix_resources.llm.resource import LLMResource
@@ -216,8 +216,8 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             yield check_result(layer, plan_layer(ctx, layer, scan, None, keys),
                                scope=f" (the {len(keys)} partition(s) of this run)")
         else:  # the plan up to this layer, so partitions whose upstream is not built count
-            yield check_result(layer, plan_all(ctx, scan if scan is not None else ctx.reader.scan(),
-                                               upto=layer)[layer])
+            yield check_result(layer, plan_for_check(ctx, scan if scan is not None else ctx.reader.scan(),
+                                                     layer)[layer])
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
         if result.failed:

@@ -33,13 +33,18 @@ def plan_layer(ctx, layer: str, scan: IngestResult, up: LayerPlan | None,
     return plan if keys is None else plan.only(keys)
 
 
-def plan_all(ctx, scan: IngestResult, upto: str | None = None) -> dict[str, LayerPlan]:
+def plan_all(ctx, scan: IngestResult, upto: str | None = None,
+             known: dict[str, LayerPlan] | None = None) -> dict[str, LayerPlan]:
     """Every layer's plan, propagating planned-but-unbuilt partitions downstream; with `upto`,
-    only that layer's and its ancestors' (all its plan depends on)."""
+    only that layer's and its ancestors' (all its plan depends on). `known`: plans of layers
+    that cannot have changed since they were made, used instead of planning them again."""
     plans: dict[str, LayerPlan] = {}
     needed = None if upto is None else {upto} | ctx.pipeline.upstream(upto)
     for layer in ctx.pipeline.layer_order():
         if needed is not None and layer not in needed:
+            continue
+        if known and layer in known:
+            plans[layer] = known[layer]
             continue
         step = ctx.pipeline.steps[layer]
         ups = [plans[u] for u in step.from_ if u in plans]

@@ -33,7 +33,7 @@ from typing import Callable
 from synix_assets.engine import aggregate, fold, progress
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
-from synix_assets.engine.outcomes import LayerResult, PartitionOutcome
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
 from synix_assets.engine.periods import period_of
 from synix_resources.errors import LLMError
 
@@ -60,6 +60,20 @@ def take(run_id: str | None, layer: str) -> LayerResult | None:
     if graph is None or layer not in graph.layers:
         return None
     return graph.wait(layer)
+
+
+def plan_for_check(ctx, scan, layer: str) -> dict:
+    """The plan up to `layer` for its `synix_up_to_date` check (`plan_all(upto=layer)`). While
+    this Synix run's work graph builds the layers, a layer the graph has finished cannot change
+    before the build ends (the build holds the project lock and builds each layer once), so the
+    plans the checks made of finished layers are kept and each later check plans only what it
+    has not seen: every layer is planned once per build instead of once per descendant's check.
+    Kept per export scan: a check that scanned changed exports plans everything again."""
+    with _graphs_lock:
+        graph = _graphs.get(ctx.run_id or "")
+    if graph is None or layer not in graph.layers:
+        return plan_all(ctx, scan, upto=layer)
+    return graph.plan_for_check(ctx, scan, layer)
 
 
 def arrivals(run_id: str | None, layer: str):
@@ -190,6 +204,8 @@ class WorkGraph:
         self._watchers: dict[str, list[Callable[[str, bool], None]]] = {l: [] for l in layers}
         self._streams: dict[str, queue.Queue] = {l: queue.Queue() for l in layers}
         self._threads: list[threading.Thread] = []
+        self._checked: dict[str, LayerPlan] = {}  # plans of finished layers (plan_for_check)
+        self._checked_scan = scan.fingerprint
 
     # -- lifecycle (main thread) ----------------------------------------------------------
 
@@ -218,6 +234,20 @@ class WorkGraph:
             _wait_for(self._done[layer])
         return self._done[layer].is_set() and layer not in self._errors \
             and not self._results[layer].failed
+
+    def plan_for_check(self, ctx, scan, layer: str) -> dict[str, LayerPlan]:
+        with self._cond:
+            if scan.fingerprint != self._checked_scan:
+                self._checked, self._checked_scan = {}, scan.fingerprint
+            known = dict(self._checked)
+        plans = plan_all(ctx, scan, upto=layer, known=known)
+        with self._cond:
+            if scan.fingerprint == self._checked_scan:
+                self._checked.update({l: p for l, p in plans.items() if self._finished(l)})
+        return plans
+
+    def _finished(self, layer: str) -> bool:
+        return layer in self._done and self._done[layer].is_set() and layer not in self._errors
 
     def stop(self) -> None:
         """Stop scheduling and storing; the calls in flight finish into the response cache."""

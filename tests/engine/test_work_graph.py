@@ -208,3 +208,76 @@ def test_the_graph_starts_before_dagster_loads_and_only_the_layer_runs_record_it
             assert all(r.run_id for r in records)
             keys = [r.partition_key for r in records]
             assert len(set(keys)) == len(keys)
+
+
+def test_each_layer_is_planned_once_by_the_graph_and_once_by_its_own_check(
+        demo_project, monkeypatch, claude_export, conversation):
+    # Each layer's `synix_up_to_date` check used to plan all its ancestors again (the core's
+    # check planned every layer); layers the graph finished cannot change before the build ends.
+    import collections
+
+    from synix_assets.dagster_defs.graph import MAIN_NAMES
+    from synix_assets.engine import layers
+
+    run_build(demo_project)
+    claude_export(demo_project.root / "exports" / "new.json",
+                  [conversation("new-conv-1", "Kayak trip", "2025-03-20", "sea kayaking near Sausalito")])
+    planned = []
+    real_plan_layer = layers.plan_layer
+
+    def counted(ctx, layer, *args, **kwargs):
+        planned.append(layer)
+        return real_plan_layer(ctx, layer, *args, **kwargs)
+
+    monkeypatch.setattr(layers, "plan_layer", counted)
+    report = run_build(demo_project)
+    assert report.status == "completed" and report.to_json()["layers"]["episodes"]["built"] == 1
+    assert collections.Counter(planned) == {layer: 2 for layer in LAYERS}
+    for layer in LAYERS:  # and every check still reports its layer as built, as a fresh plan does
+        evaluation = _latest_check_evaluation(demo_project, MAIN_NAMES.layer(layer))
+        assert evaluation.passed, (layer, evaluation.metadata)
+
+
+
+def _latest_check_evaluation(paths, asset_key):
+    import dagster as dg
+
+    instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        for record in instance.get_event_records(
+                dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION),
+                limit=50, ascending=False):
+            evaluation = record.event_log_entry.dagster_event.event_specific_data
+            if evaluation.asset_key == asset_key:
+                return evaluation
+        raise AssertionError(f"no check evaluation of {asset_key}")
+    finally:
+        instance.dispose()
+
+
+def test_check_plans_are_kept_only_for_finished_layers_and_the_same_export_scan(demo_project):
+    import dataclasses
+
+    from synix_assets.engine.context import BuildContext
+    from synix_resources.llm.factory import make_client
+
+    run_build(demo_project)
+    store = ArtifactStore(demo_project.store)
+    ctx = BuildContext(demo_project.load_pipeline(), store, make_client(provider="fake"),
+                       demo_project, run_id="check-run")
+    try:
+        scan = ctx.reader.scan()
+        graph = schedule.WorkGraph(ctx, list(LAYERS), scan)  # never started: no thread builds
+        graph._done["transcripts"].set()  # as if its thread had finished the layer
+        first = graph.plan_for_check(ctx, scan, "episodes")
+        assert set(graph._checked) == {"transcripts"}  # episodes is not finished: not kept
+        again = graph.plan_for_check(ctx, scan, "episodes")
+        assert again["transcripts"] is first["transcripts"]  # reused, not planned again
+        assert again["episodes"] is not first["episodes"]
+        changed = dataclasses.replace(scan, fingerprint="exports changed since")
+        fresh = graph.plan_for_check(ctx, changed, "episodes")
+        assert fresh["transcripts"] is not first["transcripts"]
+        assert fresh["transcripts"].cached == first["transcripts"].cached
+    finally:
+        ctx.llm.close()
+        store.close()
