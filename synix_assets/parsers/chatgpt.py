@@ -12,8 +12,8 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import (ROLES, Conversation, Message, checked_entry_id, entry_id, text_or_none,
-                    to_utc_iso)
+from .model import (ROLES, Conversation, Message, checked_entry_id, checked_time, entry_id,
+                    text_or_none, to_utc_iso)
 
 FORMAT = "chatgpt"
 
@@ -23,16 +23,16 @@ _CITE_MARKER = re.compile("\ue200[^\ue201]*\ue201")
 _HIDDEN_TYPES = {"thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"}
 
 
-_ID_KEYS = ("conversation_id", "id")
+ID_KEYS = ("conversation_id", "id")
 
 
 def conversation_id(raw: Any) -> str | None:
-    return entry_id(raw, *_ID_KEYS)
+    return entry_id(raw, *ID_KEYS)
 
 
 def parse_conversation(raw: Any, source_path: str) -> Conversation:
     """Parse one entry; raise `ConversationSkipped` when it cannot or should not be ingested."""
-    conv_id = checked_entry_id(raw, *_ID_KEYS)
+    conv_id = checked_entry_id(raw, *ID_KEYS)
     mapping = raw.get("mapping")
     if not isinstance(mapping, dict) or not mapping:
         raise ConversationSkipped("entry has no message tree (mapping)")
@@ -58,8 +58,8 @@ def parse_conversation(raw: Any, source_path: str) -> Conversation:
         if message is not None:
             messages.append(message)
 
-    created = to_utc_iso(raw.get("create_time"))
-    updated = to_utc_iso(raw.get("update_time"))
+    created = checked_time(raw.get("create_time"), "create_time")
+    updated = checked_time(raw.get("update_time"), "update_time")
     conversation = Conversation(
         conversation_id=conv_id, title=text_or_none(raw.get("title")),
         created_at=created, updated_at=updated, source_format=FORMAT,
@@ -170,7 +170,8 @@ def _to_message(nid: str, msg: Any, conv_meta: dict) -> Message | None:
         extra["plugin"] = True
     return Message(
         message_id=nid, role=role if role in ROLES else "tool",
-        author=author.get("name") or role, created_at=to_utc_iso(msg.get("create_time")),
+        author=author.get("name") or role,
+        created_at=checked_time(msg.get("create_time"), f"create_time of message {nid}"),
         text=text, metadata=extra)
 
 

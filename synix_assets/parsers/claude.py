@@ -12,7 +12,8 @@ from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import Conversation, Message, checked_entry_id, entry_id, text_or_none, to_utc_iso
+from .model import (Conversation, Message, checked_entry_id, checked_time, entry_id,
+                    text_or_none, to_utc_iso)
 
 FORMAT = "claude"
 ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
@@ -27,16 +28,16 @@ _MOBILE_PLACEHOLDER = re.compile(
 _ONE_LINE = 160
 
 
-_ID_KEYS = ("uuid", "id")
+ID_KEYS = ("uuid", "id")
 
 
 def conversation_id(raw: Any) -> str | None:
-    return entry_id(raw, *_ID_KEYS)
+    return entry_id(raw, *ID_KEYS)
 
 
 def parse_conversation(raw: Any, source_path: str) -> Conversation:
     """Parse one entry; raise `ConversationSkipped` when it cannot or should not be ingested."""
-    conv_id = checked_entry_id(raw, *_ID_KEYS)
+    conv_id = checked_entry_id(raw, *ID_KEYS)
     raw_messages = [m for m in raw.get("chat_messages") or [] if isinstance(m, dict)]
     metadata: dict[str, Any] = {}
     ordered = _order(raw_messages, raw.get("current_leaf_message_uuid"), metadata)
@@ -52,7 +53,8 @@ def parse_conversation(raw: Any, source_path: str) -> Conversation:
         metadata["summary"] = raw["summary"]
     conversation = Conversation(
         conversation_id=conv_id, title=text_or_none(raw.get("name")),
-        created_at=to_utc_iso(raw.get("created_at")), updated_at=to_utc_iso(raw.get("updated_at")),
+        created_at=checked_time(raw.get("created_at"), "created_at"),
+        updated_at=checked_time(raw.get("updated_at"), "updated_at"),
         source_format=FORMAT, source_path=source_path, messages=messages, metadata=metadata)
     conversation.created_at = conversation.created_at or conversation.first_message_at
     conversation.updated_at = conversation.updated_at or conversation.last_message_at
@@ -117,7 +119,8 @@ def _to_message(raw_msg: dict, index: int) -> Message | None:
     role = "user" if sender == "human" else "assistant" if sender == "assistant" else "system"
     return Message(
         message_id=str(raw_msg.get("uuid") or f"msg-{index}"), role=role,
-        author=sender or role, created_at=to_utc_iso(raw_msg.get("created_at")),
+        author=sender or role,
+        created_at=checked_time(raw_msg.get("created_at"), f"created_at of message {raw_msg.get('uuid') or index + 1}"),
         text=text, metadata=extra)
 
 

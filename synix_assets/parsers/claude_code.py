@@ -13,7 +13,8 @@ from typing import Any, Iterable, Iterator
 
 from synix_resources.errors import ConversationSkipped
 
-from .model import Conversation, Message, to_utc_iso
+from .jsonl import UNKNOWN_SESSION
+from .model import Conversation, Message, checked_time
 
 FORMAT = "claude-code"
 _MESSAGE_TYPES = {"user", "assistant"}
@@ -52,7 +53,7 @@ def group_sessions(lines: Iterable[dict]) -> Iterator[Session]:
     for line in lines:
         if not isinstance(line, dict):
             continue
-        sid = str(line.get("sessionId") or "unknown-session")
+        sid = str(line.get("sessionId") or UNKNOWN_SESSION)
         if sid not in sessions:
             sessions[sid] = Session(sid)
         sessions[sid].add(line)
@@ -118,7 +119,8 @@ def _to_message(line: dict) -> Message | None:
     if only_results:
         role = "tool"  # a user line that only carries tool output is not the human speaking
     return Message(
-        message_id=line["uuid"], role=role, author=role, created_at=to_utc_iso(line.get("timestamp")),
+        message_id=line["uuid"], role=role, author=role,
+        created_at=checked_time(line.get("timestamp"), f"timestamp of line {line['uuid']}"),
         text=text.strip(), metadata=extra)
 
 

@@ -2,50 +2,47 @@
 
 Contract (docs/architecture.md, "Parsers"):
 
-* `iter_conversations` streams with ijson: peak memory is bounded by the largest single
+* `iter_conversations` streams: `jsonscan` cuts the file into the raw bytes of each
+  conversation and each is decoded on its own, so peak memory is bounded by the largest single
   conversation, not the file. Every failure that can be seen up front (missing, 0-byte, binary,
   not UTF-8, not JSON, unknown format, zip without conversations.json, a plain file whose end is
   cut off) raises `ExportFormatError` *before* the first conversation is yielded.
-* Damage in the middle of a big file can only be seen when the parser reaches it, so
-  `iter_conversations` may raise `ExportFormatError` after yielding some conversations. Callers
-  must then treat the whole file as failed and discard what they got (write in one transaction,
-  or use `parse_file`, which raises and returns nothing).
-* A malformed conversation inside a good file is skipped: logged as a warning naming its id and
-  recorded in `report.skipped`. Empty conversations are skipped the same way ("empty
-  conversation") but logged at info level.
+* The unit of failure is the conversation. A damaged one (NaN or Infinity as a date, a lone
+  surrogate escape, nesting deeper than `MAX_NESTING`, JSON that does not parse, no id, no
+  messages) is skipped: logged as one warning naming file, id and cause, and recorded in
+  `report.skipped`. Empty conversations are skipped the same way ("empty conversation") but
+  logged at info level.
+* Only a file whose outline is broken (cut off, mismatched brackets between conversations, data
+  after the end, bytes that are not UTF-8) is a bad file. That can only be seen when the parser
+  reaches it, so `iter_conversations` may raise `ExportFormatError` after yielding some
+  conversations. Callers must then treat the whole file as failed and discard what they got
+  (write in one transaction, or use `parse_file`, which raises and returns nothing).
 """
 from __future__ import annotations
 
 import codecs
-import json
 import logging
 import zipfile
 import zlib
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
-import ijson
-
 from synix_resources.errors import ConversationSkipped, ExportFormatError
+from synix_resources.text import escape_invalid
 
 from . import chatgpt, claude, claude_code
-from .model import (MAX_NESTING, Conversation, ParseReport, entry_problem, name_is_utf8,
-                    printable_path)
-
-try:  # the C backend is ~10x faster than pure Python; fall back quietly if the wheel lacks it
-    _ijson = ijson.get_backend("yajl2_c")
-except ImportError:
-    _ijson = ijson
+from .decode import decode_entry, entry_label
+from .jsonl import read_session_lines
+from .jsonscan import RawEntry, StructureError, entries, object_keys, top_level_fields
+from .model import Conversation, ParseReport, name_is_utf8, printable_path
 
 log = logging.getLogger("synix.parsers")
-# yajl2_c refuses or replaces escaped lone surrogates ("\udcff"); other backends may yield them.
-_CHECK_TEXT = getattr(_ijson, "backend_name", "") != "yajl2_c"
 
 FORMATS = ("chatgpt", "claude", "claude-code")
 _HEAD_BYTES = 64 * 1024
-# yajl re-scans a token that spans reads, so a 50 MB string costs O(size² / read size):
-# 64 KB reads take ~5 s for one 50 MB message, 4 MB reads ~0.1 s. Memory cost: one buffer.
+# Fewer, larger reads: the scanner's per-read cost is small, memory cost is one buffer.
 _READ_BYTES = 4 * 1024 * 1024
 _SNIFF_ITEMS = 5  # conversations looked at before calling the format unknown
 _BOM = codecs.BOM_UTF8
@@ -64,15 +61,12 @@ _ITEM_KEYS = {
 # Top-level keys of a Claude Code JSONL line.
 _JSONL_KEYS = {"type", "uuid", "parentUuid", "sessionId", "isSidechain", "userType",
                "leafUuid", "messageId", "snapshot", "logicalParentUuid", "timestamp", "cwd"}
-# Claude Code line fields we keep; the rest (toolUseResult, snapshots) can be large.
-_JSONL_FIELDS = ("type", "uuid", "parentUuid", "logicalParentUuid", "sessionId", "timestamp",
-                 "isMeta", "isSidechain", "message", "summary", "cwd", "gitBranch", "version")
-_JSONL_TYPES = {"user", "assistant", "summary"}
 
 _PARSERS: dict[str, Callable[[Any, str], Conversation]] = {
     "chatgpt": chatgpt.parse_conversation, "claude": claude.parse_conversation}
 _IDS: dict[str, Callable[[Any], str | None]] = {
     "chatgpt": chatgpt.conversation_id, "claude": claude.conversation_id}
+_ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS}
 
 
 def detect_format(path: str | Path) -> str:
@@ -105,26 +99,17 @@ def iter_conversations(path: str | Path, format: str = "auto",
     if layout == "jsonl":
         yield from _iter_claude_code(path, report)
         return
-    prefix = {"list": "item", "wrapper": "conversations.item", "object": ""}[layout]
     parse, get_id = _PARSERS[fmt], _IDS[fmt]
     with _open_payload(path) as stream:
-        items = _ijson.items(stream, prefix, use_float=True, buf_size=_READ_BYTES)
-        index = 0
-        while True:
+        for entry in _entries(path, stream, layout):
             try:
-                raw = next(items)
-            except StopIteration:
-                return
-            except (ijson.JSONError, UnicodeDecodeError) as exc:
-                raise _json_error(path, exc, stream) from exc
-            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-                raise ExportFormatError(
-                    f"{path}: the zip is corrupt ({exc}); download the export again") from exc
-            index += 1
-            problem = entry_problem(raw, check_text=_CHECK_TEXT)
-            if problem:
-                raise _unsafe(path, f"conversation #{index}", problem)
-            conversation = _parse_one(parse, raw, get_id(raw) or f"#{index}", path, report)
+                raw = decode_entry(entry)
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(path, entry.offset + exc.start) from exc
+            except ConversationSkipped as exc:
+                _skip(report, path, entry_label(entry, _ID_KEYS[fmt]), str(exc))
+                continue
+            conversation = _parse_one(parse, raw, get_id(raw) or f"#{entry.number}", path, report)
             if conversation is not None:
                 yield conversation
 
@@ -153,6 +138,8 @@ def _parse_one(parse: Callable[[Any, str], Conversation], raw: Any, conv_id: str
 
 
 def _skip(report: ParseReport, path: Path, conv_id: str, reason: str) -> None:
+    # A damaged id or cause can hold lone surrogates: spelled out, so it can be stored and printed.
+    conv_id, reason = escape_invalid(conv_id), escape_invalid(reason)
     report.skipped.append((conv_id, reason))
     level = logging.INFO if reason == "empty conversation" else logging.WARNING
     log.log(level, "%s: skipped conversation %s: %s", path, conv_id, reason)
@@ -160,45 +147,38 @@ def _skip(report: ParseReport, path: Path, conv_id: str, reason: str) -> None:
 
 def _iter_claude_code(path: Path, report: ParseReport) -> Iterator[Conversation]:
     # Sessions can interleave, so the (small) file is grouped before anything is yielded.
-    lines = list(_read_jsonl(path))
+    with _open_payload(path) as stream:
+        lines, damaged = read_session_lines(stream, str(path))
     for session in claude_code.group_sessions(lines):
+        why = damaged.pop(session.session_id, None)
+        if why is not None:  # a session missing a damaged line would be silently partial
+            _skip(report, path, session.session_id, why)
+            continue
         conversation = _parse_one(
             claude_code.parse_session, session, session.session_id, path, report)
         if conversation is not None:
             yield conversation
+    for session_id, why in damaged.items():  # sessions with no readable line at all
+        _skip(report, path, session_id, why)
 
 
-def _read_jsonl(path: Path) -> Iterator[dict]:
-    with _open_payload(path) as stream:
-        for number, raw_line in enumerate(stream, start=1):
-            if not raw_line.strip():
-                continue
-            try:
-                line = json.loads(raw_line)
-            except RecursionError as exc:
-                raise _unsafe(path, f"line {number}",
-                              f"is nested more than {MAX_NESTING} levels deep") from exc
-            except UnicodeDecodeError as exc:
-                raise ExportFormatError(
-                    f"{path}: line {number} is not valid UTF-8; re-save the file as UTF-8") from exc
-            except json.JSONDecodeError as exc:
-                what = ("is cut off (truncated file)" if not raw_line.endswith(b"\n")
-                        else f"is not valid JSON ({exc.msg})")
-                raise ExportFormatError(
-                    f"{path}: line {number} {what}; copy the session file again from "
-                    f"~/.claude/projects/") from exc
-            if isinstance(line, dict) and line.get("type") in _JSONL_TYPES:
-                kept = {k: line[k] for k in _JSONL_FIELDS if k in line}
-                problem = entry_problem(kept)
-                if problem:
-                    raise _unsafe(path, f"line {number}", problem)
-                yield kept
+def _entries(path: Path, stream: IO[bytes], layout: str) -> Iterator[RawEntry]:
+    try:
+        yield from entries(stream, layout, _READ_BYTES)
+    except StructureError as exc:
+        if exc.truncated:
+            raise ExportFormatError(
+                f"{path}: is truncated (JSON ends early near byte {exc.offset:,}); {_FIX_EXPORT}") from exc
+        raise ExportFormatError(f"{path}: is not valid JSON ({exc}); {_FIX_EXPORT}") from exc
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise ExportFormatError(
+            f"{path}: the zip is corrupt ({exc}); download the export again") from exc
 
 
-def _unsafe(path: Path, where: str, problem: str) -> ExportFormatError:
+def _not_utf8(path: Path, offset: int) -> ExportFormatError:
     return ExportFormatError(
-        f"{path}: {where} {problem} (damaged, or not a chat export); remove the file from the "
-        f"exports folder or {_FIX_EXPORT}")
+        f"{path}: is not valid UTF-8 (bad byte near byte {offset:,}); re-save it as UTF-8 or "
+        f"{_FIX_EXPORT}")
 
 
 # --- opening and up-front checks -------------------------------------------------------------
@@ -218,8 +198,7 @@ def _inspect(path: Path) -> tuple[str | None, str]:
     _check_head(path, head, whole)
     if not _is_zip(path):
         _check_tail(path)
-    with _open_payload(path) as stream:
-        return _sniff(path, stream)
+    return _sniff(path)
 
 
 def check_file_name(path: Path) -> None:
@@ -316,75 +295,43 @@ def _check_tail(path: Path) -> None:
             f"{tail[-20:]!r}); the download was cut off, {_FIX_EXPORT}")
 
 
-def _sniff(path: Path, stream: IO[bytes]) -> tuple[str | None, str]:
-    top: str | None = None
-    in_wrapper = False
-    items_seen = 0
-    try:
-        for prefix, event, value in _ijson.parse(stream, multiple_values=True, use_float=True,
-                                                  buf_size=_READ_BYTES):
-            if top is None:
-                if event not in ("start_array", "start_map"):
-                    break
-                top = "list" if event == "start_array" else "object"
-                continue
-            if top == "list":
-                if prefix == "" and event == "end_array":
-                    if items_seen:
-                        break  # objects, but none looked like a conversation
-                    return None, "list"
-                if prefix == "item" and event == "map_key" and value in _ITEM_KEYS:
-                    return _ITEM_KEYS[value], "list"
-                if prefix == "item" and event == "end_map":
-                    items_seen += 1  # a broken first entry (no tree) should not decide alone
-                    if items_seen >= _SNIFF_ITEMS:
-                        break
-                elif prefix == "" and event != "start_map":
-                    break  # the list holds something other than objects
-            elif in_wrapper:
-                if prefix == "conversations.item" and event == "map_key" and value in _ITEM_KEYS:
-                    return _ITEM_KEYS[value], "wrapper"
-                if prefix == "conversations" and event == "end_array":
-                    if items_seen:
-                        break
-                    return None, "wrapper"
-                if prefix == "conversations.item" and event == "end_map":
-                    items_seen += 1
-                    if items_seen >= _SNIFF_ITEMS:
-                        break
-            elif prefix == "" and event == "map_key":
-                if value == "conversations":
-                    in_wrapper = True
-                elif value == "mapping":
-                    return "chatgpt", "object"
-                elif value == "chat_messages":
-                    return "claude", "object"
-                elif value in _JSONL_KEYS:
-                    return "claude-code", "jsonl"
-            elif prefix == "" and event == "end_map":
-                break
-    except (ijson.JSONError, UnicodeDecodeError) as exc:
-        raise _json_error(path, exc, stream) from exc
-    raise ExportFormatError(
+def _sniff(path: Path) -> tuple[str | None, str]:
+    """(format or None for an empty list, layout) from the first keys of the first entries."""
+    with _open_payload(path) as stream:
+        first = stream.read(_HEAD_BYTES).lstrip()[:1]  # `_check_head` saw "[" or "{" in it
+    if first == b"[":
+        return _sniff_items(path, "list")
+    with _open_payload(path) as stream:
+        for key in object_keys(stream):
+            if key == "conversations":
+                return _sniff_items(path, "wrapper")
+            if key == "mapping":
+                return "chatgpt", "values"
+            if key == "chat_messages":
+                return "claude", "values"
+            if key in _JSONL_KEYS:
+                return "claude-code", "jsonl"
+    raise _unknown(path)
+
+
+def _sniff_items(path: Path, layout: str) -> tuple[str | None, str]:
+    with _open_payload(path) as stream:
+        seen = 0
+        # A broken first entry (no tree) should not decide alone: look at a few.
+        for entry in islice(_entries(path, stream, layout), _SNIFF_ITEMS):
+            if entry.data[:1] != b"{":
+                break  # the list holds something other than objects
+            for key, _value in top_level_fields(entry.data):
+                if key in _ITEM_KEYS:
+                    return _ITEM_KEYS[key], layout
+            seen += 1
+        else:
+            if not seen:
+                return None, layout
+    raise _unknown(path)
+
+
+def _unknown(path: Path) -> ExportFormatError:
+    return ExportFormatError(
         f"{path}: unknown export format (not a ChatGPT or Claude conversations.json, nor a "
         f"Claude Code session .jsonl); pass one of those files")
-
-
-def _json_error(path: Path, exc: Exception, stream: IO[bytes]) -> ExportFormatError:
-    detail = exc.args[0] if exc.args else str(exc)
-    if isinstance(detail, bytes):
-        detail = detail.decode("utf-8", "replace")
-    first_line = str(detail).splitlines()[0] if str(detail) else type(exc).__name__
-    where = _position(stream)
-    if isinstance(exc, UnicodeDecodeError) or "UTF8" in first_line:
-        return ExportFormatError(f"{path}: is not valid UTF-8{where}; re-save it as UTF-8 or {_FIX_EXPORT}")
-    if "premature EOF" in first_line:
-        return ExportFormatError(f"{path}: is truncated (JSON ends early{where}); {_FIX_EXPORT}")
-    return ExportFormatError(f"{path}: is not valid JSON ({first_line.strip()}{where}); {_FIX_EXPORT}")
-
-
-def _position(stream: IO[bytes]) -> str:
-    try:
-        return f" near byte {stream.tell():,}"
-    except (OSError, ValueError):
-        return ""

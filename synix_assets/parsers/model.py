@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from synix_resources.errors import ConversationSkipped
 from synix_resources.fingerprints import content_hash
 from synix_resources.text import escape_invalid, is_valid_text
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 ROLES = ("user", "assistant", "tool", "system")
 # Real exports nest under 20 levels (ChatGPT: 8). Anything far deeper is damaged or hostile, and
@@ -42,27 +45,53 @@ def checked_entry_id(raw: Any, *keys: str) -> str:
     return conv_id
 
 
-def entry_problem(value: Any, limit: int = MAX_NESTING, *, check_text: bool = True) -> str | None:
+def entry_problem(value: Any, limit: int = MAX_NESTING) -> str | None:
     """Why a decoded export entry cannot be stored safely, or None: lists/objects nested more
     than `limit` levels (json, repr and the store would overflow Python's recursion limit), or
-    text with a lone surrogate (JSON may escape one, e.g. "\\udcff"; SQLite cannot store it).
-    Iterative, so a 10,000-level value does not overflow the stack while being measured.
-    `check_text=False` skips the text check (for decoders that never yield lone surrogates)."""
-    stack = [(value, 0)]
+    text with a lone surrogate (JSON may escape one, e.g. "\\udcff", in a file that is valid
+    UTF-8; SQLite cannot store it). Iterative, so a 10,000-level value does not overflow the
+    stack while being measured. The field is named by its path, e.g. `mapping.a.message`."""
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, where = stack.pop()
         if isinstance(item, str):
-            if check_text and not is_valid_text(item):
-                return f"holds text that is not valid Unicode ('{escape_invalid(item[:40])}')"
+            bad = _LONE_SURROGATE.search(item)
+            if bad:
+                return f"has a lone surrogate escape \\u{ord(bad.group()):04x} in {field_name(where)}"
             continue
         if depth > limit:
             return f"is nested more than {limit} levels deep"
         if isinstance(item, dict):
-            stack.extend((key, depth) for key in item)
-            stack.extend((child, depth + 1) for child in item.values())
+            for key, child in item.items():
+                stack.append((key, depth, (where, key)))
+                stack.append((child, depth + 1, (where, key)))
         elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
+            stack.extend((child, depth + 1, (where, i)) for i, child in enumerate(item))
     return None
+
+
+def field_name(where: Any) -> str:
+    """`(((None, "mapping"), "a"), "parts"), 0)` → "field mapping.a.parts[0]" (clipped, printable)."""
+    steps: list[Any] = []
+    while where is not None:
+        where, step = where
+        steps.append(step)
+    if not steps:
+        return "the entry itself"
+    text = ""
+    for step in reversed(steps):
+        text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else str(step)
+    text = escape_invalid(text)
+    return "field " + (text if len(text) <= 80 else text[:79] + "…")
+
+
+def checked_time(value: Any, name: str) -> str | None:
+    """`to_utc_iso` of a date field, except that NaN or Infinity (Python writes them into JSON)
+    is a damaged date, not a missing one: `ConversationSkipped` naming the field."""
+    if isinstance(value, float) and not math.isfinite(value):
+        spelled = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        raise ConversationSkipped(f"{name} is {spelled}, not a date")
+    return to_utc_iso(value)
 
 
 def text_or_none(value: Any) -> str | None:

@@ -1,0 +1,50 @@
+"""One raw export entry (its bytes, from `jsonscan`) → its decoded JSON value, or the reason
+that conversation is skipped.
+
+Bytes that are not UTF-8 are the file's fault (`UnicodeDecodeError` propagates: the caller
+refuses the file). Everything else is local to the entry: nesting deeper than `MAX_NESTING`,
+JSON that does not parse, a lone surrogate escape — each raises `ConversationSkipped` with the
+real cause, and `entry_label` names the entry from its top-level id fields without decoding it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from synix_resources.errors import ConversationSkipped
+from synix_resources.text import escape_invalid
+
+from .jsonscan import RawEntry, top_level_fields
+from .model import MAX_NESTING, entry_problem
+
+# Only an escaped surrogate can decode to a lone one (the UTF-8 decoder refuses encoded ones),
+# so entries without such an escape skip the walk over every string.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def decode_entry(entry: RawEntry) -> Any:
+    text = entry.data.decode("utf-8")
+    if entry.depth > MAX_NESTING:
+        raise ConversationSkipped(f"is nested more than {MAX_NESTING} levels deep")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = entry.offset + len(text[:exc.pos].encode("utf-8"))
+        raise ConversationSkipped(f"is not valid JSON ({exc.msg} near byte {at:,})") from None
+    if _SURROGATE_ESCAPE.search(entry.data):
+        problem = entry_problem(value)
+        if problem:
+            raise ConversationSkipped(problem)
+    return value
+
+
+def entry_label(entry: RawEntry, id_keys: tuple[str, ...]) -> str:
+    """The entry's id from its top-level fields (the first of `id_keys` that has one), found
+    without decoding the entry, else `#<position>`."""
+    if entry.data[:1] == b"{":
+        found = {k: v for k, v in top_level_fields(entry.data) if k in id_keys and v}
+        for key in id_keys:
+            if found.get(key):
+                return escape_invalid(found[key])
+    return f"#{entry.number}"
