@@ -99,7 +99,9 @@ def _quiet_libraries() -> None:
     synix_log.handlers[:] = [handler]
     synix_log.propagate = False
     synix_log.setLevel(logging.WARNING)
-    logging.getLogger("synix.ingest").setLevel(logging.ERROR)  # bad files are reported by `run`
+    # bad files and skipped conversations are reported by `run` and `plan`, once each
+    logging.getLogger("synix.ingest").setLevel(logging.ERROR)
+    logging.getLogger("synix.parsers").setLevel(logging.ERROR)
 
 
 @click.group(cls=SynixGroup, context_settings=CONTEXT)

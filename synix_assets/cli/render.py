@@ -234,6 +234,7 @@ def plan_table(out: Console, plan: dict) -> None:
     provider_line(out, f"{plan['provider']}:{plan['model']}")
     for f in plan["sources"].get("failed_files", []):
         error_line(out, f["error"])
+    skipped_inputs(out, plan["sources"].get("skipped", []))
     cmp_ = plan.get("compared_to_main")
     if cmp_ and cmp_.get("ratio") is not None:
         unit = {"cost_usd": "cost", "tokens": "tokens", "llm_calls": "LLM calls"}[cmp_["unit"]]

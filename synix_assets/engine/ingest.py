@@ -21,7 +21,8 @@ from synix_resources.fingerprints import sha256_text
 
 log = logging.getLogger("synix.ingest")
 EXPORT_SUFFIXES = (".json", ".jsonl", ".zip")
-PARSER_VERSION = "parsers-1"
+# Bumped when parsing changes what a file yields: cached summaries of older parsers are not reused.
+PARSER_VERSION = "parsers-2"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -198,9 +199,15 @@ def dedupe(summaries: Iterable[ConversationSummary], *, dedupe: str, conflict: s
 
     Returns group key → chosen summaries (one, or all for keep_all)."""
     groups: dict[str, list[ConversationSummary]] = {}
+    first_file: dict[str, str] = {}
     for s in summaries:
         if conflict == "keep_all":
             key = partition_key(f"{s.conversation_id}.{s.content_hash[:8]}")
+            where = f"{s.source}:{s.file}"
+            if first_file.setdefault(key, where) != where:
+                # The same text in another export file (a byte-identical copy, say) is one more
+                # version to keep, under a key of its own: only repeats within a file collapse.
+                key = partition_key(f"{s.conversation_id}.{s.content_hash[:8]}.{sha256_text(where)[:8]}")
         elif dedupe == "content":
             key = f"c{s.content_hash[:16]}"
         else:

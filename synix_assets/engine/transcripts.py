@@ -37,8 +37,28 @@ def plan(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> L
         out.stale.append(WorkItem(gk, key, reason, est_calls=0, est_tokens_in=s.chars // 4))
         out.dates[gk] = s.created_at
     if keys is None and not scan.failed_files:  # a conversation whose file failed to parse is kept
-        out.retire = sorted(set(current) - set(groups))
+        out.retire = _not_unreadable(ctx, layer, sorted(set(current) - set(groups)), scan)
     return out
+
+
+def _not_unreadable(ctx, layer: str, gone: list[str], scan: IngestResult) -> list[str]:
+    """The partitions of `gone` to retire: not those whose conversation the export still holds
+    but could not read this time (skipped as damaged), which stay as built, like the
+    conversations of a file that failed. A damaged entry whose id could not be found (`#3`)
+    keeps every partition built from its file."""
+    damaged = {(f, c) for f, c, why in scan.skipped if why != "empty conversation"}
+    if not gone or not damaged:
+        return gone
+    unnamed = {f for f, c in damaged if c.startswith("#")}
+    keep = set()
+    for gk in gone:
+        art = ctx.store.current(layer, gk)
+        if art is None:
+            continue
+        path = art.metadata.get("meta.source.path")
+        if path in unnamed or (path, art.metadata.get("meta.chat.conversation_id")) in damaged:
+            keep.add(gk)
+    return [gk for gk in gone if gk not in keep]
 
 
 def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> LayerResult:

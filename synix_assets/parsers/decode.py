@@ -13,10 +13,8 @@ import re
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
-from synix_resources.text import escape_invalid
-
 from .jsonscan import RawEntry, top_level_fields
-from .model import MAX_NESTING, entry_problem
+from .model import MAX_NESTING, entry_problem, spell_surrogates
 
 # Only an escaped surrogate can decode to a lone one (the UTF-8 decoder refuses encoded ones),
 # so entries without such an escape skip the walk over every string.
@@ -46,5 +44,5 @@ def entry_label(entry: RawEntry, id_keys: tuple[str, ...]) -> str:
         found = {k: v for k, v in top_level_fields(entry.data) if k in id_keys and v}
         for key in id_keys:
             if found.get(key):
-                return escape_invalid(found[key])
+                return spell_surrogates(found[key])
     return f"#{entry.number}"

@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
-from synix_resources.text import escape_invalid
 
 from . import chatgpt, claude, claude_code
 from .decode import decode_entry, entry_label
 from .jsonl import read_session_lines
 from .jsonscan import RawEntry, StructureError, entries, object_keys, top_level_fields
-from .model import Conversation, ParseReport, name_is_utf8, printable_path
+from .model import Conversation, ParseReport, name_is_utf8, printable_path, spell_surrogates
 
 log = logging.getLogger("synix.parsers")
 
@@ -139,7 +138,7 @@ def _parse_one(parse: Callable[[Any, str], Conversation], raw: Any, conv_id: str
 
 def _skip(report: ParseReport, path: Path, conv_id: str, reason: str) -> None:
     # A damaged id or cause can hold lone surrogates: spelled out, so it can be stored and printed.
-    conv_id, reason = escape_invalid(conv_id), escape_invalid(reason)
+    conv_id, reason = spell_surrogates(conv_id), spell_surrogates(reason)
     report.skipped.append((conv_id, reason))
     level = logging.INFO if reason == "empty conversation" else logging.WARNING
     log.log(level, "%s: skipped conversation %s: %s", path, conv_id, reason)

@@ -61,13 +61,20 @@ def entry_problem(value: Any, limit: int = MAX_NESTING) -> str | None:
             continue
         if depth > limit:
             return f"is nested more than {limit} levels deep"
+        # pushed last to first, so the first problem in the file's order is the one reported
         if isinstance(item, dict):
-            for key, child in item.items():
-                stack.append((key, depth, (where, key)))
+            for key, child in reversed(item.items()):
                 stack.append((child, depth + 1, (where, key)))
+                stack.append((key, depth, (where, key)))
         elif isinstance(item, list):
-            stack.extend((child, depth + 1, (where, i)) for i, child in enumerate(item))
+            stack.extend((item[i], depth + 1, (where, i)) for i in range(len(item) - 1, -1, -1))
     return None
+
+
+def spell_surrogates(text: str) -> str:
+    """`text` with each lone surrogate spelled as its JSON escape (`\\udcff`), so it can be
+    stored and printed and still reads as what the export holds."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def field_name(where: Any) -> str:
@@ -81,7 +88,7 @@ def field_name(where: Any) -> str:
     text = ""
     for step in reversed(steps):
         text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else str(step)
-    text = escape_invalid(text)
+    text = spell_surrogates(text)
     return "field " + (text if len(text) <= 80 else text[:79] + "…")
 
 

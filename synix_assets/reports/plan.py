@@ -138,7 +138,9 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
         report = PlanReport(pipeline.name, client.provider, client.model,
                             sources={"files": len(scan.files),
                                      "conversations": len(scan.summaries),
-                                     "failed_files": [{"file": f, "error": e} for f, e in scan.failed_files]})
+                                     "failed_files": [{"file": f, "error": e} for f, e in scan.failed_files],
+                                     "skipped": [{"file": f, "conversation_id": c, "reason": r}
+                                                 for f, c, r in scan.skipped]})
         for layer, plan in plans.items():
             step = pipeline.steps[layer]
             model = pipeline.llm_settings(step)["model"] or client.model

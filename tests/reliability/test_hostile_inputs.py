@@ -1,5 +1,7 @@
-"""Hostile export files: nested 10,000 levels deep, or named with bytes that are not UTF-8.
-Each is one bad file (reported by a printable name, skipped); the rest of the build goes on."""
+"""Hostile export files: nested 10,000 levels deep, a lone surrogate escape, or named with
+bytes that are not UTF-8. A file named so is one bad file (reported by a printable name,
+skipped); a hostile conversation inside a file is one skipped conversation (issue 27: the unit
+of failure is the conversation); the rest of the build goes on."""
 from __future__ import annotations
 
 import json
@@ -53,22 +55,21 @@ def write_hostile_files(folder: Path) -> dict[str, str]:
             "surrogate.jsonl": "surrogate.jsonl"}
 
 
-@pytest.mark.parametrize("name", ["deep-line.jsonl", "deep-parts.json", "deep-title.json"])
-def test_deeply_nested_file_is_one_export_format_error_naming_it(tmp_path, name):
-    write_hostile_files(tmp_path)
-    with pytest.raises(ExportFormatError) as info:
-        parse_file(tmp_path / name)
-    line = info.value.one_line()
-    assert name in line and "nested more than" in line and "\n" not in line
+HOSTILE_CONVERSATIONS = {  # file → (the conversation it holds, why it is skipped)
+    "deep-line.jsonl": ("s1", "line 1 is nested more than 100 levels deep"),
+    "deep-parts.json": ("deep-parts", "is nested more than 100 levels deep"),
+    "deep-title.json": ("deep-title", "is nested more than 100 levels deep"),
+    "surrogate.jsonl": ("s\\udcff", "line 1 has a lone surrogate escape \\udcff in field sessionId"),
+}
 
 
-def test_escaped_lone_surrogate_in_a_jsonl_line_is_one_export_format_error(tmp_path):
+@pytest.mark.parametrize("name", sorted(HOSTILE_CONVERSATIONS))
+def test_hostile_conversation_is_skipped_by_its_id_not_the_file(tmp_path, name):
     write_hostile_files(tmp_path)
-    with pytest.raises(ExportFormatError) as info:
-        parse_file(tmp_path / "surrogate.jsonl")
-    line = info.value.one_line()
-    assert "surrogate.jsonl: line 1 holds text that is not valid Unicode" in line
-    line.encode("utf-8")
+    conversations, report = parse_file(tmp_path / name)
+    assert conversations == [] and report.skipped == [HOSTILE_CONVERSATIONS[name]]
+    for conv_id, reason in report.skipped:
+        (conv_id + reason).encode("utf-8")  # printable and storable: no lone surrogates left
 
 
 def test_non_utf8_file_name_is_refused_by_its_escaped_name(tmp_path):
@@ -101,11 +102,13 @@ def test_hostile_files_are_skipped_and_everything_else_builds(small_project):
     expected = write_hostile_files(paths.root / "exports")
     report = run_build(paths)
     failed = {s["file"].rsplit("/", 1)[-1]: s["error"] for s in report.skipped_inputs if "error" in s}
-    assert set(failed) == {"deep-line.jsonl", "deep-parts.json", "deep-title.json",
-                           expected["latin"], "surrogate.jsonl"}
+    assert set(failed) == {expected["latin"]}
     for error in failed.values():
         error.encode("utf-8")
         assert "\n" not in error
+    skipped = {s["file"].rsplit("/", 1)[-1]: (s["conversation_id"], s["reason"])
+               for s in report.skipped_inputs if "error" not in s}
+    assert skipped == HOSTILE_CONVERSATIONS
     store = ArtifactStore(paths.store)
     try:
         assert sorted(t.group_key for t in store.list_layer("transcripts")) == ["conv-0", "conv-1", "conv-2"]
@@ -122,7 +125,7 @@ def test_cli_run_reports_each_hostile_file_and_exits_as_for_any_bad_file(small_p
     env.pop("SYNIX_DEBUG", None)
     proc = subprocess.run([SYNIX, "-p", str(paths.root), "run"], env=env, capture_output=True,
                           text=True, errors="replace", timeout=300)
-    assert proc.returncode == 1, proc.stderr  # the exit code of any unreadable export file
+    assert proc.returncode == 1, proc.stderr  # the exit code of any unreadable export file (latin)
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     for printable in expected.values():
         lines = [l for l in proc.stderr.splitlines() if printable in l]
