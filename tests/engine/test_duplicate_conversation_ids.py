@@ -84,3 +84,26 @@ def test_keep_all_stores_each_version_with_its_own_text(project):
     assert {("NEWTEXT" in a.content, "OLDTEXT" in a.content) for a in versions} == \
         {(True, False), (False, True)}
     assert run_build(paths, select="transcripts").layers["transcripts"]["built"] == 0
+
+
+def test_keep_all_keeps_both_copies_of_a_byte_identical_export_file(project):
+    paths = project("keep_all")
+    exports = paths.root / "exports"
+    (exports / "copy.json").write_bytes((exports / "conversations.json").read_bytes())
+    run_build(paths, select="transcripts")
+    arts = _transcripts(paths)
+    by_file: dict[str, list[str]] = {}
+    for a in arts:
+        by_file.setdefault(a.metadata["meta.source.path"].rsplit("/", 1)[-1], []).append(
+            a.metadata["meta.chat.conversation_id"])
+    # every version of every conversation, once from each of the two files
+    assert {f: sorted(ids) for f, ids in by_file.items()} == {
+        "conversations.json": ["dup-1", "dup-1", "other-1"], "copy.json": ["dup-1", "dup-1", "other-1"]}
+    assert len({a.group_key for a in arts}) == 6
+    assert run_build(paths, select="transcripts").layers["transcripts"]["built"] == 0
+    # the copy goes away: its three transcripts are retired, the original's stay as they were
+    (exports / "copy.json").unlink()
+    run_build(paths, select="transcripts")
+    left = _transcripts(paths)
+    assert sorted(a.artifact_id for a in left) == sorted(
+        a.artifact_id for a in arts if a.metadata["meta.source.path"].endswith("conversations.json"))
