@@ -13,7 +13,7 @@ from typing import Any
 from synix_resources.errors import ConversationSkipped
 
 from .model import (ROLES, Conversation, Message, checked_entry_id, checked_time, entry_id,
-                    text_or_none, to_utc_iso)
+                    text_or_none)
 
 FORMAT = "chatgpt"
 

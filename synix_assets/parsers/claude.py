@@ -120,7 +120,8 @@ def _to_message(raw_msg: dict, index: int) -> Message | None:
     return Message(
         message_id=str(raw_msg.get("uuid") or f"msg-{index}"), role=role,
         author=sender or role,
-        created_at=checked_time(raw_msg.get("created_at"), f"created_at of message {raw_msg.get('uuid') or index + 1}"),
+        created_at=checked_time(raw_msg.get("created_at"),
+                                f"created_at of message {raw_msg.get('uuid') or index + 1}"),
         text=text, metadata=extra)
 
 
