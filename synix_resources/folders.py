@@ -22,10 +22,10 @@ def inside(path: str | os.PathLike, parent: str | os.PathLike) -> Path:
     lies strictly inside `parent`; UnsafeRemoval otherwise."""
     path, parent = Path(path), Path(parent).resolve()
     if path.name in ("", ".", ".."):
-        raise UnsafeRemoval(f"refused to remove {str(path)!r}: it names no folder inside {parent}")
+        raise UnsafeRemoval(f"refused {str(path)!r}: it names no folder inside {parent}")
     located = path.parent.resolve() / path.name
     if parent not in located.parents:
-        raise UnsafeRemoval(f"refused to remove {str(located)!r}: it is not strictly inside {parent}")
+        raise UnsafeRemoval(f"refused {str(located)!r}: it is not strictly inside {parent}")
     return located
 
 

@@ -40,13 +40,14 @@ def shown(value: Any) -> str:
     """A name as it may appear in a one-line message: repr-escaped (newlines, surrogates and
     quotes visible), cut at 60 characters; the type for a non-string."""
     if not isinstance(value, str):
-        return f"a {type(value).__name__}"
+        return f"(a {type(value).__name__}, not text)"
     return repr(value[:_SHOWN]) + ("…" if len(value) > _SHOWN else "")
 
 
-def _check(value: Any, pattern: re.Pattern, error: type[InvalidName], what: str, rule: str) -> str:
+def _check(value: Any, pattern: re.Pattern, error: type[InvalidName], message: str, rule: str) -> str:
+    """`message` has a `{}` where the (shown) name goes."""
     if not isinstance(value, str) or pattern.fullmatch(value) is None:
-        raise error(f"invalid {what} {shown(value)}: {rule}")
+        raise error(f"{message.format(shown(value))}: {rule}")
     return value
 
 
@@ -54,8 +55,7 @@ def check_branch(name: Any, *, new: bool = False) -> str:
     """A branch name, or a `NAME@previous` snapshot of one; with `new`, a name a new branch may
     take (not main, not a snapshot)."""
     base = name[:-len(SNAPSHOT_SUFFIX)] if isinstance(name, str) and name.endswith(SNAPSHOT_SUFFIX) else name
-    _check(base, BRANCH, InvalidBranchName, "branch name", BRANCH_RULE)
-    if base.endswith(".lock"):
+    if not isinstance(base, str) or BRANCH.fullmatch(base) is None or base.endswith(".lock"):
         raise InvalidBranchName(f"invalid branch name {shown(name)}: {BRANCH_RULE}")
     if new and (name == MAIN or base != name):
         raise InvalidBranchName(f"cannot create a branch named {shown(name)}: the name is reserved",
@@ -64,12 +64,12 @@ def check_branch(name: Any, *, new: bool = False) -> str:
 
 
 def check_tenant(name: Any) -> str:
-    return _check(name, TENANT, InvalidTenantName, "tenant name", TENANT_RULE)
+    return _check(name, TENANT, InvalidTenantName, "tenant name {} is not allowed", TENANT_RULE)
 
 
 def check_live_id(value: Any, field: str = "session_id") -> str:
     """A session id (or, naming `field`, a user id or idempotency key) of live ingest."""
-    return _check(value, LIVE_ID, InvalidLiveId, field, LIVE_ID_RULE)
+    return _check(value, LIVE_ID, InvalidLiveId, field + " {} is not valid", LIVE_ID_RULE)
 
 
 def check_session_id(value: Any) -> str:
@@ -78,9 +78,9 @@ def check_session_id(value: Any) -> str:
 
 def check_layer(name: Any) -> str:
     """A layer's name (sources and projections share the rule and the namespace)."""
-    return _check(name, LAYER, InvalidLayerName, "layer name", LAYER_RULE)
+    return _check(name, LAYER, InvalidLayerName, "layer name {} is not allowed", LAYER_RULE)
 
 
 def check_project(name: Any) -> str:
     """A project's (pipeline's) name: `Pipeline("personal-memory")`."""
-    return _check(name, PROJECT, InvalidProjectName, "project name", PROJECT_RULE)
+    return _check(name, PROJECT, InvalidProjectName, "project name {} is not allowed", PROJECT_RULE)
