@@ -39,7 +39,8 @@ def project_paths(ctx: click.Context):
     from synix_resources.names import check_branch
 
     obj = ctx.obj or {}
-    branch = obj.get("branch") or os.environ.get("SYNIX_BRANCH") or None
+    # `--branch ''` is a bad name, not "no branch given" (an empty SYNIX_BRANCH is unset)
+    branch = obj["branch"] if "branch" in obj else os.environ.get("SYNIX_BRANCH") or None
     if branch is not None:
         check_branch(branch)
     paths = find_project(obj.get("project") or os.environ.get("SYNIX_PROJECT") or None, branch)
