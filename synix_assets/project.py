@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synix_resources.errors import ProjectNotFound, StoreError
-from synix_resources.names import check_branch
+from synix_resources.names import MAIN, check_branch
 from synix_resources.store.dialect import is_postgres_url
 
 PIPELINE_FILE = "pipeline.py"
-MAIN = "main"
 CURRENT_BRANCH_FILE = "current_branch"
 CONFIG_FILE = "config.toml"
 
