@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synix_resources.errors import ProjectNotFound, StoreError
+from synix_resources.names import MAIN, check_branch
 from synix_resources.store.dialect import is_postgres_url
 
 PIPELINE_FILE = "pipeline.py"
-MAIN = "main"
 CURRENT_BRANCH_FILE = "current_branch"
 CONFIG_FILE = "config.toml"
 
@@ -43,6 +43,11 @@ def project_config(root: Path) -> dict:
 class ProjectPaths:
     root: Path
     branch: str = MAIN
+
+    def __post_init__(self):
+        # A str root works as a Path; a branch name is checked here because it becomes a folder.
+        object.__setattr__(self, "root", Path(self.root))
+        check_branch(self.branch)
 
     def on_branch(self, name: str) -> "ProjectPaths":
         return ProjectPaths(self.root, name)

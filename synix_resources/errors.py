@@ -155,3 +155,34 @@ class TenantError(SynixError):
 
 class TenantAuthError(SynixError):
     """A request to a tenant carries no token, or one that is not that tenant's."""
+
+
+class InvalidName(SynixError):
+    """A name (branch, tenant, live id, layer, project) breaks its rule (synix_resources.names);
+    refused before anything is written. The subclasses below also belong to the failure kind of
+    the thing named, so each interface answers them as it answers that kind's other errors."""
+
+
+class InvalidBranchName(InvalidName, BranchError):
+    """A branch name breaks the branch rule, or is reserved (main, `NAME@previous`)."""
+
+
+class InvalidTenantName(InvalidName, TenantError):
+    """A tenant name breaks the tenant rule."""
+
+
+class InvalidLiveId(InvalidName, LiveInputError):
+    """A live session id, user id or idempotency key breaks the live id rule."""
+
+
+class InvalidLayerName(InvalidName, PipelineDefinitionError):
+    """A layer, source or projection name breaks the layer rule."""
+
+
+class InvalidProjectName(InvalidName, PipelineDefinitionError):
+    """A project's (pipeline's) name breaks the project rule."""
+
+
+class UnsafeRemoval(SynixError):
+    """A folder was about to be removed that is not strictly inside the folder it belongs in
+    (or, for a clean-up, was not made by the failing call); nothing was removed."""

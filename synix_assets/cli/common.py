@@ -36,12 +36,13 @@ def project_option(fn):
 def project_paths(ctx: click.Context):
     from synix_assets.engine.branches import check_branch_usable
     from synix_assets.project import find_project
-    from synix_resources.store.branches import check_branch_name
+    from synix_resources.names import check_branch
 
     obj = ctx.obj or {}
-    branch = obj.get("branch") or os.environ.get("SYNIX_BRANCH") or None
+    # `--branch ''` is a bad name, not "no branch given" (an empty SYNIX_BRANCH is unset)
+    branch = obj["branch"] if "branch" in obj else os.environ.get("SYNIX_BRANCH") or None
     if branch is not None:
-        check_branch_name(branch)
+        check_branch(branch)
     paths = find_project(obj.get("project") or os.environ.get("SYNIX_PROJECT") or None, branch)
     check_branch_usable(paths)
     return paths

@@ -22,7 +22,6 @@ partition, half the events of a bulk build.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -32,6 +31,8 @@ from pathlib import Path
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+
+from synix_resources.folders import remove_inside
 
 INSTANCE_YAML = """# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).
 telemetry:
@@ -121,7 +122,7 @@ def create_databases(dagster_home: Path) -> None:
     home = Path(dagster_home).resolve()
     for stale in home.parent.glob(STAGING_PREFIX + "*"):
         if not _alive(stale.name[len(STAGING_PREFIX):]):  # left by a process that was killed
-            shutil.rmtree(stale, ignore_errors=True)
+            remove_inside(stale, home.parent, ignore_errors=True)
     cfg = home / "dagster.yaml"
     if not cfg.is_file() or cfg.read_text(encoding="utf-8") != INSTANCE_YAML or any(home.rglob("*.db")):
         return
@@ -149,7 +150,7 @@ def create_databases(dagster_home: Path) -> None:
             with contextlib.suppress(FileExistsError):
                 os.link(db, target)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_inside(staging, home.parent, ignore_errors=True)
 
 
 def _alive(pid: str) -> bool:

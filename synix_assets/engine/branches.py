@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from synix_assets.engine.locking import project_lock
 from synix_assets.project import CURRENT_BRANCH_FILE, MAIN, ProjectPaths
 from synix_resources.errors import BranchError
 from synix_resources.fingerprints import sha256_text
+from synix_resources.folders import new_folder, remove_inside
+from synix_resources.names import check_branch
 from synix_resources.store.branches import PREVIOUS
 
 PROMOTE_JOURNAL = "promote:pending"
@@ -97,7 +98,10 @@ def _require_exists(paths: ProjectPaths, name: str) -> None:
 
 def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = None,
                   pipeline_file: str | Path | None = None) -> dict:
-    """Instant: copies the parent's pointers and pipeline file; no artifact, no LLM call."""
+    """Instant: copies the parent's pointers and pipeline file; no artifact, no LLM call. The
+    names are checked before anything is written, and a failure removes only the branch folder
+    this call made."""
+    check_branch(name, new=True)
     parent = paths.on_branch(from_branch or paths.branch)
     source_file = Path(pipeline_file).expanduser().resolve() if pipeline_file else parent.pipeline_file
     if not source_file.is_file():
@@ -106,20 +110,19 @@ def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = N
     target = paths.on_branch(name)
     with project_lock(paths.lock, timeout_s=_lock_timeout()):
         with paths.open_store() as store:
-            if store.branch_info(name) is not None or name == MAIN:
+            if store.branch_info(name) is not None:
                 raise BranchError(f"branch {name!r} already exists",
                                   hint=f"pick another name or `synix branch delete {name}`")
             text = source_file.read_bytes()
-            _write_atomic(target.pipeline_file, text)
-            try:
+            taken = BranchError(f"{target.branch_dir} exists but is not a registered branch",
+                                hint="move it aside, or pick another name")
+            with new_folder(target.branch_dir, paths.branches_dir, taken=taken):
+                _write_atomic(target.pipeline_file, text)
                 pipeline = target.load_pipeline()  # a broken file fails here, not at the first run
                 info = store.create_branch(name, from_branch=parent.branch,
                                            info={"pipeline_sha": sha256_text(text.decode("utf-8", "replace")),
                                                  "from_file": str(source_file)})
                 drop_undeclared_layers(store.on_branch(name), pipeline)
-            except BaseException:
-                shutil.rmtree(target.branch_dir, ignore_errors=True)
-                raise
     return {"branch": name, "from": info.parent, "pipeline": str(target.pipeline_file),
             "created_at": info.created_at}
 
@@ -144,6 +147,7 @@ def list_branches(paths: ProjectPaths) -> list[dict]:
 
 
 def switch_branch(paths: ProjectPaths, name: str) -> dict:
+    check_branch(name)
     _require_exists(paths, name)
     marker = paths.state_dir / CURRENT_BRANCH_FILE
     if name == MAIN:
@@ -155,12 +159,13 @@ def switch_branch(paths: ProjectPaths, name: str) -> dict:
 
 def delete_branch(paths: ProjectPaths, name: str) -> dict:
     """Drops the branch's pointers and projections; its artifacts wait for `gc`."""
+    check_branch(name)
     if name == MAIN:
         raise BranchError("cannot delete main", hint="promote another branch instead")
     with project_lock(paths.lock, timeout_s=_lock_timeout()):
         with paths.open_store() as store:
             pointers = store.delete_branch(name)
-        shutil.rmtree(paths.on_branch(name).branch_dir, ignore_errors=True)
+        remove_inside(paths.on_branch(name).branch_dir, paths.branches_dir, ignore_errors=True)
     if paths.branch == name or (paths.state_dir / CURRENT_BRANCH_FILE).exists() and \
             (paths.state_dir / CURRENT_BRANCH_FILE).read_text().strip() == name:
         (paths.state_dir / CURRENT_BRANCH_FILE).unlink(missing_ok=True)
@@ -279,7 +284,7 @@ def _stage_snapshot(paths: ProjectPaths) -> None:
     """Main's pipeline.py and projection files, copied aside before main changes."""
     main = paths.on_branch(MAIN)
     staging = _staging_dir(paths)
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_inside(staging, paths.branches_dir, ignore_errors=True)  # left by an interrupted promote
     staging.mkdir(parents=True, mode=0o700)
     _write_atomic(staging / "pipeline.py", main.pipeline_file.read_bytes())
     snap = ProjectPaths(main.root, SNAPSHOT)
@@ -345,7 +350,7 @@ def finish_pending_promote(paths: ProjectPaths) -> bool:
             _show_in_dagster(main, store)
             staging, snap = _staging_dir(paths), _snapshot_dir(paths)
             if staging.exists():
-                shutil.rmtree(snap, ignore_errors=True)
+                remove_inside(snap, paths.branches_dir, ignore_errors=True)
                 os.replace(staging, snap)
             store.delete_meta(PROMOTE_JOURNAL)
     return True

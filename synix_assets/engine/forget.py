@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from synix_assets.engine import forget_verify as verifying
 from synix_assets.engine.locking import project_lock
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
+from synix_resources.folders import remove_inside
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -293,7 +293,8 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
             for suffix in (".db", ".db-wal", ".db-shm"):
                 shard = paths.dagster_home / "history" / "runs" / f"{run_id}{suffix}"
                 shard.unlink(missing_ok=True)
-            shutil.rmtree(paths.dagster_home / "storage" / run_id, ignore_errors=True)
+            remove_inside(paths.dagster_home / "storage" / run_id, paths.dagster_home / "storage",
+                          ignore_errors=True)
         graphs = _dagster_graphs(paths)
         arts = [a for a in journal["artifacts"] if any(a["layer"] in g.pipeline.steps for g in graphs)]
         for name, key in _partitions_named(graphs, arts):

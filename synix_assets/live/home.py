@@ -4,14 +4,15 @@ document, LLM cache and Dagster home (docs/live.md says why one project per tena
 """
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import ForgetUnverified, TenantError
 from synix_resources.live.inbox import Inbox
-from synix_resources.live.tenants import TenantRegistry, check_name
+from synix_resources.folders import new_folder, remove_inside
+from synix_resources.live.tenants import TenantRegistry
+from synix_resources.names import check_tenant
 from synix_resources.private import private_dir
 
 REGISTRY = "tenants.db"
@@ -38,7 +39,7 @@ class TenantHome:
             self._registry = None
 
     def folder(self, name: str) -> Path:
-        return self.root / TENANTS_DIR / check_name(name)
+        return self.root / TENANTS_DIR / check_tenant(name)
 
     def paths(self, name: str) -> ProjectPaths:
         return ProjectPaths(self.folder(name))
@@ -50,22 +51,21 @@ class TenantHome:
         return Inbox.from_env(self.folder(name) / ".synix" / "live" / "inbox.db")
 
     def create(self, name: str) -> dict:
-        """A new tenant: its project folder, then its registry row and token (printed once)."""
+        """A new tenant: its project folder, then its registry row and token (printed once). A
+        failure removes only the folder this call made."""
         from synix_assets.scaffold import init_project
 
         folder = self.folder(name)
         if self.registry.exists(name):
             raise TenantError(f"tenant {name!r} already exists in {self.root}", hint="choose another name")
-        if folder.exists():
-            raise TenantError(f"{folder} exists but is not a registered tenant",
-                              hint="move it aside, or choose another name")
+        taken = TenantError(f"{folder} exists but is not a registered tenant",
+                            hint="move it aside, or choose another name")
+        if folder.exists() or folder.is_symlink():
+            raise taken
         private_dir(self.root / TENANTS_DIR)
-        init_project(folder, template="live")
-        try:
+        with new_folder(folder, self.root / TENANTS_DIR, taken=taken):
+            init_project(folder, template="live")
             token = self.registry.add(name)
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
         return {"name": name, "token": token, "project": str(folder)}
 
     def list(self) -> list[dict]:
@@ -88,11 +88,7 @@ class TenantHome:
         elif not (folder.exists() or folder.is_symlink()):
             raise TenantError(f"no tenant {name!r} in {self.root}",
                               hint="`synix tenant list --home …` shows the tenants")
-        removed = folder.exists() or folder.is_symlink()
-        if folder.is_symlink():
-            folder.unlink()
-        elif folder.exists():
-            shutil.rmtree(folder)
+        removed = remove_inside(folder, self.root / TENANTS_DIR)  # a link is unlinked, not followed
         self.close()  # the purge needs no connection of ours on the file
         db = self.root / REGISTRY
         verify.purge(db, time.monotonic() + verify.wait_seconds(), f"tenant {name}")

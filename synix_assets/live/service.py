@@ -11,9 +11,10 @@ import time
 from collections import OrderedDict
 
 from synix_assets.live.home import TenantHome
-from synix_resources.errors import ArtifactNotFound, SessionNotFound
-from synix_resources.live.requests import check_id, parse_ingest
+from synix_resources.errors import ArtifactNotFound, InvalidName, SessionNotFound
+from synix_resources.live.requests import parse_ingest
 from synix_resources.llm.mapreduce import estimate_tokens
+from synix_resources.names import check_session_id, check_tenant
 
 OPEN_INBOXES = 256
 OPEN_MEMORIES = 32
@@ -74,6 +75,10 @@ class TenantServices:
         if owner is None:
             return 401, ("refused: a valid tenant token is required (Authorization: Bearer TOKEN, "
                          "printed by `synix tenant create`)")
+        try:
+            check_tenant(tenant)
+        except InvalidName as exc:  # says nothing about which tenants exist
+            return 400, exc.one_line()
         if owner != tenant:
             return 403, f"refused: this token is not valid for tenant {tenant!r}"
         return None
@@ -101,7 +106,7 @@ class TenantServices:
         return self.inboxes.get(tenant).close_session(session_id)
 
     def session(self, tenant: str, session_id: str, *, last: int | None = None) -> dict:
-        check_id(session_id, "session_id")
+        check_session_id(session_id)
         inbox = self.inboxes.get(tenant)
         info = inbox.session(session_id)
         if info is None:

@@ -23,13 +23,14 @@ from synix_assets.pipeline.steps import (FORMATS, LIVE_INBOX, PERIODS, SOURCE_KI
 from synix_assets.pipeline import validation
 from synix_resources.errors import PipelineDefinitionError
 from synix_resources.fingerprints import step_version
+from synix_resources.names import check_layer, check_project
 
 
 class Pipeline:
     def __init__(self, name: str, *, agent: str = "", description: str = "",
                  model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,
                  base_dir: str | Path | None = None):
-        self.name = name
+        self.name = check_project(name)
         self.agent = agent
         self.description = description
         self.model = model
@@ -245,9 +246,7 @@ class Pipeline:
         return step
 
     def _check_new_name(self, name: str) -> None:
-        if not name or not all(c.isalnum() or c in "-_" for c in name):
-            raise PipelineDefinitionError(
-                f"name {name!r} is not allowed", hint="use letters, digits, '-' and '_'")
+        check_layer(name)
         if name in self.sources or name in self.steps or name in self.projections:
             raise PipelineDefinitionError(f"name '{name}' is declared twice",
                                           hint="give every source, step and projection its own name")

@@ -20,6 +20,7 @@ from synix_assets.project import ProjectPaths
 from synix_assets.reports.query import NOT_BUILT_HINT, artifact_dict, focus_tree, hit_dict, source_of, tree_of
 from synix_resources.errors import ArtifactNotFound, SearchError, ServeError
 from synix_resources.llm.mapreduce import estimate_tokens
+from synix_resources.names import check_branch, check_layer
 
 MAX_LIMIT = 200
 PREVIEW_CHARS = 280
@@ -61,6 +62,7 @@ class BranchServices:
         return branch_names(self.main.paths)
 
     def get(self, branch: str) -> "MemoryService":
+        check_branch(branch)
         with self._lock:
             if branch not in self._services:
                 if branch not in self.names():
@@ -369,6 +371,7 @@ class MemoryService:
                    oldest_first: bool = False, since: str | None = None, until: str | None = None,
                    **filters: str | None) -> dict:
         """One page of a layer's current records, newest first, with optional filters."""
+        check_layer(layer)
         check_limit(per_page, "per_page")
         if page < 1:
             raise BadRequest(f"page must be 1 or more, got {page}")

@@ -28,7 +28,8 @@ from pathlib import Path
 from synix_resources.errors import IdempotencyConflict, SessionNotFound
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.live.migrations import LIVE_MIGRATIONS
-from synix_resources.live.requests import IngestRequest, check_id
+from synix_resources.live.requests import IngestRequest
+from synix_resources.names import check_session_id
 from synix_resources.store.connection import StoreConnection
 
 IDLE_GAP_S = 15 * 60
@@ -125,7 +126,7 @@ class Inbox(StoreConnection):
 
     def close_session(self, session_id: str, *, reason: str = "explicit", now: float | None = None) -> dict:
         """Close a session (idempotent: closing a closed session changes nothing)."""
-        check_id(session_id, "session_id")
+        check_session_id(session_id)
         now = time.time() if now is None else now
         with self._write("closing a session") as conn:
             row = conn.execute("SELECT state, version FROM sessions WHERE session_id = ?",

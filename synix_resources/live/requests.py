@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from synix_resources.errors import LiveInputError, LiveInputTooLarge
+from synix_resources.names import check_live_id
 from synix_resources.text import escape_invalid, is_valid_text
 
 ROLES = ("user", "assistant", "tool", "system")
@@ -21,8 +21,6 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_TURN_CHARS = 256 * 1024
 MAX_TURNS = 500
 MAX_NESTING = 20
-# Session, user and idempotency ids: readable, safe as Dagster partition keys and in URLs.
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,79}$")
 
 
 @dataclass
@@ -39,14 +37,6 @@ class IngestRequest:
     session_id: str | None = None
     user_id: str | None = None
     idempotency_key: str | None = None
-
-
-def check_id(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not _ID.match(value):
-        shown = escape_invalid(value[:40]) if isinstance(value, str) else type(value).__name__
-        raise LiveInputError(f"{name} {shown!r} is not valid",
-                             hint="use 1-80 letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
-    return value
 
 
 def _utc(value: Any, where: str) -> str:
@@ -139,6 +129,6 @@ def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRe
     session_id = data.get("session_id")
     user_id = data.get("user_id")
     key = data.get("idempotency_key") or idempotency_key
-    return IngestRequest(out, check_id(session_id, "session_id") if session_id is not None else None,
-                         check_id(user_id, "user_id") if user_id is not None else None,
-                         check_id(key, "idempotency_key") if key is not None else None)
+    return IngestRequest(out, check_live_id(session_id, "session_id") if session_id is not None else None,
+                         check_live_id(user_id, "user_id") if user_id is not None else None,
+                         check_live_id(key, "idempotency_key") if key is not None else None)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,11 +15,11 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from synix_resources.errors import TenantError
+from synix_resources.names import check_tenant
 from synix_resources.store.connection import StoreConnection
 from synix_resources.store.migrations import MigrationRegistry
 
 TENANT_MIGRATIONS = MigrationRegistry()
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 TOKEN_PREFIX = "synix_"
 
 
@@ -35,13 +34,6 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def check_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME.match(name):
-        raise TenantError(f"tenant name {name!r} is not allowed",
-                          hint="use 1-40 lowercase letters, digits and '-', starting with a letter or digit")
-    return name
-
-
 class TenantRegistry(StoreConnection):
     """`HOME/tenants.db`."""
 
@@ -50,7 +42,7 @@ class TenantRegistry(StoreConnection):
 
     def add(self, name: str) -> str:
         """Register a tenant and return its new token (shown once, stored only as a hash)."""
-        check_name(name)
+        check_tenant(name)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         with self._write("creating a tenant") as conn:

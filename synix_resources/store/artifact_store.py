@@ -17,7 +17,8 @@ from typing import Any, Iterable
 
 from synix_resources import fingerprints
 from synix_resources.errors import ArtifactNotFound
-from synix_resources.store.branches import MAIN, BranchesMixin, check_branch_name
+from synix_resources.names import check_branch
+from synix_resources.store.branches import MAIN, BranchesMixin
 from synix_resources.store.connection import StoreConnection, utc_now
 from synix_resources.store.dialect import ids_in, is_postgres_url
 from synix_resources.store.postgres import PostgresConnection
@@ -124,7 +125,7 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
         return super().__new__(cls)
 
     def __init__(self, path, *, branch: str = MAIN, **kwargs):
-        self.branch = check_branch_name(branch)
+        self.branch = check_branch(branch)
         super().__init__(path, **kwargs)
 
     # --- writing ------------------------------------------------------------------------
@@ -510,5 +511,5 @@ class PostgresArtifactStore(PostgresConnection, ArtifactStore):
     hosts' workers share it; writes are serialised by an advisory lock (see postgres.py)."""
 
     def __init__(self, url: str, *, branch: str = MAIN, **kwargs):
-        self.branch = check_branch_name(branch)
+        self.branch = check_branch(branch)
         PostgresConnection.__init__(self, url, **kwargs)

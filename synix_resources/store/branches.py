@@ -14,32 +14,18 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synix_resources.errors import BranchError
+from synix_resources.names import MAIN, check_branch
+from synix_resources.names import SNAPSHOT_SUFFIX as PREVIOUS
 
 if TYPE_CHECKING:
     import sqlite3
 
-MAIN = "main"
-PREVIOUS = "@previous"
 # Meta keys whose value belongs to one branch's build, not to the project as a whole.
 BRANCH_SCOPED_META = ("build:", "layer:", "projection:")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-
-
-def check_branch_name(name: str) -> str:
-    """The name if it is a valid branch name (or a `NAME@previous` snapshot); else BranchError."""
-    base = name[:-len(PREVIOUS)] if isinstance(name, str) and name.endswith(PREVIOUS) else name
-    if not isinstance(base, str) or not _NAME.match(base) or base.endswith(".lock"):
-        raise BranchError(f"invalid branch name {name!r}",
-                          hint="use letters, digits, '-', '_' and '.', starting with a letter "
-                               "or digit (at most 63 characters)")
-    return name
-
-
 def branch_meta_key(branch: str, key: str) -> str:
     if branch == MAIN or not key.startswith(BRANCH_SCOPED_META):
         return key
@@ -81,7 +67,7 @@ class BranchesMixin:
     def on_branch(self, name: str):
         """A view of this store that reads and moves `name`'s pointers (same connection:
         close the store you opened, not the view)."""
-        check_branch_name(name)
+        check_branch(name)
         view = copy.copy(self)
         view.branch = name
         return view
@@ -122,10 +108,7 @@ class BranchesMixin:
         instant, no artifact copied."""
         from synix_resources.store.connection import utc_now
 
-        check_branch_name(name)
-        if name == MAIN or name.endswith(PREVIOUS):
-            raise BranchError(f"cannot create a branch named {name!r}: the name is reserved",
-                              hint="pick another name")
+        check_branch(name, new=True)
         now = utc_now()
         with self._write(f"creating branch {name}") as conn:
             self._require(conn, from_branch)
