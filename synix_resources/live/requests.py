@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from synix_resources.errors import LiveInputError, LiveInputTooLarge
-from synix_resources.text import escape_invalid, is_valid_text
+from synix_resources.text import escape_invalid, is_valid_text, walk_json
 
 ROLES = ("user", "assistant", "tool", "system")
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -97,42 +97,19 @@ def _parse_constant(name: str) -> _BadNumber:  # NaN, Infinity, -Infinity: not J
     return _BadNumber(name, "not a finite number")
 
 
-_BODY = "the request body"
-
-
-def _field(where: str, key: str) -> str:
-    """`where.key` (`where['odd key']`), or `key` alone at the top of the body."""
-    name = key[:40]
-    step = f".{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) else f"[{name!r}]"
-    return step.lstrip(".") if where == _BODY else where + step
-
-
-def _problem(value: Any, where: str = _BODY, depth: int = 0) -> LiveInputError | None:
-    """The refusal of the first bad value in `value`, naming its field, or None."""
-    if depth > MAX_NESTING:
-        return LiveInputError(f"{where} is nested more than {MAX_NESTING} levels deep",
-                              hint="flatten the metadata")
-    if isinstance(value, _BadNumber):
-        return LiveInputError(f"{where} is {value.text}, {value.why}",
-                              hint=f"send finite numbers of at most {MAX_INT_DIGITS} digits; "
-                                   "anything else as a string")
-    if isinstance(value, str):
-        return None if is_valid_text(value) else LiveInputError(
-            f"{where} holds text that is not valid Unicode ('{escape_invalid(value[:40])}')",
-            hint="send valid UTF-8 text")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not is_valid_text(key):
-                return LiveInputError(f"{where} has a key that is not valid Unicode "
-                                      f"('{escape_invalid(key[:40])}')", hint="send valid UTF-8 text")
-            problem = _problem(item, _field(where, key), depth + 1)
-            if problem is not None:
-                return problem
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            problem = _problem(item, f"{where}[{i}]", depth + 1)
-            if problem is not None:
-                return problem
+def _problem(data: dict) -> LiveInputError | None:
+    """The refusal of the first bad value in the body, naming its field, or None."""
+    for where, value, depth in walk_json(data):
+        if depth > MAX_NESTING:
+            return LiveInputError(f"{where} is nested more than {MAX_NESTING} levels deep",
+                                  hint="flatten the metadata")
+        if isinstance(value, _BadNumber):
+            return LiveInputError(f"{where} is {value.text}, {value.why}",
+                                  hint=f"send finite numbers of at most {MAX_INT_DIGITS} digits; "
+                                       "anything else as a string")
+        if isinstance(value, str) and not is_valid_text(value):
+            return LiveInputError(f"{where} holds text that is not valid Unicode "
+                                  f"('{escape_invalid(value[:40])}')", hint="send valid UTF-8 text")
     return None
 
 
