@@ -14,10 +14,11 @@ def status_of(exc: Exception) -> int:
     return 400
 
 
-def validation_line(exc) -> str:
-    """FastAPI's validation error list as one line naming each bad parameter."""
+def validation_line(exc, noun: str = "parameter", skip: tuple = ("query", "path", "body")) -> str:
+    """A pydantic/FastAPI validation error list as one line naming each bad `noun`
+    (`skip`: location parts that say where, not what — FastAPI's query/path/body)."""
     parts = []
     for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "path", "body")]
-        parts.append(f"bad parameter {'.'.join(loc) or '?'}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or "bad request"
+        loc = [str(p) for p in err.get("loc", ()) if p not in skip]
+        parts.append(f"bad {noun} {'.'.join(loc) or '?'}: {err.get('msg', 'invalid')}")
+    return " ".join("; ".join(parts).split()) or "bad request"
