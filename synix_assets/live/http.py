@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.live.service import TenantServices
-from synix_assets.serve.errors import validation_line
+from synix_assets.serve.errors import internal_error_line, json_errors, validation_line
 from synix_resources.errors import (ArtifactNotFound, IdempotencyConflict, LiveInputError, LiveInputTooLarge,
                                     SessionNotFound, StoreError, SynixError, TenantError)
 from synix_resources.live.requests import MAX_BODY_BYTES
@@ -102,6 +102,11 @@ def live_api(services: TenantServices) -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException):
         return _error(exc.status_code, str(exc.detail))
 
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        # Starlette calls this for what no handler above took, then re-raises it to the log.
+        return _error(500, internal_error_line(exc))
+
     return app
 
 
@@ -177,7 +182,8 @@ def run_home_server(home, *, host: str, port: int, allowed_hosts: tuple[str, ...
     policy = GuardPolicy(port=port, bind_host=host, allowed_hosts=allowed_hosts,
                          json_is_proof=True, bearer_is_proof=True)
     services = TenantServices(home)
-    server = make_server(HomeApp(services), policy, host=host, port=port)
+    # json_errors: what fails in HomeApp's own routing (outside the FastAPI apps) is a JSON 500 too.
+    server = make_server(json_errors(HomeApp(services)), policy, host=host, port=port)
     builder = Worker(home, interval_s=interval_s).start() if worker else None
 
     def stop() -> None:

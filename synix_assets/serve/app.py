@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.serve import api, explorer
-from synix_assets.serve.errors import status_of, validation_line
+from synix_assets.serve.errors import internal_error_line, status_of, validation_line
 from synix_assets.serve.service import BranchServices, MemoryService
 from synix_resources.errors import SynixError
 
@@ -67,6 +67,11 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         return answer(request, exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        # Starlette calls this for what no handler above took, then re-raises it to the log.
+        return answer(request, 500, internal_error_line(exc))
 
     return app
 

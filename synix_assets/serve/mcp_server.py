@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from synix_assets.serve.errors import validation_line
 from synix_assets.serve.service import MemoryService
 from synix_assets.serve.tools import memory_tools
 from synix_resources.errors import SynixError
@@ -29,11 +30,30 @@ def _as_tool(fn):
     return tool
 
 
-def build_server(service: MemoryService):
+def _server_class():
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class SynixMCPServer(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            """Arguments that fail the tool's schema come back as one line naming each
+            argument, not pydantic's multi-line report."""
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                    raise
+                line = validation_line(exc.__cause__, noun="argument", skip=())
+                raise ToolError(f"Error executing tool {name}: {line}") from exc.__cause__
+
+    return SynixMCPServer
+
+
+def build_server(service: MemoryService):
     from mcp_types import ToolAnnotations
 
-    server = MCPServer("synix-memory", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _server_class()("synix-memory", instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in memory_tools(service):
         server.add_tool(_as_tool(fn), annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
                         structured_output=False)
@@ -41,8 +61,12 @@ def build_server(service: MemoryService):
 
 
 def run_stdio(service: MemoryService) -> None:
+    import anyio
+
+    from synix_assets.serve.mcp_stdio import serve_stdio
+
     try:
-        build_server(service).run("stdio")
+        anyio.run(serve_stdio, build_server(service))
     finally:
         service.close()
 

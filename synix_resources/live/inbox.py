@@ -247,8 +247,10 @@ class Inbox(StoreConnection):
             rows = conn.execute(sql, (session_id, up_to_version if up_to_version is not None else 1 << 62)).fetchall()
         if last is not None:
             rows = rows[-last:]
+        # parse_constant: a NaN/Infinity stored before the door refused them reads back as its
+        # name, so the session stays readable as JSON.
         return [{"turn_id": r[0], "version": r[1], "n": r[2], "role": r[3], "content": r[4], "ts": r[5],
-                 "metadata": json.loads(r[6]), "received_at": r[7]} for r in rows]
+                 "metadata": json.loads(r[6], parse_constant=str), "received_at": r[7]} for r in rows]
 
     def unbuilt_sessions(self, *, limit: int = 20) -> list[dict]:
         """Sessions whose newest turns are not in the built memory yet (open, or closed and

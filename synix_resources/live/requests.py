@@ -2,7 +2,8 @@
 
 The body arrives as bytes: it must be UTF-8 (strictly), JSON, an object with a non-empty `turns`
 list of `{role, content, ts?, metadata?}`, within the size limits, and hold no text SQLite cannot
-store (lone surrogates, which JSON may spell as `\\udcff`).
+store (lone surrogates, which JSON may spell as `\\udcff`) and no number a JSON answer cannot carry
+back (NaN, Infinity, a float that overflows, an integer of thousands of digits).
 """
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ from typing import Any
 
 from synix_resources.errors import LiveInputError, LiveInputTooLarge
 from synix_resources.names import check_live_id
-from synix_resources.text import escape_invalid, is_valid_text
+from synix_resources.text import escape_invalid, is_valid_text, walk_json
 
 ROLES = ("user", "assistant", "tool", "system")
 MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_TURN_CHARS = 256 * 1024
 MAX_TURNS = 500
 MAX_NESTING = 20
+MAX_INT_DIGITS = 40  # a 128-bit integer has 39; longer ones are data, sent as strings
+# Turn times a transcript can hold: epoch seconds start at 1970, and a UTC time must keep a
+# four-digit year (datetime cannot go past 9999).
+FIRST_TS = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass
@@ -40,34 +45,61 @@ class IngestRequest:
 
 
 def _utc(value: Any, where: str) -> str:
-    """ISO-8601 (naive = UTC) or epoch seconds → `YYYY-MM-DDTHH:MM:SSZ`."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
-        return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if isinstance(value, str):
-        try:
+    """ISO-8601 (naive = UTC) or epoch seconds → `YYYY-MM-DDTHH:MM:SSZ`, between 1970 and 9999."""
+    parsed = None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            parsed = datetime.fromtimestamp(value, tz=timezone.utc) if value >= 0 else None
+        elif isinstance(value, str):
             parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            parsed = None
-        if parsed is not None:
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=timezone.utc)
-            return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    raise LiveInputError(f"{where}.ts {str(value)[:40]!r} is not a time",
-                         hint="give ISO-8601 (2025-06-01T10:00:00Z) or epoch seconds, or leave it out")
+            parsed = parsed.astimezone(timezone.utc)
+    except (ValueError, OverflowError, OSError):  # not ISO-8601, or past what a date can hold
+        parsed = None
+    if parsed is None or parsed < FIRST_TS:
+        raise LiveInputError(f"{where}.ts {str(value)[:40]!r} is not a time between 1970 and 9999 (UTC)",
+                             hint="give ISO-8601 (2025-06-01T10:00:00Z) or epoch seconds, or leave it out")
+    return parsed.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _invalid_text(value: Any, depth: int = 0) -> str | None:
-    """The first string in `value` that is not valid Unicode, or a nesting problem."""
-    if depth > MAX_NESTING:
-        return f"is nested more than {MAX_NESTING} levels deep"
-    if isinstance(value, str):
-        return None if is_valid_text(value) else f"holds text that is not valid Unicode ('{escape_invalid(value[:40])}')"
-    items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else \
-        value if isinstance(value, list) else []
-    for item in items:
-        problem = _invalid_text(item, depth + 1)
-        if problem:
-            return problem
+class _BadNumber:
+    """A JSON number refused at the door, kept as its text until the walk over the body names
+    the field it is in (json's parse hooks do not know where they are)."""
+
+    def __init__(self, text: str, why: str):
+        self.text, self.why = text, why
+
+
+def _parse_int(text: str) -> int | _BadNumber:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:  # int() of it would also pass Python's 4,300-digit limit
+        return _BadNumber(f"a {digits}-digit integer", f"over the {MAX_INT_DIGITS}-digit limit")
+    return int(text)
+
+
+def _parse_float(text: str) -> float | _BadNumber:
+    value = float(text)
+    return value if math.isfinite(value) else _BadNumber(text[:20], "too large for a number")
+
+
+def _parse_constant(name: str) -> _BadNumber:  # NaN, Infinity, -Infinity: not JSON
+    return _BadNumber(name, "not a finite number")
+
+
+def _problem(data: dict) -> LiveInputError | None:
+    """The refusal of the first bad value in the body, naming its field, or None."""
+    for where, value, depth in walk_json(data):
+        if depth > MAX_NESTING:
+            return LiveInputError(f"{where} is nested more than {MAX_NESTING} levels deep",
+                                  hint="flatten the metadata")
+        if isinstance(value, _BadNumber):
+            return LiveInputError(f"{where} is {value.text}, {value.why}",
+                                  hint=f"send finite numbers of at most {MAX_INT_DIGITS} digits; "
+                                       "anything else as a string")
+        if isinstance(value, str) and not is_valid_text(value):
+            return LiveInputError(f"{where} holds text that is not valid Unicode "
+                                  f"('{escape_invalid(value[:40])}')", hint="send valid UTF-8 text")
     return None
 
 
@@ -82,7 +114,8 @@ def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRe
         raise LiveInputError(f"the request body is not UTF-8 (byte {err.start})",
                              hint="send JSON encoded as UTF-8") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                          parse_constant=_parse_constant)
     except (json.JSONDecodeError, RecursionError) as err:
         reason = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deep"
         raise LiveInputError(f"the request body is not JSON ({reason})",
@@ -90,9 +123,9 @@ def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRe
     if not isinstance(data, dict):
         raise LiveInputError(f"the request body is a JSON {type(data).__name__}, not an object",
                              hint='send {"turns": [{"role": "user", "content": "…"}]}')
-    problem = _invalid_text(data)
-    if problem:
-        raise LiveInputError(f"the request body {problem}", hint="send valid UTF-8 text")
+    problem = _problem(data)
+    if problem is not None:
+        raise problem
     unknown = sorted(set(data) - {"session_id", "user_id", "turns", "idempotency_key"})
     if unknown:
         raise LiveInputError(f"unknown field {unknown[0]!r} in the request",

@@ -19,6 +19,7 @@ import re
 import sqlite3
 import unicodedata
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -304,6 +305,32 @@ class SearchIndex:
             if "docs" not in db.table_names():  # another process may have won the race
                 schema.create(db, UNIT_TITLE_FORMAT)
 
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction, committed whole or rolled back. `with conn:` alone is not one:
+        sqlite_utils' `execute` commits a write it runs outside an open transaction at once, so
+        each DELETE of a replaced document was published on its own and readers saw units
+        without their document under an unchanged generation."""
+        with self.db.conn:
+            self.db.execute("BEGIN IMMEDIATE")
+            yield
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Every read of one search in one read transaction, so the generation its caches are
+        keyed by and the rows it reads belong to the same committed state. A caller already
+        inside a transaction (the server's pooled readers) keeps its own."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
     def _generation(self) -> str:
         return self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
 
@@ -429,7 +456,7 @@ class SearchIndex:
         # for the minutes a large first build can take.
         self._embed_missing(texts)
         self.db.conn.commit()
-        with self.db.conn:
+        with self._write():
             for doc, old_id, units, keys in prepared:
                 if old_id is not None:
                     self._delete_doc(old_id)
@@ -439,7 +466,7 @@ class SearchIndex:
     def _finish(self, existing: dict, gone: list[str], reindex: bool, stats: SyncStats) -> SyncStats:
         written = stats.added + stats.updated
         if gone or (reindex and written):
-            with self.db.conn:
+            with self._write():
                 for aid in gone:
                     self._delete_doc(existing[aid][0])
                 if reindex:
@@ -454,7 +481,7 @@ class SearchIndex:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'unit_titles'").fetchone()
         if row is not None and row[0] == UNIT_TITLE_FORMAT:
             return
-        with self.db.conn:
+        with self._write():
             for doc_id, title, date in self.db.execute(
                     "SELECT id, title, date FROM docs").fetchall():
                 self.db.execute("UPDATE units SET title = ? WHERE doc_id = ?",
@@ -506,7 +533,7 @@ class SearchIndex:
         """Delete these artifacts (and their vectors) from the index; returns how many were."""
         ids = list(dict.fromkeys(artifact_ids))
         removed = 0
-        with self.db.conn:
+        with self._write():
             for aid in ids:
                 row = self.db.execute("SELECT id FROM docs WHERE artifact_id = ?",
                                       [aid]).fetchone()
@@ -540,7 +567,7 @@ class SearchIndex:
     def purge_free_pages(self) -> None:
         """Make forgotten text unrecoverable from the file: drop vectors no unit uses, rewrite
         the FTS segments, checkpoint the WAL and VACUUM (secure_delete zeroes freed pages)."""
-        with self.db.conn:
+        with self._write():
             self.db.execute("DELETE FROM vectors WHERE key NOT IN "
                             "(SELECT vec_key FROM units WHERE vec_key IS NOT NULL)")
             for table in (schema.SEARCHABLE_FTS, schema.HIDDEN_FTS):
@@ -589,14 +616,15 @@ class SearchIndex:
         if limit <= 0:
             return SearchResults([], mode=mode, requested_mode=mode)
         layers = check_filters(layers=layers, since=since, until=until, source=source)
-        layer_list = self._check_layers(layers)
-        filters = _Filters(layer_list, since, until, source, leaves)
-        if exact:
-            return SearchResults(self._exact(check_phrase(query), filters, limit), mode="exact",
-                                 requested_mode="exact")
-        parsed = parse_query(query)
-        return self._ranked(parsed, mode, filters, limit, per,
-                            dedup=layer_list is None and not leaves, restrict=None)
+        with self._snapshot():
+            layer_list = self._check_layers(layers)
+            filters = _Filters(layer_list, since, until, source, leaves)
+            if exact:
+                return SearchResults(self._exact(check_phrase(query), filters, limit),
+                                     mode="exact", requested_mode="exact")
+            parsed = parse_query(query)
+            return self._ranked(parsed, mode, filters, limit, per,
+                                dedup=layer_list is None and not leaves, restrict=None)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
@@ -606,19 +634,20 @@ class SearchIndex:
         require_text(artifact_id, "artifact id")
         if per not in ("artifact", "passage"):
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
-        row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
-                              [artifact_id]).fetchone()
-        if row is None:
-            raise SearchError(f"artifact {artifact_id} is not in search index {self.path}")
-        parents, ancestry = json.loads(row[0]), json.loads(row[1])
-        if query is None:
-            hits = [self._doc_hit(aid) for aid in parents]
-            return SearchResults([h for h in hits if h is not None], mode="fts",
-                                 requested_mode="fts")
-        parsed = parse_query(query)
-        restrict = set(ancestry) | set(parents)
-        return self._ranked(parsed, mode, _Filters(None, None, None, None), limit, per,
-                            dedup=False, restrict=restrict)
+        with self._snapshot():
+            row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
+                                  [artifact_id]).fetchone()
+            if row is None:
+                raise SearchError(f"artifact {artifact_id} is not in search index {self.path}")
+            parents, ancestry = json.loads(row[0]), json.loads(row[1])
+            if query is None:
+                hits = [self._doc_hit(aid) for aid in parents]
+                return SearchResults([h for h in hits if h is not None], mode="fts",
+                                     requested_mode="fts")
+            parsed = parse_query(query)
+            restrict = set(ancestry) | set(parents)
+            return self._ranked(parsed, mode, _Filters(None, None, None, None), limit, per,
+                                dedup=False, restrict=restrict)
 
     def _check_layers(self, layers) -> list[str] | None:
         if layers is None:

@@ -141,3 +141,37 @@ def test_a_failed_transaction_leaves_no_half_written_turns(inbox):
         inbox.ingest(parse_ingest(body("two", "three", session="s")), now=2)
     assert inbox.all_turn_ids() == ["s-1"] and inbox.session("s")["turns"] == 1
     assert isinstance(conn, sqlite3.Connection)
+
+
+def test_turns_stored_with_nan_before_the_door_refused_it_read_back_as_json(inbox):
+    inbox.ingest(parse_ingest(body("hello", session="old")), now=1)
+    # What an older version stored for `"metadata": {"a": NaN}` (it accepted NaN).
+    inbox._open_conn().execute("UPDATE turns SET metadata = ? WHERE session_id = 'old'",
+                               ['{"a":NaN,"b":[Infinity,1]}'])
+    turns = inbox.turns("old")
+    assert turns[0]["metadata"] == {"a": "NaN", "b": ["Infinity", 1]}
+    json.dumps(turns, allow_nan=False)  # what the HTTP answer does: no ValueError
+
+
+@pytest.mark.parametrize("fields, field", [
+    ('"ts": 1e20', "turns[0].ts"),
+    ('"ts": -1', "turns[0].ts"),
+    ('"ts": "1969-12-31T23:59:59Z"', "turns[0].ts"),
+    ('"ts": "0001-01-01T00:00:00+14:00"', "turns[0].ts"),
+    ('"metadata": {"n": ' + "1" * 41 + "}", "turns[0].metadata.n"),
+    ('"metadata": {"odd key": {"x": NaN}}', "turns[0].metadata['odd key'].x"),
+])
+def test_unstorable_times_and_numbers_are_refused_naming_the_field(inbox, fields, field):
+    raw = ('{"turns": [{"role": "user", "content": "x", ' + fields + "}]}").encode()
+    with pytest.raises(LiveInputError) as caught:
+        parse_ingest(raw)
+    assert caught.value.one_line().startswith(field + " ") and "\n" not in caught.value.one_line()
+
+
+def test_times_and_numbers_at_the_limits_are_kept():
+    raw = ('{"turns": [{"role": "user", "content": "x", "ts": "9999-12-31T23:59:59Z", '
+           '"metadata": {"n": -' + "9" * 40 + ', "f": 1.5e300}}, '
+           '{"role": "user", "content": "y", "ts": 0}]}').encode()
+    first, second = parse_ingest(raw).turns
+    assert first.ts == "9999-12-31T23:59:59Z" and first.metadata == {"n": -int("9" * 40), "f": 1.5e300}
+    assert second.ts == "1970-01-01T00:00:00Z"

@@ -146,6 +146,40 @@ def test_bad_input_is_a_4xx_with_one_line_and_nothing_is_written(served, name, b
     assert (_turn_count(home, "alpha"), _turn_count(home, "bravo")) == before
 
 
+def _turn_with(session_id: str, fields: str) -> bytes:
+    """A one-turn ingest body with raw JSON `fields` added to the turn (NaN is not JSON)."""
+    return (f'{{"session_id": "{session_id}", "turns": [{{"role": "user", "content": "hello", '
+            f'{fields}}}]}}').encode()
+
+
+@pytest.mark.parametrize("name, fields, field", [
+    ("epoch 1e20", '"ts": 1e20', "turns[0].ts"),
+    ("epoch 1e300", '"ts": 1e300', "turns[0].ts"),
+    ("year 1 east of UTC", '"ts": "0001-01-01T00:00:00+14:00"', "turns[0].ts"),
+    ("year 9999 west of UTC", '"ts": "9999-12-31T23:59:59-14:00"', "turns[0].ts"),
+    ("5,000-digit number", '"metadata": {"n": ' + "7" * 5000 + "}", "turns[0].metadata.n"),
+    ("NaN", '"metadata": {"a": NaN}', "turns[0].metadata.a"),
+    ("Infinity in a list", '"metadata": {"a": [1, -Infinity]}', "turns[0].metadata.a[1]"),
+    ("float overflow", '"metadata": {"deep": {"x": 1e400}}', "turns[0].metadata.deep.x"),
+])
+def test_unstorable_times_and_numbers_are_a_400_naming_the_field_and_nothing_is_stored(
+        served, name, fields, field):
+    home, server, tokens = served
+    port, tok = server.port, tokens["alpha"]
+    session = "odd-" + "".join(c if c.isalnum() else "-" for c in name)
+    before = _turn_count(home, "alpha")
+    status, answer = call(port, "POST", "/v1/tenants/alpha/ingest", tok, _turn_with(session, fields))
+    assert status == 400, (name, answer)
+    assert answer["error"].startswith(field + " ") and "\n" not in answer["error"], answer
+    assert _turn_count(home, "alpha") == before
+    assert call(port, "GET", f"/v1/tenants/alpha/sessions/{session}", tok)[0] == 404
+    # The session is not poisoned: the same session with a plain turn is stored and read back.
+    status, _ = call(port, "POST", "/v1/tenants/alpha/ingest", tok, _turn_with(session, '"metadata": {"a": 1}'))
+    assert status == 200
+    status, read = call(port, "GET", f"/v1/tenants/alpha/sessions/{session}", tok)
+    assert status == 200 and [t["metadata"] for t in read["turns"]] == [{"a": 1}]
+
+
 def test_unknown_tenant_and_unknown_paths_are_refused_with_one_line(served):
     home, server, tokens = served
     status, answer = call(server.port, "POST", "/v1/tenants/ghost/ingest", "synix_forged",
