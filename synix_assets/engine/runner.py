@@ -344,6 +344,8 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
             plan = _found_by_graph(graph, layer, plan)
         if not plan.stale and not plan.retire:
             launch.restamp(pipeline, layer)
+            if plan.blocked:
+                launch.report_blocked(layer, plan)
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
                                     "blocked": len(plan.blocked), "llm_calls": 0}
             notify(layer, "done", report.layers[layer])
@@ -438,6 +440,13 @@ class _Launcher:
         keys = sorted(self.ctx.store.current_index(layer))
         record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
                        {layer: keys}, [], "verified")
+
+    def report_blocked(self, layer: str, plan) -> None:
+        """The `synix_up_to_date` check of a layer not launched because what it would build is
+        blocked by failures: its last evaluation, from before them, would show it up to date."""
+        from synix_assets.dagster_defs.checks import check_evaluation
+
+        self.instance.report_runless_asset_event(check_evaluation(layer, self.names.layer(layer), plan))
 
     def drop_partitions(self, pipeline, retired: dict[str, list[str]]) -> None:
         """Partitions of vanished groups (a deleted export's conversations, a month left empty)
