@@ -60,9 +60,9 @@ def _latest_check(paths, layer: str):
         env.setenv("DAGSTER_HOME", str(paths.dagster_home))  # the instance's yaml reads it
         instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
     try:
-        for record in instance.fetch_events(
+        for record in instance.get_event_records(  # as tests/engine/test_work_graph.py reads them
                 dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION),
-                limit=100, ascending=False).records:
+                limit=100, ascending=False):
             evaluation = record.event_log_entry.dagster_event.event_specific_data
             if evaluation.asset_key == dg.AssetKey([layer]):
                 return evaluation
