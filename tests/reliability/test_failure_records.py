@@ -80,7 +80,7 @@ def test_a_refused_conversation_whose_export_is_removed_blocks_nothing_and_the_c
     assert first.returncode == 1
     line = _one_line(first)
     assert "episodes/bad-1" in line and "refused" in line and "blocking monthly (1), core (1)" in line
-    assert not (paths.root / "context.md").exists()  # never written from no core
+    assert "Drawn from core (0 artifacts" in _context(paths)  # no core was ever built
     refused.unlink()
     plan = _cli(paths, "plan", "--json")
     assert plan.returncode == 0, plan.stderr
