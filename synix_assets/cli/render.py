@@ -265,6 +265,11 @@ def status_table(out: Console, status: dict) -> None:
                   f"{safe((r['finished_at'] or r['started_at'])[:19])}")
     else:
         out.print("No build yet — run: synix run")
+    pending = status.get("pending_forget")
+    if pending:
+        out.print(f"[yellow]forget of {safe(pending['target'], one_line=True)} is not finished[/] "
+                  f"— finish it: {safe(pending['finish_with'])} (the next synix run also finishes "
+                  f"it before building)")
 
 
 # ---- search / lineage / get ------------------------------------------------------------------

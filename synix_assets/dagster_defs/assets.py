@@ -28,7 +28,7 @@ from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, lay
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer, settle_failures
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
 from synix_assets.engine.schedule import arrivals, plan_for_check, take
@@ -192,7 +192,12 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         for outcome in arrivals(ctx.run_id, layer):
             streamed.add(outcome.group_key)
             yield from _partitions(ctx, layer, [outcome], prov, key)
-        result = take(ctx.run_id, layer) or build_layer(ctx, layer, scan, keys)
+        result = take(ctx.run_id, layer)
+        if result is None:
+            if ctx.store.failures():  # a run from the UI or the sensor: as `synix run` does first
+                scan = scan if scan is not None else ctx.reader.scan()
+                settle_failures(ctx, scan, upto=layer)
+            result = build_layer(ctx, layer, scan, keys)
         ctx.store.record_layer_stats(ctx.run_id, layer, result.totals())
         context.log.info(f"{layer}: {result.totals()}")
         # A partition reading a fan-in edge looks stale to Dagster once any upstream partition

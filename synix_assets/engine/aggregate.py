@@ -50,7 +50,7 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
                                       est_tokens_in=step.config["topic_limit"] * (avg_out_tokens(ctx, step.upstream) or 300)))
         return out
     members = _members(ctx, layer, arts, up)
-    failed = blocked_groups(ctx, step.upstream)
+    failed = blocked_groups(ctx, step.upstream, up.lapsed if up else ())
     failed_periods = {period_of(date_of(ctx, gk), step.config["period"]) for gk in failed} \
         if step.config["period"] else ({"*"} if failed else set())
     prompt_changed = version_changed(ctx, layer, version)

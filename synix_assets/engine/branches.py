@@ -312,8 +312,9 @@ def promote_branch(paths: ProjectPaths, name: str, *, force: bool = False) -> di
             if store.branch_info(name) is None:
                 raise BranchError(f"no branch {name!r}", hint="see `synix branch list`")
             built = store.on_branch(name).get_meta("build:fingerprint") is not None
-        if not built and not force and name != SNAPSHOT:
-            raise BranchError(f"branch {name!r} has no complete build to promote",
+        missing = None if built or force or name == SNAPSHOT else _unfinished(source)
+        if missing:
+            raise BranchError(f"branch {name!r} has no complete build to promote ({missing})",
                               hint=f"run `synix run --branch {name}` first (or pass --force)")
         source.load_pipeline()  # refuse a broken pipeline before anything moves
         _stage_snapshot(paths)
@@ -321,6 +322,23 @@ def promote_branch(paths: ProjectPaths, name: str, *, force: bool = False) -> di
             moved = store.promote(name, journal={"source": name, "phase": "db"})
         finish_pending_promote(paths)
     return {"promoted": name, "undo": f"synix branch promote {SNAPSHOT}", **moved}
+
+
+def _unfinished(paths: ProjectPaths) -> str | None:
+    """What the branch's memory still lacks according to its plan (None: nothing). Complete is
+    a fact about its artifacts and projections, not about how its last build was invoked: a
+    `run(from_layer=..., full=True)` records no whole-build fingerprint yet leaves it complete."""
+    from synix_assets.reports.plan import make_plan
+
+    plan = make_plan(paths, compare=False)
+    parts = []
+    for layer, est in plan.layers.items():
+        counts = [f"{n} {what}" for what, n in (("to build", est.stale), ("to retire", est.retire),
+                                                ("blocked", est.blocked), ("failed", est.failed)) if n]
+        if counts:
+            parts.append(f"{layer}: {', '.join(counts)}")
+    parts += [f"projection {name} stale" for name, p in plan.projections.items() if p["stale"]]
+    return "; ".join(parts) or None
 
 
 def finish_pending_promote(paths: ProjectPaths) -> bool:

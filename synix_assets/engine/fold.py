@@ -46,7 +46,7 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
     gone = set(up.retire) if up else set()
     arts = _ordered(ctx, layer, [a for a in ctx.store.list_layer(step.upstream) if a.group_key not in gone])
     out = LayerPlan(layer, "fold")
-    if blocked_groups(ctx, step.upstream):
+    if blocked_groups(ctx, step.upstream, up.lapsed if up else ()):
         out.blocked.append(GROUP)
         return out
     per_item = (avg_out_tokens(ctx, step.upstream) or 300) + (avg_out_tokens(ctx, layer) or 400) + 250

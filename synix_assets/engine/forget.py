@@ -465,8 +465,11 @@ def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     for name, key in _leftover_partitions(paths, pipeline, journal):
         found.setdefault(str(paths.dagster_home), set()).add(f"Dagster partition {name}/{key}")
     if found:
-        # purge must run again on the rerun: whatever held the text may be gone by then
-        journal["done"] = [p for p in journal["done"] if p != "purge"]
+        # purge must run again on the rerun: whatever held the text may be gone by then; and
+        # cached answers still derived from it are deleted again then, so a rerun can finish
+        # (no leftover may keep the project from building for good)
+        again = {"purge"} | ({"cache"} if leftover_keys else set())
+        journal["done"] = [p for p in journal["done"] if p not in again]
         journaling.save(paths, journal)
         first = sorted(found)[0]
         raise ForgetUnverified(

@@ -201,15 +201,22 @@ def _ingest_meta_keys(pipeline, store, export_files: list[Path], root: Path) -> 
 
 def cache_keys(paths: ProjectPaths, journal: dict) -> set[str]:
     """Every cached exchange whose input derived from the forgotten artifacts: by recorded
-    sources (followed through answers fed into later requests), by the prompt hashes in their
-    audit, and — for entries written before sources were recorded — by their text."""
+    sources (followed through answers fed into later requests; a source naming an artifact that
+    does not derive from them is judged by that record, not by its bytes), and — for entries
+    written before sources were recorded — by the prompt hashes in the forgotten artifacts'
+    audit and by their text. An answer re-derived without the forgotten text is never taken
+    for one derived from it, however identical: or the rebuild would write what verify then
+    finds, and the forget could never finish."""
     if not paths.llm_cache.exists():
         return set()
+    doomed = {a["id"] for a in journal["artifacts"]}
     cache = ResponseCache(paths.llm_cache)
+    store = ArtifactStore(paths.store)
     try:
-        keys = cache.derived_keys({a["id"] for a in journal["artifacts"]}, journal["text_hashes"])
-        keys |= cache.keys_for_prompt_hashes(journal["prompt_hashes"])
+        keys = cache.derived_keys(doomed, journal["text_hashes"],
+                                  kept=lambda ids: store.existing_ids(ids) - doomed)
         legacy = set(cache.keys_without_sources())
+        keys |= cache.keys_for_prompt_hashes(journal["prompt_hashes"]) & legacy
         texts = list(journal["match_texts"])
         for _ in range(LEGACY_CACHE_ROUNDS):  # a fold's state is the next step's input
             hits = cache.keys_mentioning(texts, legacy - keys) if legacy - keys else set()
@@ -218,6 +225,7 @@ def cache_keys(paths: ProjectPaths, journal: dict) -> set[str]:
             keys |= hits
             texts = [t for key in hits for t in _answer_lines(cache, key)]
     finally:
+        store.close()
         cache.close()
     return keys
 

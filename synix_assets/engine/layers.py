@@ -25,12 +25,40 @@ def plan_layer(ctx, layer: str, scan: IngestResult, up: LayerPlan | None,
     and transforms (one partition per conversation) then read only those partitions' rows."""
     step = ctx.pipeline.steps[layer]
     if is_source_merge(ctx.pipeline, layer):
-        return transcripts.plan(ctx, layer, scan, keys)
-    if step.kind == "transform":
-        return transform.plan(ctx, layer, up, keys)
-    module = {"merge": merge, "aggregate": aggregate, "fold": fold}[step.kind]
-    plan = module.plan(ctx, layer, up)
-    return plan if keys is None else plan.only(keys)
+        plan = transcripts.plan(ctx, layer, scan, keys)
+    elif step.kind == "transform":
+        plan = transform.plan(ctx, layer, up, keys)
+    else:
+        module = {"merge": merge, "aggregate": aggregate, "fold": fold}[step.kind]
+        plan = module.plan(ctx, layer, up)
+        plan = plan if keys is None else plan.only(keys)
+    plan.lapsed = set(up.lapsed if up else ()) | _lapsed(ctx, layer, plan, keys)
+    return plan
+
+
+def _lapsed(ctx, layer: str, plan: LayerPlan, keys: set[str] | None) -> set[tuple[str, str]]:
+    """The layer's failure records that no longer hold. A failure belongs to a partition that
+    still has to be built (stale, or blocked by a failure above): one whose partition is current
+    under the current step version (a reverted prompt finds it cached) or whose input is gone
+    (its export was removed) blocks nothing, or a month and the core would wait for it forever."""
+    live = set(plan.stale_keys) | set(plan.blocked)
+    return {(layer, f.group_key) for f in ctx.store.failures(layer=layer)
+            if f.group_key not in live and (keys is None or f.group_key in keys)}
+
+
+def settle_failures(ctx, scan: IngestResult, upto: str | None = None) -> None:
+    """Drop the failure records that no longer hold (see `_lapsed`), those of layers the
+    pipeline no longer declares included; with `upto`, of that layer and its ancestors only.
+    Costs a plan only when a failure is recorded at all."""
+    recorded = ctx.store.failures()
+    if not recorded:
+        return
+    plans = plan_all(ctx, scan, upto=upto)
+    lapsed = set().union(*(p.lapsed for p in plans.values()))
+    if upto is None:
+        lapsed |= {(f.layer, f.group_key) for f in recorded if f.layer not in ctx.pipeline.steps}
+    for layer, group_key in sorted(lapsed):
+        ctx.store.clear_failure(layer, group_key)
 
 
 def plan_all(ctx, scan: IngestResult, upto: str | None = None,
@@ -85,4 +113,5 @@ def _union(plans: list[LayerPlan]) -> LayerPlan | None:
         out.stale += p.stale
         out.dates.update(p.dates)
         out.retire += p.retire
+        out.lapsed |= p.lapsed
     return out

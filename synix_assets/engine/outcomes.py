@@ -81,6 +81,10 @@ class LayerPlan:
     blocked: list[str] = field(default_factory=list)
     # group key → ISO date, for partitions planned but not built yet (lets period plans group them)
     dates: dict[str, str | None] = field(default_factory=dict)
+    # (layer, group key) of failure records, of this layer and every layer above it, that no
+    # longer hold: the partition is current under the current step version (built or cached),
+    # or its input is gone. They block nothing (`upstream.blocked_groups`) and a build drops them.
+    lapsed: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def stale_keys(self) -> list[str]:
@@ -91,7 +95,7 @@ class LayerPlan:
         return LayerPlan(self.layer, self.kind, [w for w in self.stale if w.group_key in keys],
                          [k for k in self.cached if k in keys], [],
                          [k for k in self.blocked if k in keys],
-                         {k: d for k, d in self.dates.items() if k in keys})
+                         {k: d for k, d in self.dates.items() if k in keys}, set(self.lapsed))
 
     @property
     def est_calls(self) -> int:

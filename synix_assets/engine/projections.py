@@ -269,6 +269,12 @@ def write_context_doc(ctx, name: str) -> ProjectionResult:
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
     key = _context_key(path, text)
+    if not arts and path.exists():  # nothing current to draw from (blocked, retired): the
+        # agent keeps the memory it had; a document is only written from no artifact when there
+        # is none yet (a first build whose core is blocked)
+        return ProjectionResult(name, "context_doc", False, {
+            "path": str(path), "artifacts": 0,
+            "kept": f"{proj.from_} has no current artifact; the document was left as it was"})
     if path.exists() and ctx.store.get_meta(f"projection:{name}:key") == key:
         return ProjectionResult(name, "context_doc", False, {"path": str(path), "artifacts": len(arts)})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -306,7 +312,9 @@ def projection_stale(ctx, name: str) -> bool:
         key, _ = _search_source(ctx, name)
         return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
-    text, _ = render_context_doc(ctx, name)
+    text, arts = render_context_doc(ctx, name)
+    if not arts:  # an existing document is never replaced by one drawn from nothing
+        return not path.exists()
     return ctx.store.get_meta(f"projection:{name}:key") != _context_key(path, text) or \
         not path.exists()
 

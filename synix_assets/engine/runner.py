@@ -33,7 +33,7 @@ from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
 from synix_assets.engine.forget import finish_pending_forget
-from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer
+from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer, settle_failures
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
 from synix_assets.project import ProjectPaths
@@ -191,6 +191,9 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
     fingerprint = _fingerprint(ctx, scan, layers)
     if whole:  # a branch whose pipeline dropped a layer stops pointing at it
         drop_undeclared_layers(store, pipeline)
+    # before anything is planned or built: a failure whose partition is current again, or whose
+    # input is gone, must block nothing (nor keep this build from being a no-op)
+    settle_failures(ctx, scan)
     clean = not store.failures() and not scan.failed_files and outputs_exist(ctx)
     if whole and not full and clean and store.get_meta(CLEAN_BUILD_KEY) == fingerprint:
         for layer in layers:
@@ -238,6 +241,12 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
         raise
     report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
                        for f in store.failures(run_id=run_id)] + report.failures
+    blocked = {l: v["blocked"] for l, v in report.layers.items() if v.get("blocked")}
+    if report.status == "completed" and not report.failures and blocked:
+        # blocked by failures this build did not retry (a layer above was not selected): the
+        # memory is not complete, so the build is no success either
+        report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error,
+                            "recorded_in": f.run_id} for f in store.failures()]
     if report.status == "completed" and report.failures:
         report.status = "failed"
     _finish(ctx, instance, report, started, report.status, None)
@@ -245,7 +254,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
         raise BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(),
                                hint=RESUME_HINT, report=report)
     if report.failures:
-        raise BuildFailed(_failure_line(report.failures), hint=_failure_hint(report.failures),
+        raise BuildFailed(_failure_line(report.failures, blocked), hint=_failure_hint(report.failures),
                           report=report)
     if whole and not scan.failed_files:
         store.set_meta(CLEAN_BUILD_KEY, fingerprint)
@@ -284,14 +293,20 @@ def _finish(ctx, instance, report, started, status: str, error: str | None) -> N
                         message=f"Synix run {ctx.run_id} {status}" + (f": {error}" if error else ""))
 
 
-def _failure_line(failures: list[dict]) -> str:
+def _failure_line(failures: list[dict], blocked: dict[str, int] | None = None) -> str:
     whole = [f for f in failures if f["group_key"] == "*"]
     if whole:
         return f"{whole[0]['layer']} did not finish: {whole[0]['error']}"
     first = failures[0]
     names = ", ".join(f"{f['layer']}/{f['group_key']}" for f in failures[:5])
     more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
-    return (f"{len(failures)} partition(s) failed ({names}{more}); first error: "
+    held = ", ".join(f"{layer} ({n})" for layer, n in (blocked or {}).items())
+    if all("recorded_in" in f for f in failures):  # none failed in this build
+        return (f"blocked: {held} wait(s) for {len(failures)} partition(s) that failed in an "
+                f"earlier build ({names}{more}); first error: "
+                f"{first['layer']}/{first['group_key']}: {first['error']}")
+    return (f"{len(failures)} partition(s) failed ({names}{more})"
+            + (f", blocking {held}" if held else "") + "; first error: "
             f"{first['layer']}/{first['group_key']}: {first['error']}")
 
 
@@ -299,6 +314,9 @@ def _failure_hint(failures: list[dict]) -> str:
     if any(f["group_key"] == "*" for f in failures):
         return ("what finished was kept and nothing downstream was built from the rest; fix the "
                 "cause and `synix run` builds the unfinished partitions")
+    if all("recorded_in" in f for f in failures):
+        return ("fix the cause, then run the whole build (`synix run`, no --select/--from): it "
+                "retries the failed partitions and builds what they block")
     return "everything else was built and kept; `synix run` retries only the failed partitions"
 
 
@@ -326,6 +344,8 @@ def _build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, noti
             plan = _found_by_graph(graph, layer, plan)
         if not plan.stale and not plan.retire:
             launch.restamp(pipeline, layer)
+            if plan.blocked:
+                launch.report_blocked(layer, plan)
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
                                     "blocked": len(plan.blocked), "llm_calls": 0}
             notify(layer, "done", report.layers[layer])
@@ -420,6 +440,13 @@ class _Launcher:
         keys = sorted(self.ctx.store.current_index(layer))
         record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
                        {layer: keys}, [], "verified")
+
+    def report_blocked(self, layer: str, plan) -> None:
+        """The `synix_up_to_date` check of a layer not launched because what it would build is
+        blocked by failures: its last evaluation, from before them, would show it up to date."""
+        from synix_assets.dagster_defs.checks import check_evaluation
+
+        self.instance.report_runless_asset_event(check_evaluation(layer, self.names.layer(layer), plan))
 
     def drop_partitions(self, pipeline, retired: dict[str, list[str]]) -> None:
         """Partitions of vanished groups (a deleted export's conversations, a month left empty)

@@ -26,7 +26,7 @@ def plan(ctx, layer: str, up: LayerPlan | None = None, keys: set[str] | None = N
     groups = (set(upstream) | stale_up) - gone_up
     if keys is not None:
         groups &= keys
-    blocked = blocked_groups(ctx, step.upstream)
+    blocked = blocked_groups(ctx, step.upstream, up.lapsed if up else ())
     prompt_changed = version_changed(ctx, layer, version)
     out = LayerPlan(layer, "transform")
     est_in = avg_out_tokens(ctx, step.upstream, default=None)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 
-def blocked_groups(ctx, upstream: str) -> set[str]:
+def blocked_groups(ctx, upstream: str, lapsed=frozenset()) -> set[str]:
     """Partitions with an open failure in `upstream` or in any layer it is built from. Building on
     their old version would be wasted, and a rollup or fold over the others would be built from
-    partial input (a failed episode blocks its month, and so the core folded over the months)."""
+    partial input (a failed episode blocks its month, and so the core folded over the months).
+    `lapsed`: (layer, group key) of failure records found no longer in force (LayerPlan.lapsed)."""
     layers = {upstream} | ctx.pipeline.upstream(upstream)
-    return {f.group_key for f in ctx.store.failures() if f.layer in layers}
+    return {f.group_key for f in ctx.store.failures()
+            if f.layer in layers and (f.layer, f.group_key) not in lapsed}
 
 
 def version_changed(ctx, layer: str, version: str) -> bool:

@@ -25,6 +25,7 @@ class LayerEstimate:
     cached: int = 0
     blocked: int = 0
     retire: int = 0
+    failed: int = 0  # failure records still in force (their partition has yet to be built)
     reasons: dict[str, int] = field(default_factory=dict)
     llm_calls: int = 0
     tokens_in: int = 0
@@ -141,6 +142,8 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
                                      "failed_files": [{"file": f, "error": e} for f, e in scan.failed_files],
                                      "skipped": [{"file": f, "conversation_id": c, "reason": r}
                                                  for f, c, r in scan.skipped]})
+        lapsed = set().union(*(p.lapsed for p in plans.values()))
+        failed = Counter(f.layer for f in store.failures() if (f.layer, f.group_key) not in lapsed)
         for layer, plan in plans.items():
             step = pipeline.steps[layer]
             model = pipeline.llm_settings(step)["model"] or client.model
@@ -149,7 +152,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             tokens_out = calls * (avg_out_tokens(ctx, layer, default=DEFAULT_OUT_TOKENS) or 0)
             report.layers[layer] = LayerEstimate(
                 layer, plan.kind, pipeline.level(layer), stale=len(plan.stale), cached=len(plan.cached),
-                blocked=len(plan.blocked), retire=len(plan.retire),
+                blocked=len(plan.blocked), retire=len(plan.retire), failed=failed[layer],
                 reasons=dict(Counter(w.reason for w in plan.stale)), llm_calls=calls,
                 tokens_in=tokens_in, tokens_out=tokens_out, model=model if calls else "",
                 cost_usd=estimate_cost(model, tokens_in, tokens_out, batch=batch,

@@ -7,6 +7,7 @@ from synix_assets.project import ProjectPaths
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
     from synix_assets.engine.dagster_runs import settle_abandoned_runs
+    from synix_assets.engine.forget import pending_forget
     from synix_assets.reports.plan import make_plan
 
     plan = make_plan(paths, llm_config=llm_config)
@@ -15,15 +16,18 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
         settle_abandoned_runs(paths, store)  # a killed build's last run shows as interrupted
         stored = store.layers()
         runs = store.list_runs(limit=1)
-        failures = store.failures()
     finally:
         store.close()
+    forgetting = pending_forget(paths)
     last = runs[0] if runs else None
     last_layers = ((last.stats or {}).get("layers") or {}) if last else {}
     out = {"pipeline": plan.pipeline, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
            "projections": plan.projections, "sources": plan.sources,
            "last_run": {"run_id": last.run_id, "status": last.status, "started_at": last.started_at,
-                        "finished_at": last.finished_at} if last else None}
+                        "finished_at": last.finished_at} if last else None,
+           # a forget that did not finish: the conversation may still be in some file
+           "pending_forget": {"target": forgetting, "finish_with": "synix forget"}
+           if forgetting is not None else None}
     for layer, est in plan.layers.items():
         info = stored.get(layer, {})
         ran = last_layers.get(layer) or {}
@@ -31,7 +35,7 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
         out["layers"][layer] = {
             "level": est.level, "kind": est.kind, "artifacts": info.get("artifacts", 0),
             "stale": est.stale, "retire": est.retire, "blocked": est.blocked,
-            "failed": sum(1 for f in failures if f.layer == layer),
+            "failed": est.failed,
             "last_built": info.get("last_built"),
             "cache_hit_ratio": round(cached / (built + cached), 3) if built + cached else None}
     return out

@@ -19,7 +19,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from synix_resources.disk import disk_full_error, is_disk_full, maps_disk_full
 from synix_resources.errors import LLMError
@@ -212,10 +212,17 @@ class ResponseCache:
         return self.delete_keys(self.keys_mentioning([marker]))
 
     # forgetting by derivation -------------------------------------------------------------
-    def derived_keys(self, source_ids: Iterable[str], text_hashes: Iterable[str] = ()) -> set[str]:
+    def derived_keys(self, source_ids: Iterable[str], text_hashes: Iterable[str] = (),
+                     kept: Callable[[set[str]], set[str]] | None = None) -> set[str]:
         """Keys of every entry whose input derived from these sources: a source id in
         `source_ids`, a source text whose SHA-256 is in `text_hashes`, or (transitively) the
-        answer of an entry already found (a fold state, a map-reduce part, a compression)."""
+        answer of an entry already found (a fold state, a map-reduce part, a compression).
+
+        `kept(ids)`: those of `ids` naming artifacts that do not derive from these sources. A
+        source recorded under such an id is judged by that derivation record, never by its
+        bytes: a month rolled up again without a forgotten conversation the prompt never showed
+        is byte-identical to the one rolled up with it, and what reads it derives from nothing
+        forgotten."""
         ids = json.dumps(sorted(set(source_ids)))
         hashes = set(text_hashes)
         with self._lock:
@@ -225,9 +232,11 @@ class ResponseCache:
             frontier = set(found)
             while frontier or hashes:
                 hashes |= self._answer_hashes(frontier)
-                frontier = {r[0] for r in self._db.execute(
-                    f"SELECT DISTINCT key FROM response_sources WHERE text_hash IN {self._ids}",
-                    (json.dumps(sorted(hashes)),))} - found
+                rows = [(k, sid) for k, sid in self._db.execute(
+                    f"SELECT DISTINCT key, source_id FROM response_sources WHERE text_hash IN "
+                    f"{self._ids}", (json.dumps(sorted(hashes)),)) if k not in found]
+                spared = kept({sid for _, sid in rows}) if kept is not None and rows else set()
+                frontier = {k for k, sid in rows if sid not in spared}
                 found |= frontier
                 hashes = set()
         return found

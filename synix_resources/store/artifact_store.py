@@ -380,6 +380,16 @@ class ArtifactStore(BranchesMixin, ProvenanceMixin, RunsMixin, StoreConnection):
             raise ArtifactNotFound(f"{len(missing)} artifact(s) not in {self.path}: {shown}")
         return [found[i] for i in id_list]
 
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        """Those of these exact ids that name an artifact in the store (current or not)."""
+        id_list = sorted(set(ids))
+        if not id_list:
+            return set()
+        with self._read(f"looking up {len(id_list)} artifact ids") as conn:
+            return {r[0] for r in conn.execute(
+                f"SELECT artifact_id FROM artifacts WHERE artifact_id IN {ids_in(self.dialect)}",
+                (json.dumps(id_list),))}
+
     def current(self, layer: str, group_key: str) -> Artifact | None:
         """The current artifact of (layer, group_key), or None if the group has none."""
         with self._read(f"reading {layer}/{group_key}") as conn:

@@ -286,3 +286,22 @@ def test_python_branch_api_refuses_a_prompt_it_cannot_write_and_keeps_the_file(b
     with pytest.raises(PipelineDefinitionError, match="'ghost'"):  # a broken edge: file restored
         branch.transform("episodes", from_="ghost", prompt=builtin_prompts.episode_summary)
     assert branch.paths.pipeline_file.read_bytes() == before
+
+
+def test_promote_accepts_a_branch_completed_by_a_full_run_from_a_layer(built, tmp_path):
+    from synix_assets.pipeline.prompts import template
+
+    prompt = tmp_path / "episode.txt"
+    prompt.write_text("Summarise this conversation in 20 words:\n{content}\n")
+    branch = built.load_pipeline().branch("short")
+    branch.transform("episodes", from_="transcripts", prompt=template(prompt))
+    with pytest.raises(BranchError, match=r"no complete build to promote \(episodes: 24 to build"):
+        branch.promote()
+    report = branch.run(from_layer="episodes", full=True)
+    assert report.status == "completed" and not report.noop
+    with built.open_store() as store:  # a run from a layer records no whole-build fingerprint
+        assert store.on_branch("short").get_meta("build:fingerprint") is None
+    branch_context = (branch.paths.branch_dir / "context.md").read_bytes()
+    assert branch.promote()["promoted"] == "short"
+    assert (built.root / "context.md").read_bytes() == branch_context
+    assert "Summarise this conversation in 20" in built.load_pipeline().steps["episodes"].prompt.text()

@@ -82,3 +82,25 @@ def test_an_old_cache_file_is_migrated_in_place_and_keeps_its_entries(tmp_path):
     assert cache.keys_without_sources() == ["k1"]  # new entries record their sources
     cache.close()
     assert ResponseCache(path).count() == 2  # reopening runs nothing twice
+
+
+def test_a_source_naming_a_kept_artifact_is_judged_by_that_record_not_its_identical_text(cache_location):
+    from synix_resources.fingerprints import sha256_text
+
+    cache = ResponseCache(cache_location)
+    client = FakeClient(cache=cache)
+    # the month rolled up again without the forgotten conversation (its prompt never showed
+    # it): byte-identical to the forgotten month, under the id of an artifact that survives
+    fold = client.complete(LLMRequest("state + month", label="core/2025-02",
+                                      sources=[("state", "s1"), ("monthly-aaaa", "month text")]))
+    client.complete(LLMRequest("next", label="core/2025-03",
+                               sources=[("state", fold.text), ("monthly-cccc", "march")]))
+    # a fold state (no artifact id) with the forgotten text has no other record: still derived
+    client.complete(LLMRequest("compress", label="core/compress",
+                               sources=[("state", "month text")]))
+    keys = _keys(cache)
+    forgotten = {"monthly-bbbb"}
+    hashes = {sha256_text("month text")}
+    assert cache.derived_keys(forgotten, hashes) == set(keys.values())  # bytes alone: all three
+    kept = cache.derived_keys(forgotten, hashes, kept=lambda ids: ids & {"monthly-aaaa", "monthly-cccc"})
+    assert kept == {keys["core/compress"]}

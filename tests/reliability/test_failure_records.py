@@ -1,0 +1,169 @@
+"""A failure record holds only while its partition still has to be built: one whose input is gone
+(its export was removed) or whose partition is current again (a reverted prompt finds it cached)
+blocks nothing. A layer blocked by failures is never a success, and the context document is never
+rewritten from a core that is not there. Each scenario end to end through `synix run` in a
+subprocess with the fake provider."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from synix_resources.store.artifact_store import ArtifactStore
+
+PY = sys.executable
+REPO = Path(__file__).resolve().parents[2]
+
+EPISODE_LINE = 'pipeline.transform("episodes", from_="transcripts", prompt=prompts.episode_summary)\n'
+RAISING_EPISODES = '''
+def episode_prompt(record):
+    if "topic2 " in record.content:
+        raise ValueError("no topic2 here")
+    return prompts.episode_summary(record)
+
+
+pipeline.transform("episodes", from_="transcripts", prompt=episode_prompt)
+'''
+
+
+def _cli(paths, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYNIX_FAKE")}
+    env.update(SYNIX_LLM_PROVIDER="fake", PYTHONPATH=str(REPO))
+    return subprocess.run([PY, "-m", "synix_assets.cli.main", "-p", str(paths.root), *args],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _one_line(out) -> str:
+    return " ".join(out.stderr.split())
+
+
+def _built(out) -> dict[str, int]:
+    return {k: v["built"] for k, v in json.loads(out.stdout)["layers"].items()}
+
+
+def _store(paths) -> ArtifactStore:
+    return ArtifactStore(paths.store)
+
+
+def _context(paths) -> str:
+    return (paths.root / "context.md").read_text(encoding="utf-8")
+
+
+def _latest_check(paths, layer: str):
+    """The latest `synix_up_to_date` evaluation of `layer` in the project's Dagster instance."""
+    import dagster as dg
+    import pytest
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DAGSTER_HOME", str(paths.dagster_home))  # the instance's yaml reads it
+        instance = dg.DagsterInstance.from_config(str(paths.dagster_home))
+    try:
+        for record in instance.get_event_records(  # as tests/engine/test_work_graph.py reads them
+                dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION),
+                limit=100, ascending=False):
+            evaluation = record.event_log_entry.dagster_event.event_specific_data
+            if evaluation.asset_key == dg.AssetKey([layer]):
+                return evaluation
+        raise AssertionError(f"no check evaluation of {layer}")
+    finally:
+        instance.dispose()
+
+
+def test_a_refused_conversation_whose_export_is_removed_blocks_nothing_and_the_core_is_built(
+        small_project, claude_export, conversation):
+    paths = small_project(4)  # conv-0..3 in 2025-01 / 2025-02
+    refused = claude_export(paths.root / "exports" / "refused.json",
+                            [conversation("bad-1", "Bad", "2025-01-20", "topicbad SYNIX_REFUSE item")])
+    first = _cli(paths, "run")
+    assert first.returncode == 1
+    line = _one_line(first)
+    assert "episodes/bad-1" in line and "refused" in line and "blocking monthly (1), core (1)" in line
+    assert "Drawn from core (0 artifacts" in _context(paths)  # no core was ever built
+    refused.unlink()
+    plan = _cli(paths, "plan", "--json")
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)["layers"]
+    assert all(v["blocked"] == 0 and v["failed"] == 0 for v in planned.values()), planned
+    assert planned["core"]["stale"] == 1
+    again = _cli(paths, "run", "--json")
+    assert again.returncode == 0, again.stderr
+    assert _built(again)["core"] == 1
+    store = _store(paths)
+    try:
+        assert store.failures() == []
+        core = store.current("core", "all")
+        assert core is not None and core.metadata["meta.custom.groups"] == ["2025-01", "2025-02"]
+    finally:
+        store.close()
+    assert core.artifact_id in _context(paths) and "Covers: 2025-01, 2025-02" in _context(paths)
+    assert _latest_check(paths, "core").passed
+    status = json.loads(_cli(paths, "status", "--json").stdout)
+    assert {l: v["failed"] for l, v in status["layers"].items()} == dict.fromkeys(status["layers"], 0)
+    assert json.loads(_cli(paths, "run", "--json").stdout)["llm_calls"] == 0
+
+
+def test_a_reverted_prompt_clears_the_failure_and_a_new_conversation_reaches_its_month_and_context(
+        small_project, claude_export, conversation):
+    paths = small_project(4)  # conv-2 is in 2025-01
+    assert _cli(paths, "run").returncode == 0
+    original = (paths.root / "pipeline.py").read_text()
+    (paths.root / "pipeline.py").write_text(original.replace(EPISODE_LINE, RAISING_EPISODES))
+    broken = _cli(paths, "run")
+    assert broken.returncode == 1
+    assert "episodes/conv-2: prompt episode_prompt raised ValueError: no topic2 here" in _one_line(broken)
+    assert not _latest_check(paths, "core").passed  # the core is blocked: never shown up to date
+    (paths.root / "pipeline.py").write_text(original)  # revert: conv-2's episode is cached again
+    plan = _cli(paths, "plan")
+    assert plan.returncode == 0 and "blocked" not in plan.stdout, plan.stdout
+    reverted = _cli(paths, "run", "--json")
+    assert reverted.returncode == 0, reverted.stderr
+    assert "Nothing to do." in _cli(paths, "plan").stdout
+    with _store(paths) as store:
+        assert store.failures() == []
+    claude_export(paths.root / "exports" / "late.json",
+                  [conversation("late-1", "Late", "2025-01-25", "latetopic zebra item")])
+    late = _cli(paths, "run", "--json")
+    assert late.returncode == 0, late.stderr
+    assert _built(late) == {"transcripts": 1, "episodes": 1, "monthly": 1, "core": 1}
+    store = _store(paths)
+    try:
+        episode = store.current("episodes", "late-1")
+        month = store.current("monthly", "2025-01")
+        core = store.current("core", "all")
+    finally:
+        store.close()
+    assert episode.artifact_id in month.parent_ids and month.artifact_id in core.parent_ids
+    assert core.artifact_id in _context(paths)
+    assert _latest_check(paths, "core").passed
+
+
+def test_a_layer_blocked_by_a_failure_it_did_not_retry_exits_non_zero_naming_it(small_project):
+    paths = small_project(4)
+    assert _cli(paths, "run").returncode == 0
+    before = _context(paths)
+    original = (paths.root / "pipeline.py").read_text()
+    (paths.root / "pipeline.py").write_text(original.replace(EPISODE_LINE, RAISING_EPISODES))
+    # --full retires every layer first; the core is then blocked and never rebuilt, so the
+    # agent's context document keeps the last core's text instead of being emptied
+    full = _cli(paths, "run", "--full")
+    assert full.returncode == 1 and "episodes/conv-2" in _one_line(full)
+    assert _context(paths) == before
+    with _store(paths) as store:
+        assert store.current("core", "all") is None
+    # a build that does not retry the failed episode: monthly and core stay blocked
+    partial = _cli(paths, "run", "--from", "monthly")
+    assert partial.returncode == 1
+    errors = [l for l in partial.stderr.splitlines() if l.startswith("error:")]
+    assert len(errors) == 1, partial.stderr
+    line = _one_line(partial)
+    assert "blocked: monthly (1), core (1) wait(s) for 1 partition(s) that failed in an earlier " \
+           "build (episodes/conv-2)" in line
+    assert "no topic2 here" in line and "run the whole build (`synix run`" in line
+    assert "Traceback" not in partial.stdout + partial.stderr
+    assert _context(paths) == before
+    (paths.root / "pipeline.py").write_text(original)
+    fixed = _cli(paths, "run", "--json")
+    assert fixed.returncode == 0, fixed.stderr
+    assert _built(fixed)["core"] == 1 and _context(paths) != before
