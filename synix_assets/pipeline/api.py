@@ -203,13 +203,20 @@ class Pipeline:
                 "temperature": self.temperature if step.temperature is None else step.temperature,
                 "max_tokens": step.max_tokens or self.max_tokens, "system": step.system}
 
-    def version(self, layer: str, llm_identity: str = "") -> str:
-        """Step version: type + prompt identity + model settings + step config (+ provider)."""
+    def version_inputs(self, layer: str, llm_identity: str = "") -> dict[str, Any]:
+        """What a step's version is hashed from: its type, prompt identity, model settings (+
+        provider) and config (+ the layers it reads). Pure; the asset-graph snapshot records it."""
         step = self.steps[layer]
         settings = dict(self.llm_settings(step), provider=llm_identity)
         config = {k: v for k, v in step.config.items()}
         config["from"] = list(step.from_)
-        return step_version(step.kind, prompt_identity(step.prompt), settings, config)
+        return {"type": step.kind, "prompt": prompt_identity(step.prompt), "model": settings,
+                "config": config}
+
+    def version(self, layer: str, llm_identity: str = "") -> str:
+        """Step version: the hash of `version_inputs`."""
+        inputs = self.version_inputs(layer, llm_identity)
+        return step_version(inputs["type"], inputs["prompt"], inputs["model"], inputs["config"])
 
     # ---- sharing --------------------------------------------------------------------------
     def to_toml(self) -> str:
