@@ -11,6 +11,14 @@ SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
 DEMO = REPO / "synix_assets" / "demo"
 
 
+def pytest_addoption(parser):
+    # Here, not in tests/dagster/conftest.py: pytest reads options only from the conftest files
+    # it loads at start, and a run of `pytest tests` would not know the option otherwise.
+    parser.addoption("--update-asset-snapshots", action="store_true", default=False,
+                     help="rewrite tests/dagster/snapshots/*.json from the compiled Dagster "
+                          "definitions instead of comparing with them (review the diff)")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, tmp_path_factory):
     """No test may see a real key, the developer's DAGSTER_HOME or a project named by env."""
