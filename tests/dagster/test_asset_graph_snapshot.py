@@ -73,8 +73,8 @@ def test_every_code_version_is_the_hash_of_the_inputs_the_snapshot_records(kind,
 
 def test_snapshot_is_the_same_from_another_folder_and_another_process(tmp_path):
     here = dumps(snapshot(make_project("branch", tmp_path / "mem")))
-    env = {**os.environ, "PYTHONHASHSEED": "12345",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    path = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": os.pathsep.join(path)}
     other = subprocess.run([sys.executable, "-m", "tests.support.asset_graph", "branch",
                             str(tmp_path / "elsewhere" / "another memory")],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
@@ -94,3 +94,44 @@ def test_a_prompt_edit_fails_the_comparison_with_a_diff_naming_the_changed_versi
     assert "--- tests/dagster/snapshots/monthly.json (reviewed)" in problem
     changed = [line for line in problem.splitlines() if line.startswith("+") and "code_version\"" in line]
     assert len(changed) == 5  # episodes, monthly, core and both projections; transcripts keeps its own
+
+
+def test_snapshot_records_automation_policies_mappings_and_standalone_checks_synix_may_add(tmp_path):
+    """Dagster features no Synix project uses yet are recorded in full when one starts to, and a
+    value the snapshot cannot record deterministically stops it instead of landing as a repr."""
+    import dagster as dg
+
+    from tests.support.asset_graph import Normaliser, describe
+
+    daily = dg.DailyPartitionsDefinition(start_date="2024-01-01")
+
+    @dg.asset(partitions_def=daily, automation_condition=dg.AutomationCondition.eager(),
+              metadata={"where": dg.MetadataValue.path(str(tmp_path / "file"))})
+    def upstream():
+        ...
+
+    @dg.asset(partitions_def=daily,
+              deps=[dg.AssetDep(upstream, partition_mapping=dg.TimeWindowPartitionMapping(start_offset=-1))])
+    def downstream():
+        ...
+
+    @dg.asset_check(asset=upstream)
+    def fresh():
+        return dg.AssetCheckResult(passed=True)
+
+    defs = dg.Definitions(assets=[upstream, downstream], asset_checks=[fresh],
+                          schedules=[dg.ScheduleDefinition(name="nightly", cron_schedule="0 1 * * *",
+                                                           target=[downstream])])
+    shot = describe(defs, tmp_path, {})
+    assets = {a["key"]: a for a in shot["assets"]}
+    assert assets["upstream"]["automation_condition"]["label"] == "eager"
+    assert assets["upstream"]["metadata"]["where"] == {"metadata_type": "PathMetadataValue",
+                                                       "value": "<project>/file"}
+    assert assets["upstream"]["partitions_def"]["cron_schedule"] == "0 0 * * *"
+    assert assets["downstream"]["deps"] == [{"asset": "upstream", "partition_mapping": {
+        "__class__": "TimeWindowPartitionMapping", "allow_nonexistent_upstream_partitions": False,
+        "end_offset": 0, "start_offset": -1}}]
+    assert [(c["asset"], c["name"]) for c in shot["standalone_checks"]] == [("upstream", "fresh")]
+    assert [(s["name"], s["cron_schedule"]) for s in shot["schedules"]] == [("nightly", "0 1 * * *")]
+    with pytest.raises(TypeError, match="teach tests/support/asset_graph.py"):
+        Normaliser(tmp_path).plain({"opaque": object()})

@@ -43,16 +43,16 @@ class Normaliser:
             return self.text(str(value))
         if isinstance(value, Enum):
             return self.plain(value.value)
+        if isinstance(value, dg.MetadataValue):  # before tuple: some are records that refuse iteration
+            return {"metadata_type": type(value).__name__, "value": self.plain(value.value)}
         if isinstance(value, dg.AssetKey):
             return value.to_user_string()
-        if isinstance(value, dict):
+        if type(value) is dict:
             return {str(k): self.plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-        if isinstance(value, (list, tuple)):
+        if type(value) in (list, tuple):  # not a NamedTuple record: those must be taught
             return [self.plain(v) for v in value]
         if isinstance(value, (set, frozenset)):
             return sorted((self.plain(v) for v in value), key=json.dumps)
-        if isinstance(value, dg.MetadataValue):
-            return {"metadata_type": type(value).__name__, "value": self.plain(value.value)}
         raise TypeError(f"the asset-graph snapshot does not know how to record a {type(value).__name__} "
                         f"({value!r}); teach tests/support/asset_graph.py.Normaliser.plain about it")
 
@@ -157,8 +157,12 @@ def describe(defs: dg.Definitions, root: Path, code_version_inputs: dict[str, di
         entry = asset(defs, spec, norm)
         entry["code_version_inputs"] = norm.plain(code_version_inputs.get(entry["key"]))
         assets.append(entry)
+    # checks declared apart from their asset (dg.asset_check); an asset's own are under its entry
+    standalone = [_check(spec, norm) for key, checks_def in repo.asset_checks_defs_by_key.items()
+                  for spec in checks_def.check_specs if spec.key == key]
     return {
         "assets": assets,
+        "standalone_checks": sorted(standalone, key=lambda c: (c["asset"], c["name"])),
         "jobs": [job(defs, j, norm) for j in sorted(repo.get_all_jobs(), key=lambda j: j.name)],
         "sensors": [sensor(s, norm) for s in sorted(repo.sensor_defs, key=lambda s: s.name)],
         "schedules": [schedule(s, norm) for s in sorted(repo.schedule_defs, key=lambda s: s.name)],
