@@ -1,9 +1,9 @@
 """Helpers shared by the command modules: the per-command -p/--project option, project lookup."""
 from __future__ import annotations
 
-import os
-
 import click
+
+from synix_resources.settings import settings
 
 
 def _remember_project(ctx: click.Context, param, value):
@@ -39,11 +39,12 @@ def project_paths(ctx: click.Context):
     from synix_resources.names import check_branch
 
     obj = ctx.obj or {}
+    config = settings()
     # `--branch ''` is a bad name, not "no branch given" (an empty SYNIX_BRANCH is unset)
-    branch = obj["branch"] if "branch" in obj else os.environ.get("SYNIX_BRANCH") or None
+    branch = obj["branch"] if "branch" in obj else config.branch
     if branch is not None:
         check_branch(branch)
-    paths = find_project(obj.get("project") or os.environ.get("SYNIX_PROJECT") or None, branch)
+    paths = find_project(obj.get("project") or config.project, branch)
     check_branch_usable(paths)
     return paths
 

@@ -6,13 +6,13 @@ they run, so `synix --help` answers at once.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import warnings
 
 import click
 
 from synix_resources.errors import SynixError
+from synix_resources.settings import settings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -57,7 +57,7 @@ def _disk_full(ctx: click.Context, exc: Exception):
 
 
 def _debug(ctx: click.Context) -> bool:
-    return bool((ctx.obj or {}).get("debug")) or os.environ.get("SYNIX_DEBUG", "") not in ("", "0")
+    return bool((ctx.obj or {}).get("debug")) or settings().debug
 
 
 def _error(text: str) -> None:

@@ -7,8 +7,9 @@ import json
 import click
 
 from synix_assets.cli.common import project_option, project_paths
+from synix_resources.settings import Settings
 
-TOKEN_ENV = "SYNIX_SERVE_TOKEN"
+TOKEN_ENV = Settings.serve_token.name
 
 
 def _service(ctx):
