@@ -1,5 +1,9 @@
-"""Helpers shared by the command modules: the per-command -p/--project option, project lookup."""
+"""Helpers shared by the command modules: the per-command -p/--project option, project lookup,
+`--json` and its output, the debug switch."""
 from __future__ import annotations
+
+import json
+from typing import Any, Callable
 
 import click
 
@@ -31,6 +35,24 @@ def project_option(fn):
                       help="Branch to use (default: the project's current branch, see "
                            "`synix branch switch`).")(fn)
     return project_dir_option(fn)
+
+
+def json_option(help: str):
+    """`--json` (as `as_json`) on a command; each command says what its JSON holds."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def echo_json(data: Any, *, ascii: bool = True, indent: int | None = 2,
+              default: Callable[[Any], Any] | None = str) -> None:
+    """A command's JSON on stdout. The variants keep each command's output as it always was:
+    `ascii=False` for text shown to people as written (tenants, `ask`), `indent=None` for the
+    one-line answers of `branch switch`/`edit`, `default=None` where the data is plain JSON."""
+    click.echo(json.dumps(data, indent=indent, default=default, ensure_ascii=ascii))
+
+
+def debug_enabled(ctx: click.Context) -> bool:
+    """`--debug` or SYNIX_DEBUG: tracebacks and Dagster's error logs on the terminal."""
+    return bool((ctx.obj or {}).get("debug")) or settings().debug
 
 
 def project_paths(ctx: click.Context):
