@@ -12,13 +12,15 @@ from pathlib import Path
 
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.scaffold import demo_exports, init_project
+from synix_resources.settings import settings
 
 CHECKOUT_DEMO_DIR = Path(__file__).resolve().parents[1] / ".synix-demo"
 
 
 def _default_project() -> Path:
-    if os.environ.get("SYNIX_PROJECT"):
-        return Path(os.environ["SYNIX_PROJECT"]).expanduser().resolve()
+    chosen = settings().project
+    if chosen:
+        return Path(chosen).expanduser().resolve()
     demo = CHECKOUT_DEMO_DIR if os.access(CHECKOUT_DEMO_DIR.parent, os.W_OK) \
         else Path.home() / ".synix" / "demo"
     if not (demo / "pipeline.py").exists():

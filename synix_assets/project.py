@@ -11,13 +11,13 @@ the LLM cache and the build lock live in the same database (docs/postgres.md).
 """
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from synix_resources.errors import ProjectNotFound, StoreError
 from synix_resources.names import MAIN, check_branch
+from synix_resources.settings import settings
 from synix_resources.store.dialect import is_postgres_url
 
 PIPELINE_FILE = "pipeline.py"
@@ -93,7 +93,7 @@ class ProjectPaths:
     @property
     def store(self) -> Path | str:
         """The store's SQLite file, or its PostgreSQL URL (a str)."""
-        env = os.environ.get("SYNIX_STORE_PATH")
+        env = settings().store_path
         if env:
             return env if is_postgres_url(env) else Path(env)
         configured = project_config(self.root).get("store")

@@ -1,7 +1,6 @@
 """`synix branch …` and `synix gc`: try a memory architecture beside main, compare, promote."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
@@ -9,11 +8,7 @@ import click
 
 from rich.markup import escape as safe
 
-from synix_assets.cli.common import project_option, project_paths
-
-
-def _echo_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
 
 
 @click.group("branch")
@@ -36,7 +31,7 @@ def branch_group() -> None:
 @click.option("--from", "from_branch", metavar="BRANCH", help="Start from this branch (default: the current one).")
 @click.option("--pipeline", "pipeline_file", type=click.Path(dir_okay=False, exists=True),
               help="Start from this pipeline file instead of the parent's.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
 def create(ctx, name, from_branch, pipeline_file, as_json) -> None:
@@ -51,7 +46,7 @@ def create(ctx, name, from_branch, pipeline_file, as_json) -> None:
 
     data = create_branch(project_paths(ctx), name, from_branch=from_branch, pipeline_file=pipeline_file)
     if as_json:
-        return _echo_json(data)
+        return echo_json(data)
     out = render.console()
     out.print(f"Created branch [bold]{safe(name)}[/] from {safe(data['from'])}.")
     out.print(f"Its pipeline: {safe(data['pipeline'])}")
@@ -59,7 +54,7 @@ def create(ctx, name, from_branch, pipeline_file, as_json) -> None:
 
 
 @branch_group.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print the branches as JSON.")
+@json_option("Print the branches as JSON.")
 @project_option
 @click.pass_context
 def list_(ctx, as_json) -> None:
@@ -74,7 +69,7 @@ def list_(ctx, as_json) -> None:
 
     data = list_branches(project_paths(ctx))
     if as_json:
-        return _echo_json(data)
+        return echo_json(data)
     out = render.console()
     for b in data:
         mark = "*" if b["current"] else " "
@@ -85,7 +80,7 @@ def list_(ctx, as_json) -> None:
 
 @branch_group.command("switch")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
 def switch(ctx, name, as_json) -> None:
@@ -98,12 +93,14 @@ def switch(ctx, name, as_json) -> None:
     from synix_assets.engine.branches import switch_branch
 
     data = switch_branch(project_paths(ctx), name)
-    click.echo(json.dumps(data) if as_json else f"Now on branch {name}.")
+    if as_json:
+        return echo_json(data, indent=None, default=None)
+    click.echo(f"Now on branch {name}.")
 
 
 @branch_group.command("delete")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
 def delete(ctx, name, as_json) -> None:
@@ -117,14 +114,14 @@ def delete(ctx, name, as_json) -> None:
 
     data = delete_branch(project_paths(ctx), name)
     if as_json:
-        return _echo_json(data)
+        return echo_json(data)
     click.echo(f"Deleted branch {name} ({data['pointers_removed']} pointers); {data['hint']}.")
 
 
 @branch_group.command("edit")
 @click.argument("name")
 @click.option("--editor", is_flag=True, help="Open it in $EDITOR instead of printing its path.")
-@click.option("--json", "as_json", is_flag=True, help="Print the path as JSON.")
+@json_option("Print the path as JSON.")
 @project_option
 @click.pass_context
 def edit(ctx, name, editor, as_json) -> None:
@@ -141,15 +138,16 @@ def edit(ctx, name, editor, as_json) -> None:
     if editor:
         subprocess.run([os.environ.get("EDITOR", "vi"), str(paths.pipeline_file)], check=False)
         return
-    click.echo(json.dumps({"branch": name, "pipeline": str(paths.pipeline_file)})
-               if as_json else str(paths.pipeline_file))
+    if as_json:
+        return echo_json({"branch": name, "pipeline": str(paths.pipeline_file)}, indent=None, default=None)
+    click.echo(str(paths.pipeline_file))
 
 
 @branch_group.command("diff")
 @click.argument("name")
 @click.option("--base", default="main", show_default=True, help="Branch to compare against.")
 @click.option("--record", metavar="ID", help="Text diff of one record against its counterpart on --base.")
-@click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON.")
+@json_option("Print the diff as JSON.")
 @project_option
 @click.pass_context
 def diff(ctx, name, base, record, as_json) -> None:
@@ -166,7 +164,7 @@ def diff(ctx, name, base, record, as_json) -> None:
     paths = project_paths(ctx)
     data = diff_record(paths, name, record, base=base) if record else diff_branch(paths, name, base=base)
     if as_json:
-        return _echo_json(data)
+        return echo_json(data)
     out = render.console()
     if record:
         out.print(safe(data["diff"]) if data["diff"] else "identical")
@@ -183,7 +181,7 @@ def diff(ctx, name, base, record, as_json) -> None:
 @branch_group.command("promote")
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Promote even if the branch has no complete build.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
 def promote(ctx, name, force, as_json) -> None:
@@ -198,13 +196,13 @@ def promote(ctx, name, force, as_json) -> None:
 
     data = promote_branch(project_paths(ctx), name, force=force)
     if as_json:
-        return _echo_json(data)
+        return echo_json(data)
     click.echo(f"main now serves {name}'s memory. Undo: {data['undo']}")
 
 
 @click.command("gc")
 @click.option("--dry-run", is_flag=True, help="Only count what would be removed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
 def gc(ctx, dry_run, as_json) -> None:
@@ -218,7 +216,7 @@ def gc(ctx, dry_run, as_json) -> None:
 
     data = collect(project_paths(ctx), dry_run=dry_run)
     if as_json:
-        return _echo_json(data)
+        return echo_json(data)
     verb = "would remove" if dry_run else "removed"
     click.echo(f"{data['unreferenced']} unreferenced artifact(s); {verb} "
                f"{data['unreferenced'] if dry_run else data['removed']}.")

@@ -1,16 +1,11 @@
 """Commands that create or build a project: init, run, plan, demo."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from synix_assets.cli.common import project_option, project_paths
-
-
-def _echo_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+from synix_assets.cli.common import debug_enabled, echo_json, json_option, project_option, project_paths
 
 
 @click.command()
@@ -26,7 +21,7 @@ def _echo_json(data) -> None:
                    "(postgresql://USER@HOST:PORT/DB) instead of .synix/*.db; see docs/postgres.md.")
 @click.option("--dagster-storage", "dagster_storage", metavar="URL",
               help="Keep Dagster's runs and events in PostgreSQL (writes .synix/dagster/dagster.yaml).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object describing the new project.")
+@json_option("Print one JSON object describing the new project.")
 def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, force: bool,
          store_url: str | None, dagster_storage: str | None, as_json: bool) -> None:
     """Create a project folder with a pipeline.py and your exports.
@@ -56,7 +51,7 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
         from synix_resources.store.postgres import display_url
 
         paths = ProjectPaths(root)
-        _echo_json({"project": str(root), "template": template, "exports": len(sources),
+        echo_json({"project": str(root), "template": template, "exports": len(sources),
                     "store": display_url(str(paths.store)),
                     "dagster_yaml": str(paths.dagster_home / "dagster.yaml"),
                     "dagster_storage": "postgresql" if dagster_storage else "sqlite"})
@@ -79,7 +74,7 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
 @click.option("--full", is_flag=True, help="Ignore cached results and rebuild the selected layers.")
 @click.option("--batch", is_flag=True, help="Use the provider's batch API (half price, slower).")
 @click.option("--replay", is_flag=True, help="Answer LLM calls from the response cache only (offline).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result at the end.")
+@json_option("Print one JSON object with the result at the end.")
 @project_option
 @click.pass_context
 def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
@@ -104,7 +99,6 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     from synix_assets.cli import render
-    from synix_assets.cli.main import _debug
     from synix_assets.engine import interrupts
     from synix_assets.engine.runner import INTERRUPTED, RESUME_HINT, run_build
     from synix_assets.reports.plan import require_exports
@@ -112,7 +106,7 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
     out = render.console()
     err = render.console(stderr=True)
-    debug = _debug(ctx)
+    debug = debug_enabled(ctx)
     try:
         paths = project_paths(ctx)
         pipeline = paths.load_pipeline()
@@ -138,7 +132,7 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     report = stopped.report if stopped is not None else report
     if report is not None:
         if as_json:
-            _echo_json(report.to_json())
+            echo_json(report.to_json())
         else:
             render.run_summary(out, report, pipeline)
         render.skipped_inputs(err, report.skipped_inputs)
@@ -161,7 +155,7 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 @click.command()
 @click.option("--batch", is_flag=True, help="Price the calls at the batch API's rate.")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@json_option("Print the plan as JSON.")
 @project_option
 @click.pass_context
 def plan(ctx, batch, as_json) -> None:
@@ -177,7 +171,7 @@ def plan(ctx, batch, as_json) -> None:
 
     report = make_plan(project_paths(ctx), batch=batch).to_json()
     if as_json:
-        _echo_json(report)
+        echo_json(report)
     else:
         render.plan_table(render.console(), report)
 

@@ -1,9 +1,13 @@
-"""Helpers shared by the command modules: the per-command -p/--project option, project lookup."""
+"""Helpers shared by the command modules: the per-command -p/--project option, project lookup,
+`--json` and its output, the debug switch."""
 from __future__ import annotations
 
-import os
+import json
+from typing import Any, Callable
 
 import click
+
+from synix_resources.settings import settings
 
 
 def _remember_project(ctx: click.Context, param, value):
@@ -33,17 +37,36 @@ def project_option(fn):
     return project_dir_option(fn)
 
 
+def json_option(help: str):
+    """`--json` (as `as_json`) on a command; each command says what its JSON holds."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def echo_json(data: Any, *, ascii: bool = True, indent: int | None = 2,
+              default: Callable[[Any], Any] | None = str) -> None:
+    """A command's JSON on stdout. The variants keep each command's output as it always was:
+    `ascii=False` for text shown to people as written (tenants, `ask`), `indent=None` for the
+    one-line answers of `branch switch`/`edit`, `default=None` where the data is plain JSON."""
+    click.echo(json.dumps(data, indent=indent, default=default, ensure_ascii=ascii))
+
+
+def debug_enabled(ctx: click.Context) -> bool:
+    """`--debug` or SYNIX_DEBUG: tracebacks and Dagster's error logs on the terminal."""
+    return bool((ctx.obj or {}).get("debug")) or settings().debug
+
+
 def project_paths(ctx: click.Context):
     from synix_assets.engine.branches import check_branch_usable
     from synix_assets.project import find_project
     from synix_resources.names import check_branch
 
     obj = ctx.obj or {}
+    config = settings()
     # `--branch ''` is a bad name, not "no branch given" (an empty SYNIX_BRANCH is unset)
-    branch = obj["branch"] if "branch" in obj else os.environ.get("SYNIX_BRANCH") or None
+    branch = obj["branch"] if "branch" in obj else config.branch
     if branch is not None:
         check_branch(branch)
-    paths = find_project(obj.get("project") or os.environ.get("SYNIX_PROJECT") or None, branch)
+    paths = find_project(obj.get("project") or config.project, branch)
     check_branch_usable(paths)
     return paths
 

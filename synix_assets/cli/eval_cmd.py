@@ -4,13 +4,12 @@ The logic lives in synix_assets/eval; this module parses options and prints.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import click
 
-from synix_assets.cli.common import project_dir_option, project_option
+from synix_assets.cli.common import echo_json, json_option, project_dir_option, project_option
 
 MODES = ("fts", "semantic", "hybrid")
 BASELINES = ("raw-rag", "full-context")
@@ -46,7 +45,7 @@ def _common(fn):
                           "(default: on when a model is configured)."),
         click.option("--results", type=click.Path(dir_okay=False), default=None,
                      help="Results file (default: the project's .synix/eval/results.db)."),
-        click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the results."),
+        json_option("Print one JSON object with the results."),
         click.option("--branch", "branches", multiple=True, metavar="NAME",
                      help="Evaluate this branch's pipeline (repeatable: branches side by side; "
                           "default: the project's current branch)."),
@@ -108,7 +107,7 @@ def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json,
         outcome = [run_eval(bench, project=None, branch=name or "baseline", settings=settings,
                             results_db=db, progress=progress)]
     if as_json:
-        click.echo(json.dumps(_json_out(outcome), indent=2))
+        echo_json(_json_out(outcome), default=None)
     else:
         _print(outcome, db)
 
@@ -220,7 +219,7 @@ def longmemeval(ctx, data, limit, **opts) -> None:
 @eval_group.command()
 @click.option("--results", type=click.Path(dir_okay=False), default=None,
               help="Results file (default: the project's .synix/eval/results.db).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the result.")
+@json_option("Print one JSON object with the result.")
 @project_option
 @click.pass_context
 def synixbench(ctx, results, as_json) -> None:
@@ -242,7 +241,7 @@ def synixbench(ctx, results, as_json) -> None:
     result = run_synixbench(project, branch=project.root.name if project.branch == "main" else project.branch,
                              results_db=db)
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        echo_json(result, default=None)
         return
     from synix_assets.cli import render
 
@@ -268,7 +267,7 @@ def synixbench(ctx, results, as_json) -> None:
               help="Also write an HTML report with charts to this file.")
 @click.option("--all-data", is_flag=True,
               help="Also show runs on older data files (default: each benchmark's newest data file).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@json_option("Print one JSON object.")
 @project_dir_option
 @click.pass_context
 def report(ctx, results, benchmark, branches, html_path, all_data, as_json) -> None:
@@ -297,7 +296,7 @@ def report(ctx, results, benchmark, branches, html_path, all_data, as_json) -> N
     if html_path:
         Path(html_path).write_text(rep.html_report(entries), encoding="utf-8")
     if as_json:
-        click.echo(json.dumps(rep.to_json(entries), indent=2))
+        echo_json(rep.to_json(entries), default=None)
     else:
         click.echo(rep.markdown(entries))
         if html_path:

@@ -1,17 +1,15 @@
 """`synix forget`: remove a conversation or an export file and everything built from it."""
 from __future__ import annotations
 
-import json
-
 import click
 
-from synix_assets.cli.common import project_option, project_paths
+from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
 
 
 @click.command()
 @click.argument("target", required=False)
 @click.option("--dry-run", is_flag=True, help="List what would be deleted and rebuilt; change nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with the report.")
+@json_option("Print one JSON object with the report.")
 @project_option
 @click.pass_context
 def forget(ctx, target: str | None, dry_run: bool, as_json: bool) -> None:
@@ -34,7 +32,7 @@ def forget(ctx, target: str | None, dry_run: bool, as_json: bool) -> None:
 
     report = forget_target(project_paths(ctx), target, dry_run=dry_run)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, default=str))
+        echo_json(report.to_json())
     else:
         _print(report)
     if report.rebuild_error:

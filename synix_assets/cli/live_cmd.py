@@ -2,18 +2,12 @@
 delivery of their live sessions to the build (docs/live.md)."""
 from __future__ import annotations
 
-import json
-
 import click
 from rich.markup import escape as safe
 
-from synix_assets.cli.common import project_dir_option
+from synix_assets.cli.common import echo_json, json_option, project_dir_option
 
 HOME_ENV = "SYNIX_HOME"
-
-
-def _echo_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
 
 
 def _home_option(required: bool):
@@ -43,7 +37,7 @@ def tenant_group() -> None:
 @tenant_group.command("create")
 @click.argument("name")
 @_home_option(True)
-@click.option("--json", "as_json", is_flag=True, help="Print the tenant and its token as JSON.")
+@json_option("Print the tenant and its token as JSON.")
 def create(name, home, as_json) -> None:
     """Create a tenant and print its API token (shown once; only its hash is stored).
 
@@ -57,7 +51,7 @@ def create(name, home, as_json) -> None:
     finally:
         h.close()
     if as_json:
-        return _echo_json(data)
+        return echo_json(data, ascii=False)
     from synix_assets.cli import render
 
     out = render.console()
@@ -67,7 +61,7 @@ def create(name, home, as_json) -> None:
 
 @tenant_group.command("list")
 @_home_option(True)
-@click.option("--json", "as_json", is_flag=True, help="Print the tenants as JSON.")
+@json_option("Print the tenants as JSON.")
 def list_(home, as_json) -> None:
     """List the tenants of a home with their live delivery counts.
 
@@ -79,7 +73,7 @@ def list_(home, as_json) -> None:
 
     rows = home_status(_home(home))
     if as_json:
-        return _echo_json(rows)
+        return echo_json(rows, ascii=False)
     _print_status(rows)
 
 
@@ -87,7 +81,7 @@ def list_(home, as_json) -> None:
 @click.argument("name")
 @_home_option(True)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 def delete(name, home, yes, as_json) -> None:
     """Delete a tenant: its token stops working, everything of it is removed, and the home is
     checked for leftovers (like `synix forget`).
@@ -104,7 +98,7 @@ def delete(name, home, yes, as_json) -> None:
     finally:
         h.close()
     if as_json:
-        return _echo_json(data)
+        return echo_json(data, ascii=False)
     click.echo(f"Deleted tenant {name}: its folder is gone and the registry holds no trace of it.")
 
 
@@ -122,7 +116,7 @@ def live_group() -> None:
 @live_group.command("status")
 @_home_option(False)
 @project_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@json_option("Print the counts as JSON.")
 @click.pass_context
 def status(ctx, home, as_json) -> None:
     """Outbox counts per tenant (pending / building / built / dead), open sessions, turns, the
@@ -136,14 +130,14 @@ def status(ctx, home, as_json) -> None:
 
     rows = home_status(_home(home)) if home else [project_status(_paths(ctx))]
     if as_json:
-        return _echo_json(rows)
+        return echo_json(rows, ascii=False)
     _print_status(rows)
 
 
 @live_group.command("drain")
 @_home_option(False)
 @project_dir_option
-@click.option("--json", "as_json", is_flag=True, help="Print what was built as JSON.")
+@json_option("Print what was built as JSON.")
 @click.pass_context
 def drain_cmd(ctx, home, as_json) -> None:
     """Close idle sessions and build every due batch now, through the live sensor and
@@ -162,7 +156,7 @@ def drain_cmd(ctx, home, as_json) -> None:
     else:
         results = [drain(_paths(ctx), lock_timeout_s=60)]
     if as_json:
-        return _echo_json(results)
+        return echo_json(results, ascii=False)
     for r in results:
         ok = sum(1 for b in r["builds"] if b["success"])
         click.echo(f"{r.get('tenant') or r['memory']}: {len(r['builds'])} build(s), {ok} succeeded"

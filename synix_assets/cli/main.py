@@ -6,12 +6,12 @@ they run, so `synix --help` answers at once.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import warnings
 
 import click
 
+from synix_assets.cli.common import debug_enabled
 from synix_resources.errors import SynixError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -26,14 +26,14 @@ class SynixGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except SynixError as exc:
-            if _debug(ctx):
+            if debug_enabled(ctx):
                 raise
             _error(exc.one_line())
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             raise click.exceptions.Abort() from None
         except Exception as exc:  # the one place an unexpected failure is reported, not hidden
-            if _debug(ctx):
+            if debug_enabled(ctx):
                 raise
             full = _disk_full(ctx, exc)
             if full is not None:
@@ -54,10 +54,6 @@ def _disk_full(ctx: click.Context, exc: Exception):
     except SynixError:  # no project here: the disk can still be full
         state = None
     return disk_full_from(exc, state)
-
-
-def _debug(ctx: click.Context) -> bool:
-    return bool((ctx.obj or {}).get("debug")) or os.environ.get("SYNIX_DEBUG", "") not in ("", "0")
 
 
 def _error(text: str) -> None:

@@ -1,19 +1,13 @@
 """Commands that read a built project: status, search, lineage, get, runs."""
 from __future__ import annotations
 
-import json
-
 import click
 
-from synix_assets.cli.common import project_option, project_paths
-
-
-def _echo_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@json_option("Print the status as JSON.")
 @project_option
 @click.pass_context
 def status(ctx, as_json) -> None:
@@ -29,7 +23,7 @@ def status(ctx, as_json) -> None:
 
     data = project_status(project_paths(ctx))
     if as_json:
-        _echo_json(data)
+        echo_json(data)
     else:
         render.status_table(render.console(), data)
 
@@ -45,7 +39,7 @@ def status(ctx, as_json) -> None:
 @click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Number of hits.")
 @click.option("--since", metavar="DATE", help="Only artifacts dated on or after DATE (YYYY-MM-DD).")
 @click.option("--until", metavar="DATE", help="Only artifacts dated on or before DATE (YYYY-MM-DD).")
-@click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@json_option("Print the hits as JSON.")
 @project_option
 @click.pass_context
 def search(ctx, query, layers, mode, exact, leaves, limit, since, until, as_json) -> None:
@@ -71,14 +65,14 @@ def search(ctx, query, layers, mode, exact, leaves, limit, since, until, as_json
                "hits": [{k: h.get(k) for k in keys} for h in data["hits"]]}
         if "notice" in data:
             out["notice"] = data["notice"]
-        _echo_json(out)
+        echo_json(out)
     else:
         render.search_results(render.console(), data)
 
 
 @click.command()
 @click.argument("artifact_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the tree as nested JSON.")
+@json_option("Print the tree as nested JSON.")
 @project_option
 @click.pass_context
 def lineage(ctx, artifact_id, as_json) -> None:
@@ -95,14 +89,14 @@ def lineage(ctx, artifact_id, as_json) -> None:
 
     tree = lineage_view(project_paths(ctx), artifact_id)
     if as_json:
-        _echo_json(tree)
+        echo_json(tree)
     else:
         render.console().print(render.lineage_tree(tree))
 
 
 @click.command()
 @click.argument("artifact_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the artifact as JSON.")
+@json_option("Print the artifact as JSON.")
 @project_option
 @click.pass_context
 def get(ctx, artifact_id, as_json) -> None:
@@ -119,7 +113,7 @@ def get(ctx, artifact_id, as_json) -> None:
 
     art = artifact_view(project_paths(ctx), artifact_id)
     if as_json:
-        _echo_json(art)
+        echo_json(art)
     else:
         render.artifact_details(render.console(), art)
 
@@ -127,7 +121,7 @@ def get(ctx, artifact_id, as_json) -> None:
 @click.command()
 @click.argument("run_id", required=False)
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="How many runs to list.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option("Print as JSON.")
 @project_option
 @click.pass_context
 def runs(ctx, run_id, limit, as_json) -> None:
@@ -143,7 +137,7 @@ def runs(ctx, run_id, limit, as_json) -> None:
 
     data = runs_view(project_paths(ctx), run_id, limit=limit)
     if as_json:
-        _echo_json(data)
+        echo_json(data)
     elif run_id is None:
         render.runs_table(render.console(), data["runs"])
     else:

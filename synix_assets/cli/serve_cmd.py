@@ -2,13 +2,12 @@
 (HTTP JSON API) and agents (MCP tools, an ask agent). Read-only; loopback unless told."""
 from __future__ import annotations
 
-import json
-
 import click
 
-from synix_assets.cli.common import project_option, project_paths
+from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
+from synix_resources.settings import Settings
 
-TOKEN_ENV = "SYNIX_SERVE_TOKEN"
+TOKEN_ENV = Settings.serve_token.name
 
 
 def _service(ctx):
@@ -107,7 +106,7 @@ def mcp(ctx, transport, host, port, token, allow_hosts) -> None:
 @click.option("--model", default=None, help="Model for the agent (default: SYNIX_LLM_MODEL or Claude Sonnet).")
 @click.option("--max-steps", type=click.IntRange(1, 50), default=8, show_default=True,
               help="Most tool calls the agent may make.")
-@click.option("--json", "as_json", is_flag=True, help="Print the answer, citations and steps as JSON.")
+@json_option("Print the answer, citations and steps as JSON.")
 @project_option
 @click.pass_context
 def ask(ctx, question, offline, model, max_steps, as_json) -> None:
@@ -130,6 +129,6 @@ def ask(ctx, question, offline, model, max_steps, as_json) -> None:
     finally:
         svc.close()
     if as_json:
-        click.echo(json.dumps(result, indent=2, default=str, ensure_ascii=False))
+        echo_json(result, ascii=False)
         return
     render.ask_result(render.console(), result)

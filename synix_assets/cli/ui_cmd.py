@@ -11,6 +11,7 @@ import time
 import click
 
 from synix_assets.cli.common import project_option, project_paths
+from synix_resources.settings import Settings
 
 HOST = "127.0.0.1"
 
@@ -19,7 +20,7 @@ def ui_command(paths, port: int) -> tuple[list[str], dict]:
     """The `dagster dev` command line and environment for a project."""
     # `dagster dev` itself warns (FutureWarning) that `dg dev` supersedes it: noise for our users
     env = {"PYTHONWARNINGS": "ignore::FutureWarning", **os.environ,
-           "DAGSTER_HOME": str(paths.dagster_home), "SYNIX_PROJECT": str(paths.root)}
+           Settings.dagster_home.name: str(paths.dagster_home), Settings.project.name: str(paths.root)}
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(paths.root / "workspace.yaml"),
            "-h", HOST, "-p", str(port)]
     return cmd, env

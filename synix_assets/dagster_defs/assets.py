@@ -18,7 +18,6 @@ asset body calls the same per-layer engine code whoever launched the run (`synix
 """
 
 import contextlib
-import os
 from datetime import timedelta
 
 import dagster as dg
@@ -35,6 +34,7 @@ from synix_assets.engine.schedule import arrivals, plan_for_check, take
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_assets.scale.executor import backfill_policy
 from synix_resources.llm.resource import LLMResource
+from synix_resources.settings import settings
 from synix_resources.store.resource import ArtifactStoreResource
 
 RUN_ID_TAG = "synix/run_id"
@@ -91,16 +91,12 @@ def describe(pipeline, layer: str, identity: str) -> str:
     return "\n\n".join(lines)
 
 
-def _lock_timeout() -> float:
-    return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
-
-
 def _build_lock(paths, context):
     """The project's build lock; a distributed `synix run` holds it for every run it submits, so
     their steps, spread over many workers, must not wait on it nor on one another."""
     if context.run.tags.get(DISTRIBUTED_TAG) == "1":
         return contextlib.nullcontext()
-    return project_lock(paths.lock, timeout_s=_lock_timeout())
+    return project_lock(paths.lock, timeout_s=settings().lock_timeout_s)
 
 
 def _children(pipeline, name: str, names: Names) -> set[dg.AssetKey]:
@@ -276,7 +272,7 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
               kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline),
               tags={"synix/branch": names.branch})
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
-        with project_lock(paths.lock, timeout_s=_lock_timeout()):
+        with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):
             yield from _run(context, store, llm)
 
     def _run(context, store, llm):

@@ -10,7 +10,6 @@ loading the definitions also syncs that instance with the store (records.sync_in
 """
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.scale.executor import executor_for, sensor_running
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
+from synix_resources.settings import settings
 from synix_resources.store.artifact_store import ArtifactStore
 from synix_resources.store.resource import ArtifactStoreResource
 
@@ -132,7 +132,7 @@ def _build_defs(project_dir, *, resources, sync, only, building_run) -> dg.Defin
                                                  running=sensor_running(root)), *live],
                           resources=resources or resources_for(main_paths, identity),
                           executor=executor_for(root))
-    home = os.environ.get("DAGSTER_HOME")
+    home = settings().dagster_home
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too
         if sync and main_paths.has_store():

@@ -21,14 +21,11 @@ from synix_resources.errors import BranchError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.folders import new_folder, remove_inside
 from synix_resources.names import check_branch
+from synix_resources.settings import settings
 from synix_resources.store.branches import PREVIOUS
 
 PROMOTE_JOURNAL = "promote:pending"
 SNAPSHOT = MAIN + PREVIOUS
-
-
-def _lock_timeout() -> float:
-    return float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -108,7 +105,7 @@ def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = N
         raise BranchError(f"pipeline file {source_file} does not exist",
                           hint="give an existing file to --pipeline")
     target = paths.on_branch(name)
-    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+    with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):
         with paths.open_store() as store:
             if store.branch_info(name) is not None:
                 raise BranchError(f"branch {name!r} already exists",
@@ -162,7 +159,7 @@ def delete_branch(paths: ProjectPaths, name: str) -> dict:
     check_branch(name)
     if name == MAIN:
         raise BranchError("cannot delete main", hint="promote another branch instead")
-    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+    with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):
         with paths.open_store() as store:
             pointers = store.delete_branch(name)
         remove_inside(paths.on_branch(name).branch_dir, paths.branches_dir, ignore_errors=True)
@@ -175,7 +172,7 @@ def delete_branch(paths: ProjectPaths, name: str) -> dict:
 
 def gc(paths: ProjectPaths, *, dry_run: bool = False) -> dict:
     """Removes artifacts that no branch points at (nor builds on); never a referenced one."""
-    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+    with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):
         with paths.open_store() as store:
             doomed = store.unreferenced()
             by_layer: dict[str, int] = {}
@@ -306,7 +303,7 @@ def promote_branch(paths: ProjectPaths, name: str, *, force: bool = False) -> di
     if name == MAIN:
         raise BranchError("main cannot be promoted into itself", hint="name another branch")
     source = paths.on_branch(name)
-    with project_lock(paths.lock, timeout_s=_lock_timeout()):
+    with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):
         finish_pending_promote(paths)
         with paths.open_store() as store:
             if store.branch_info(name) is None:

@@ -19,7 +19,6 @@ verify   the raw bytes of every file Synix writes are searched for the forgotten
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
 from synix_resources.folders import remove_inside
 from synix_resources.llm.cache import ResponseCache
+from synix_resources.settings import settings
 from synix_resources.store.artifact_store import ArtifactStore
 
 log = logging.getLogger("synix.forget")
@@ -84,8 +84,7 @@ def forget(paths: ProjectPaths, target: str | None = None, dry_run: bool = False
                          hint="see docs/postgres.md: forgetting on a PostgreSQL store")
     pipeline = paths.load_pipeline()
     paths.state_dir.mkdir(parents=True, exist_ok=True)
-    lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))  # as `synix run`
-    with project_lock(paths.lock, timeout_s=lock_timeout_s), _forgetting(paths):
+    with project_lock(paths.lock, timeout_s=settings().lock_timeout_s), _forgetting(paths):
         pending = journaling.load(paths)
         if dry_run:
             return _dry_run(paths, pipeline, pending, target)

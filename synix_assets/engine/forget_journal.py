@@ -16,11 +16,12 @@ from typing import Any
 
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import ForgetIncomplete
+from synix_resources.settings import Settings, settings
 
 JOURNAL_NAME = "forget.journal.json"
 # Tests only: SIGKILL this process right after the work of the named phase, before the journal
 # records it done (the worst moment for a resume), e.g. SYNIX_FORGET_CRASH_AFTER=cache.
-CRASH_ENV = "SYNIX_FORGET_CRASH_AFTER"
+CRASH_ENV = Settings.forget_crash_after.name
 
 
 def journal_path(paths: ProjectPaths) -> Path:
@@ -57,7 +58,7 @@ def save(paths: ProjectPaths, journal: dict[str, Any]) -> None:
 
 
 def mark_done(paths: ProjectPaths, journal: dict[str, Any], phase: str, **results: Any) -> None:
-    if os.environ.get(CRASH_ENV) == phase:
+    if settings().forget_crash_after == phase:
         os.kill(os.getpid(), signal.SIGKILL)
     journal["done"] = sorted(set(journal.get("done", [])) | {phase})
     journal.setdefault("results", {}).update(results)

@@ -30,16 +30,15 @@ from pathlib import Path
 from typing import Iterable
 
 from synix_resources.errors import ForgetBlocked, ForgetUnverified
+from synix_resources.settings import settings
 
-WAIT_ENV = "SYNIX_FORGET_WAIT_S"
-DEFAULT_WAIT_S = 60.0
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _READ_BLOCK = 1 << 22
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding synix_assets
 
 
 def wait_seconds() -> float:
-    return float(os.environ.get(WAIT_ENV, DEFAULT_WAIT_S))
+    return settings().forget_wait_s
 
 
 def is_sqlite(path: Path) -> bool:

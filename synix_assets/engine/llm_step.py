@@ -8,9 +8,9 @@ from synix_assets.engine import pii, progress
 from synix_assets.engine.outcomes import PartitionOutcome
 from synix_assets.pipeline.prompts import prompt_identity, prompt_name
 from synix_assets.pipeline.records import Record
-from synix_assets.scale.identity import worker_id
 from synix_resources.errors import LLMError, LLMRefusal, PromptError, SynixError
 from synix_resources.llm.types import LLMRequest, LLMResponse
+from synix_resources.settings import settings
 
 INHERITED_PREFIXES = ("meta.time.", "meta.chat.", "meta.source.")
 PREVIEW_CHARS = 600
@@ -133,8 +133,9 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
                                 input_count=call.input_count, flags=flags, llm_calls=1)
     audit = result.audit()
     audit.update(call.extra_audit)
-    if worker_id():
-        audit["worker"] = worker_id()
+    worker = settings().worker_id
+    if worker:
+        audit["worker"] = worker
     metadata = dict(call.metadata)
     metadata["meta.step.provider"] = result.provider
     metadata["meta.step.model"] = result.model

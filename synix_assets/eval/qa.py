@@ -10,7 +10,6 @@ cache, so re-running an unchanged eval costs nothing.
 from __future__ import annotations
 
 import json
-import os
 import re
 import string
 from collections import Counter
@@ -30,7 +29,6 @@ FULL_CONTEXT_CHARS = 600_000
 
 
 def model_configured(env=None) -> bool:
-    env = os.environ if env is None else env
     return choose_provider("", "", env) in QA_PROVIDERS
 
 

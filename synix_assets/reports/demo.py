@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 from synix_assets.project import ProjectPaths
+from synix_resources.settings import Settings, settings
 
 DEMO_QUERY = "marathon"
+PROVIDER_ENV = Settings.llm_provider.name
 
 
 def fresh_dir(base: str | Path) -> Path:
@@ -31,14 +33,14 @@ def fresh_dir(base: str | Path) -> Path:
 @contextmanager
 def offline_provider():
     """The demo must not spend money: extractive unless the user chose a provider explicitly."""
-    chosen = os.environ.get("SYNIX_LLM_PROVIDER")
+    chosen = settings().llm_provider
     if not chosen:
-        os.environ["SYNIX_LLM_PROVIDER"] = "extractive"
+        os.environ[PROVIDER_ENV] = "extractive"
     try:
-        yield os.environ["SYNIX_LLM_PROVIDER"]
+        yield settings().llm_provider
     finally:
         if not chosen:
-            os.environ.pop("SYNIX_LLM_PROVIDER", None)
+            os.environ.pop(PROVIDER_ENV, None)
 
 
 def rollup_layer(pipeline) -> str | None:

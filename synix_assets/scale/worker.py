@@ -18,8 +18,8 @@ from pathlib import Path
 from synix_assets.project import ProjectPaths
 from synix_assets.scale.config import load_scale_config
 from synix_assets.scale.executor import celery_settings
-from synix_assets.scale.identity import WORKER_ENV
 from synix_resources.errors import ScaleDeploymentError
+from synix_resources.settings import Settings
 
 CONFIG_MODULE = "dagster_celery_config"  # what dagster_celery.app imports when it is importable
 
@@ -50,8 +50,8 @@ def worker_env(paths: ProjectPaths, name: str, base: dict[str, str] | None = Non
     env = dict(os.environ if base is None else base)
     folder = write_celery_config(paths)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), env.get("PYTHONPATH", "")) if p)
-    env[WORKER_ENV] = name
-    env["DAGSTER_HOME"] = str(paths.dagster_home)
+    env[Settings.worker_id.name] = name
+    env[Settings.dagster_home.name] = str(paths.dagster_home)
     return env
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 from typing import Any
 
 from synix_assets.serve.service import BadRequest, MemoryService
 from synix_assets.serve.tools import memory_tools
 from synix_resources.errors import LLMConfigError, LLMError, SynixError
+from synix_resources.settings import settings
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 MAX_RESULT_CHARS = 12_000  # what one tool result may put into the conversation
@@ -68,7 +68,8 @@ def make_anthropic_client(http_client=None):
     """The real SDK client; `http_client` lets tests route it through a mocked transport."""
     import anthropic
 
-    key = os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("SYNIX_LLM_API_KEY")
+    config = settings()
+    key = config.anthropic_api_key or config.llm_api_key
     if not key:
         raise LLMConfigError("no ANTHROPIC_API_KEY set", hint="set it, or use --offline")
     return anthropic.Anthropic(api_key=key, http_client=http_client, max_retries=2)
@@ -81,12 +82,12 @@ def ask(svc: MemoryService, question: str, *, client=None, model: str | None = N
     if not question or not question.strip():
         raise BadRequest("the question is empty", hint='ask something, e.g. synix ask "what races did I run?"')
     if offline is None:
-        offline = client is None and not (os.environ.get("ANTHROPIC_API_KEY")
-                                           or os.environ.get("SYNIX_LLM_API_KEY"))
+        config = settings()
+        offline = client is None and not (config.anthropic_api_key or config.llm_api_key)
     if offline:
         return offline_answer(svc, question, limit=evidence_limit)
     client = client or make_anthropic_client()
-    return _agent(svc, client, question, model=model or os.environ.get("SYNIX_LLM_MODEL") or DEFAULT_MODEL,
+    return _agent(svc, client, question, model=model or settings().llm_model or DEFAULT_MODEL,
                   max_steps=max_steps)
 
 

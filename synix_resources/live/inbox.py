@@ -19,7 +19,6 @@ or schedules it again with exponential backoff, or dead-letters it with the reas
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from datetime import datetime, timezone
@@ -30,11 +29,13 @@ from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.live.migrations import LIVE_MIGRATIONS
 from synix_resources.live.requests import IngestRequest
 from synix_resources.names import check_session_id
+from synix_resources.settings import (DEFAULT_LIVE_BACKOFF_S, DEFAULT_LIVE_IDLE_MINUTES,
+                                      DEFAULT_LIVE_MAX_ATTEMPTS, settings)
 from synix_resources.store.connection import StoreConnection
 
-IDLE_GAP_S = 15 * 60
-MAX_ATTEMPTS = 5
-BACKOFF_S = 30.0
+IDLE_GAP_S = DEFAULT_LIVE_IDLE_MINUTES * 60
+MAX_ATTEMPTS = DEFAULT_LIVE_MAX_ATTEMPTS
+BACKOFF_S = DEFAULT_LIVE_BACKOFF_S
 MAX_BACKOFF_S = 3600.0
 STATES = ("pending", "building", "built", "dead")
 HANDED = ("building", "built")  # what the build reads: sessions handed over by the outbox
@@ -63,10 +64,9 @@ class Inbox(StoreConnection):
     def from_env(cls, path: str | Path, **kwargs) -> "Inbox":
         """An inbox with the deployment's settings: SYNIX_LIVE_IDLE_MINUTES (15),
         SYNIX_LIVE_MAX_ATTEMPTS (5), SYNIX_LIVE_BACKOFF_S (30, doubled per failed attempt)."""
-        env = os.environ
-        return cls(path, idle_gap_s=float(env.get("SYNIX_LIVE_IDLE_MINUTES", IDLE_GAP_S / 60)) * 60,
-                   max_attempts=int(env.get("SYNIX_LIVE_MAX_ATTEMPTS", MAX_ATTEMPTS)),
-                   backoff_s=float(env.get("SYNIX_LIVE_BACKOFF_S", BACKOFF_S)), **kwargs)
+        config = settings()
+        return cls(path, idle_gap_s=config.live_idle_minutes * 60,
+                   max_attempts=config.live_max_attempts, backoff_s=config.live_backoff_s, **kwargs)
 
     # ---- writes on the request path ----------------------------------------------------
 

@@ -7,13 +7,13 @@ shared prefix of a layer's calls is billed at the cache-read rate after the firs
 from __future__ import annotations
 
 import inspect
-import os
 import time
 from typing import Callable
 
 import anthropic
 
 from synix_resources.errors import LLMConfigError, LLMError
+from synix_resources.settings import settings
 
 from . import batches
 from .base import Completion, LLMClient
@@ -55,7 +55,7 @@ class AnthropicClient(LLMClient):
                  cache_min_tokens: int = CACHE_MIN_TOKENS, poll_interval_s: float = 60.0,
                  max_batch_wait_s: float = 26 * 3600,
                  poll_sleep: Callable[[float], None] = time.sleep, **common):
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY") or ""
+        key = api_key or settings().anthropic_api_key or ""
         if not key:
             raise missing_key_error()
         secrets = (*common.pop("secrets", ()), key)

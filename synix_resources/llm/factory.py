@@ -1,7 +1,8 @@
 """Choosing and building the configured LLM client, without Dagster (the CLI's no-op path and
 `synix plan` must not pay for importing it).
 
-Configuration comes from arguments and is overridden by the environment: SYNIX_LLM_PROVIDER,
+Configuration comes from arguments and is overridden by the environment (declared in
+`synix_resources/settings.py`): SYNIX_LLM_PROVIDER,
 SYNIX_LLM_MODEL, SYNIX_LLM_BASE_URL, SYNIX_LLM_API_KEY, SYNIX_LLM_CONTEXT_TOKENS (the model's
 context window, for local servers whose size only their user knows), SYNIX_LLM_CONCURRENCY (requests
 in flight at once per process, e.g. lower for a rate-limited key), SYNIX_FAKE_LATENCY_S,
@@ -13,10 +14,10 @@ set, else the offline `extractive` summariser (with a warning).
 from __future__ import annotations
 
 import logging
-import os
 from typing import Mapping
 
 from synix_resources.errors import LLMConfigError
+from synix_resources.settings import Settings, settings
 
 from .base import LLMClient
 from .cache import ResponseCache
@@ -27,40 +28,14 @@ log = logging.getLogger("synix.llm")
 PROVIDERS = ("anthropic", "openai-compatible", "extractive", "fake")
 
 
-def _env_float(env: Mapping[str, str], name: str, fallback: float) -> float:
-    value = env.get(name, "").strip()
-    if not value:
-        return fallback
-    try:
-        return float(value)
-    except ValueError:
-        raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2")
+def choose_provider(provider: str, api_key: str, env: Mapping[str, str] | None = None) -> str:
+    return _choose(provider, api_key, settings(env))
 
 
-def _env_context_tokens(env: Mapping[str, str], fallback: int) -> int:
-    value = env.get("SYNIX_LLM_CONTEXT_TOKENS", "").strip()
-    if not value:
-        return fallback
-    if not value.isdigit() or int(value) < 512:
-        raise LLMConfigError(f"SYNIX_LLM_CONTEXT_TOKENS={value!r} is not a context window size",
-                             hint="set it to the model's context length in tokens, e.g. 8192")
-    return int(value)
-
-
-def _env_concurrency(env: Mapping[str, str], fallback: int) -> int:
-    value = env.get("SYNIX_LLM_CONCURRENCY", "").strip()
-    if not value:
-        return fallback
-    if not value.isdigit() or int(value) < 1:
-        raise LLMConfigError(f"SYNIX_LLM_CONCURRENCY={value!r} is not a number of requests",
-                             hint="set it to a whole number of concurrent requests, e.g. 4")
-    return int(value)
-
-
-def choose_provider(provider: str, api_key: str, env: Mapping[str, str]) -> str:
-    chosen = (env.get("SYNIX_LLM_PROVIDER") or provider or "").strip().lower()
+def _choose(provider: str, api_key: str, config: Settings) -> str:
+    chosen = (config.llm_provider or provider or "").strip().lower()
     if not chosen:
-        if env.get("ANTHROPIC_API_KEY") or env.get("SYNIX_LLM_API_KEY") or api_key:
+        if config.anthropic_api_key or config.llm_api_key or api_key:
             return "anthropic"
         log.warning("No LLM configured (ANTHROPIC_API_KEY unset): using the offline extractive "
                     "summariser; set ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER to use a model")
@@ -71,12 +46,17 @@ def choose_provider(provider: str, api_key: str, env: Mapping[str, str]) -> str:
     return chosen
 
 
-def _limiter(env: Mapping[str, str], requests_per_minute: float, tokens_per_minute: float,
+def _or(value, fallback):
+    """The environment's value, else the argument's (None is unset)."""
+    return fallback if value is None else value
+
+
+def _limiter(config: Settings, requests_per_minute: float, tokens_per_minute: float,
              shared_url: str, shared_per_s: float):
     local = (RateLimiter(requests_per_minute, tokens_per_minute)
              if requests_per_minute or tokens_per_minute else None)
-    shared_url = env.get("SYNIX_LLM_SHARED_LIMIT_URL", "").strip() or shared_url
-    shared_per_s = _env_float(env, "SYNIX_LLM_MAX_REQUESTS_PER_S", shared_per_s)
+    shared_url = config.llm_shared_limit_url or shared_url
+    shared_per_s = _or(config.llm_max_requests_per_s, shared_per_s)
     if not shared_url:
         return local
     from .shared_limit import SharedRateLimiter
@@ -98,22 +78,22 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
     `provider_options` go to the provider class: `http_client=` (anthropic), `transport=`
     (openai-compatible), `seed=`/`sleep=` (fake), `poll_interval_s=` (anthropic batches).
     """
-    env = os.environ if env is None else env
-    chosen = choose_provider(provider, api_key, env)
-    model = env.get("SYNIX_LLM_MODEL") or model
-    base_url = env.get("SYNIX_LLM_BASE_URL") or base_url
-    key = env.get("SYNIX_LLM_API_KEY") or api_key
+    config = settings(env)
+    chosen = _choose(provider, api_key, config)
+    model = config.llm_model or model
+    base_url = config.llm_base_url or base_url
+    key = config.llm_api_key or api_key
     common = dict(
-        concurrency=_env_concurrency(env, concurrency), temperature=temperature, max_tokens=max_tokens, replay=replay,
-        retry=retry or RetryPolicy(max_attempts=max_attempts),
-        limiter=_limiter(env, requests_per_minute, tokens_per_minute, shared_limit_url,
+        concurrency=_or(config.llm_concurrency, concurrency), temperature=temperature,
+        max_tokens=max_tokens, replay=replay, retry=retry or RetryPolicy(max_attempts=max_attempts),
+        limiter=_limiter(config, requests_per_minute, tokens_per_minute, shared_limit_url,
                          max_requests_per_s),
         cache=ResponseCache(cache_path) if cache_path else None,
-        context_tokens=_env_context_tokens(env, context_tokens) or None)
+        context_tokens=_or(config.llm_context_tokens, context_tokens) or None)
     if chosen == "anthropic":
         from .anthropic_client import AnthropicClient, missing_key_error
 
-        key = key or env.get("ANTHROPIC_API_KEY", "")
+        key = key or config.anthropic_api_key or ""
         if not key and not replay:
             raise missing_key_error()
         if replay and not key:
@@ -125,15 +105,14 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
         from .openai_compat import DEFAULT_BASE_URL, OpenAICompatClient
 
         return OpenAICompatClient(model=model, base_url=base_url or DEFAULT_BASE_URL,
-                                  api_key=key or env.get("OPENAI_API_KEY") or None,
+                                  api_key=key or config.openai_api_key or None,
                                   **provider_options, **common)
     if chosen == "fake":
         from .fake import FakeClient
 
         return FakeClient(model=model or "fake-v1",
-                          latency_s=_env_float(env, "SYNIX_FAKE_LATENCY_S", fake_latency_s),
-                          failure_rate=_env_float(env, "SYNIX_FAKE_FAILURE_RATE",
-                                                  fake_failure_rate),
+                          latency_s=_or(config.fake_latency_s, fake_latency_s),
+                          failure_rate=_or(config.fake_failure_rate, fake_failure_rate),
                           **provider_options, **common)
     from .extractive import ExtractiveClient
 

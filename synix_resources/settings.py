@@ -1,0 +1,277 @@
+"""Every environment variable Synix reads, declared once: its type, default, range and meaning.
+
+`settings()` builds a new `Settings` from the environment on every call, never at import (tests
+change the environment after importing). A variable is parsed when its attribute is read, not
+when the object is built, so a bad value fails only what uses it, with the message and exception
+type it always had: a bad SYNIX_LLM_CONCURRENCY stops the commands that build an LLM client
+(`LLMConfigError`), not `synix status`; a bad SYNIX_LOCK_TIMEOUT_S is Python's own `ValueError`.
+
+Variables whose value is merged with an argument (the LLM client's configuration: the
+environment overrides `LLMResource`'s fields) read as None when unset; the caller applies its
+argument. docs/configuration.md is rendered from these declarations
+(`python -m synix_resources.settings > docs/configuration.md`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Mapping, TypeVar, overload
+
+from synix_resources.errors import LLMConfigError
+
+T = TypeVar("T")
+
+DEFAULT_LOCK_TIMEOUT_S = 600.0
+DEFAULT_FORGET_WAIT_S = 60.0
+DEFAULT_LIVE_IDLE_MINUTES = 15.0
+DEFAULT_LIVE_MAX_ATTEMPTS = 5
+DEFAULT_LIVE_BACKOFF_S = 30.0
+DEFAULT_EDITOR = "vi"
+
+
+@dataclass(frozen=True)
+class Var(Generic[T]):
+    """One environment variable: how its text (None when unset) becomes a value, and its
+    documentation. As a class attribute of `Settings` it reads as the parsed value."""
+
+    name: str
+    parse: Callable[[str | None], T] = field(repr=False)
+    type: str
+    default: str
+    range: str
+    doc: str
+    group: str
+    attr: str = ""
+
+    def __set_name__(self, owner: type, attr: str) -> None:
+        object.__setattr__(self, "attr", attr)
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Var[T]: ...
+
+    @overload
+    def __get__(self, obj: Settings, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        return self.parse(obj.env.get(self.name))
+
+
+# ---- parsers: each keeps the conversion the variable's reader always did --------------------
+
+def _text(raw: str | None) -> str | None:
+    """Empty is unset."""
+    return raw or None
+
+
+def _switch(raw: str | None) -> bool:
+    return (raw or "") not in ("", "0")
+
+
+def _float_or(default: float) -> Callable[[str | None], float]:
+    """`float()` of the text (Python's ValueError when it is not a number, empty included)."""
+    return lambda raw: float(raw) if raw is not None else default
+
+
+def _int_or(default: int) -> Callable[[str | None], int]:
+    return lambda raw: int(raw) if raw is not None else default
+
+
+def _or(default: str) -> Callable[[str | None], str]:
+    return lambda raw: raw if raw is not None else default
+
+
+def _llm_number(name: str) -> Callable[[str | None], float | None]:
+    def parse(raw: str | None) -> float | None:
+        value = (raw or "").strip()
+        if not value:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2")
+    return parse
+
+
+def _llm_count(name: str, minimum: int, what: str, hint: str) -> Callable[[str | None], int | None]:
+    def parse(raw: str | None) -> int | None:
+        value = (raw or "").strip()
+        if not value:
+            return None
+        if not value.isdigit() or int(value) < minimum:
+            raise LLMConfigError(f"{name}={value!r} is not {what}", hint=hint)
+        return int(value)
+    return parse
+
+
+def _llm_url(raw: str | None) -> str | None:
+    return (raw or "").strip() or None
+
+
+# ---- the declarations ---------------------------------------------------------------------------
+
+CLI = "Project and command line"
+BUILD = "Store and builds"
+FORGET = "Forget"
+LIVE = "Live memory"
+LLM = "LLM client"
+OTHER = "Variables of other tools that Synix reads"
+GROUPS = (CLI, BUILD, FORGET, LIVE, LLM, OTHER)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The deployment's configuration, as the environment gave it when `settings()` was called."""
+
+    env: Mapping[str, str]
+
+    project = Var(
+        "SYNIX_PROJECT", _text, "folder", "the current folder or a parent with a pipeline.py; "
+        "the repository's `synix_assets.definitions`: the bundled demo project", "a folder",
+        "The project the CLI works on (like `-p`), and the project the repository's Dagster code "
+        "location loads. `synix ui` sets it for the Dagster process it starts.", CLI)
+    branch = Var(
+        "SYNIX_BRANCH", _text, "branch name", "the project's current branch (`synix branch "
+        "switch`), else `main`", "a valid branch name; empty means unset",
+        "The branch the CLI works on (like `--branch`).", CLI)
+    debug = Var(
+        "SYNIX_DEBUG", _switch, "switch", "off", "empty or `0` is off, anything else on",
+        "Full tracebacks and Dagster's error logs on the terminal (like `--debug`).", CLI)
+    home = Var(
+        "SYNIX_HOME", _text, "folder", "none (the tenant commands require it)", "a folder",
+        "The tenants' home of `synix tenant`, `synix live` (their `--home`).", CLI)
+    serve_token = Var(
+        "SYNIX_SERVE_TOKEN", _text, "secret", "none", "text",
+        "Bearer token of `synix serve` and `synix mcp --transport http` (their `--token`); "
+        "required when listening beyond loopback.", CLI)
+
+    store_path = Var(
+        "SYNIX_STORE_PATH", _text, "file path or URL", "`store` in the project's config.toml, "
+        "else `.synix/synix.db`", "a SQLite file path or a `postgresql://` URL",
+        "Where the artifact store is (e.g. for workers whose project folder is elsewhere).", BUILD)
+    lock_timeout_s = Var(
+        "SYNIX_LOCK_TIMEOUT_S", _float_or(DEFAULT_LOCK_TIMEOUT_S), "float (seconds)",
+        f"{DEFAULT_LOCK_TIMEOUT_S:g}", "≥ 0",
+        "How long a build, forget or branch change waits for the project's lock held by "
+        "another one.", BUILD)
+    worker_id = Var(
+        "SYNIX_WORKER_ID", _text, "text", "unset: nothing recorded", "text",
+        "Which worker built an artifact, recorded in its audit (`worker`). "
+        "`synix worker --name` sets it to the worker's name.", BUILD)
+
+    forget_wait_s = Var(
+        "SYNIX_FORGET_WAIT_S", _float_or(DEFAULT_FORGET_WAIT_S), "float (seconds)",
+        f"{DEFAULT_FORGET_WAIT_S:g}", "≥ 0",
+        "How long `synix forget` waits for open readers before the purge gives up "
+        "(`ForgetBlocked`).", FORGET)
+    forget_crash_after = Var(
+        "SYNIX_FORGET_CRASH_AFTER", _text, "phase name", "unset", "a forget phase name",
+        "Tests only: the forgetting process kills itself (SIGKILL) right after that phase's work, "
+        "before its journal records it.", FORGET)
+
+    live_idle_minutes = Var(
+        "SYNIX_LIVE_IDLE_MINUTES", _float_or(DEFAULT_LIVE_IDLE_MINUTES), "float (minutes)",
+        f"{DEFAULT_LIVE_IDLE_MINUTES:g}", "> 0",
+        "Idle time after which a live session closes and is built.", LIVE)
+    live_max_attempts = Var(
+        "SYNIX_LIVE_MAX_ATTEMPTS", _int_or(DEFAULT_LIVE_MAX_ATTEMPTS), "int",
+        f"{DEFAULT_LIVE_MAX_ATTEMPTS}", "≥ 1",
+        "Build attempts of a live batch before it is dead-lettered.", LIVE)
+    live_backoff_s = Var(
+        "SYNIX_LIVE_BACKOFF_S", _float_or(DEFAULT_LIVE_BACKOFF_S), "float (seconds)",
+        f"{DEFAULT_LIVE_BACKOFF_S:g}", "≥ 0; doubled per failed attempt, at most 3600",
+        "Wait before a failed live batch is tried again.", LIVE)
+
+    llm_provider = Var(
+        "SYNIX_LLM_PROVIDER", _text, "choice", "`anthropic` when an API key is set, else "
+        "`extractive` (with a warning)", "`anthropic`, `openai-compatible`, `extractive`, `fake`",
+        "The LLM provider (overrides `LLMResource.provider`).", LLM)
+    llm_model = Var(
+        "SYNIX_LLM_MODEL", _text, "text", "the provider's: `claude-sonnet-4-6` (anthropic, "
+        "`synix ask`), `fake-v1` (fake); openai-compatible needs one", "a model name",
+        "The model (overrides `LLMResource.model`).", LLM)
+    llm_base_url = Var(
+        "SYNIX_LLM_BASE_URL", _text, "URL", "the provider's (openai-compatible: "
+        "`http://localhost:11434/v1`)", "an http(s) URL", "The model server's URL.", LLM)
+    llm_api_key = Var(
+        "SYNIX_LLM_API_KEY", _text, "secret", "ANTHROPIC_API_KEY or OPENAI_API_KEY", "text",
+        "The provider's API key.", LLM)
+    llm_context_tokens = Var(
+        "SYNIX_LLM_CONTEXT_TOKENS", _llm_count(
+            "SYNIX_LLM_CONTEXT_TOKENS", 512, "a context window size",
+            "set it to the model's context length in tokens, e.g. 8192"),
+        "int (tokens)", "the model's (local openai-compatible servers: 8192)", "≥ 512",
+        "The model's context window, for local servers whose size only their user knows.", LLM)
+    llm_concurrency = Var(
+        "SYNIX_LLM_CONCURRENCY", _llm_count(
+            "SYNIX_LLM_CONCURRENCY", 1, "a number of requests",
+            "set it to a whole number of concurrent requests, e.g. 4"),
+        "int", "16 (`LLMResource.concurrency`)", "≥ 1",
+        "LLM requests in flight at once per process (lower for a rate-limited key).", LLM)
+    llm_shared_limit_url = Var(
+        "SYNIX_LLM_SHARED_LIMIT_URL", _llm_url, "URL", "none: each process has its own budget",
+        "a Redis URL", "Where the request budget shared by every worker of a distributed build "
+        "is kept (e.g. the Celery broker's Redis).", LLM)
+    llm_max_requests_per_s = Var(
+        "SYNIX_LLM_MAX_REQUESTS_PER_S", _llm_number("SYNIX_LLM_MAX_REQUESTS_PER_S"),
+        "float (requests/s)", "`LLMResource.max_requests_per_s` (0)",
+        "≥ 1 when SYNIX_LLM_SHARED_LIMIT_URL is set", "The shared request budget.", LLM)
+    fake_latency_s = Var(
+        "SYNIX_FAKE_LATENCY_S", _llm_number("SYNIX_FAKE_LATENCY_S"), "float (seconds)", "0",
+        "≥ 0", "Latency of each call of the `fake` provider (tests, benchmarks).", LLM)
+    fake_failure_rate = Var(
+        "SYNIX_FAKE_FAILURE_RATE", _llm_number("SYNIX_FAKE_FAILURE_RATE"), "float", "0",
+        "0 to 1", "Share of the `fake` provider's calls that fail (tests, benchmarks).", LLM)
+
+    anthropic_api_key = Var(
+        "ANTHROPIC_API_KEY", _text, "secret", "none", "text",
+        "Anthropic's API key: selects the `anthropic` provider when no provider is set; "
+        "`synix ask` uses it for its agent.", OTHER)
+    openai_api_key = Var(
+        "OPENAI_API_KEY", _text, "secret", "none", "text",
+        "API key of the `openai-compatible` provider when SYNIX_LLM_API_KEY is unset.", OTHER)
+    dagster_home = Var(
+        "DAGSTER_HOME", _text, "folder", "none", "a folder",
+        "Dagster's instance. Synix sets it to the project's `.synix/dagster` for its own runs; "
+        "when a project's definitions load with it set (`dagster dev`, the daemon), its storage "
+        "is tuned and the Synix records are synced into it.", OTHER)
+    editor = Var(
+        "EDITOR", _or(DEFAULT_EDITOR), "command", DEFAULT_EDITOR, "a program",
+        "The editor `synix branch edit` opens.", OTHER)
+
+
+def settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings of `env` (the process environment by default), read now."""
+    env = os.environ if env is None else env
+    return Settings({v.name: env[v.name] for v in variables() if v.name in env})
+
+
+def variables() -> list[Var]:
+    """Every declared variable, in declaration order."""
+    return [v for v in vars(Settings).values() if isinstance(v, Var)]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_doc() -> str:
+    """docs/configuration.md: one table per group."""
+    lines = ["# Configuration", "",
+             "Synix reads these environment variables (declared in `synix_resources/settings.py`, "
+             "which renders this page: `python -m synix_resources.settings > docs/configuration.md`). "
+             "A command-line option given beats its variable; the LLM variables override the "
+             "fields of a project's `LLMResource`.", ""]
+    for group in GROUPS:
+        lines += [f"## {group}", "",
+                  "| variable | type | default | range | meaning |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| `{v.name}` | {_cell(v.type)} | {_cell(v.default)} | {_cell(v.range)} | "
+                  f"{_cell(v.doc)} |" for v in variables() if v.group == group]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_doc(), end="")

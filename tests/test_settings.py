@@ -1,0 +1,155 @@
+"""The settings module: every environment variable declared once, read at each call, documented
+in docs/configuration.md, and parsed with the messages and exception types each reader had."""
+from __future__ import annotations
+
+import ast
+import fcntl
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from synix_resources.errors import LLMConfigError, StoreLockedError
+from synix_resources.settings import Settings, render_doc, settings, variables
+
+REPO = Path(__file__).resolve().parents[1]
+PRODUCT = [REPO / "synix_assets", REPO / "synix_resources"]
+DOC = REPO / "docs" / "configuration.md"
+# Markers in prompt text that make the fake LLM client fail (llm/fake.py), not variables.
+PROMPT_MARKERS = {"SYNIX_FAIL_400", "SYNIX_REFUSE"}
+# Modules that still touch os.environ, and why. Writes (a child's environment, a value set for
+# Dagster, a save-and-restore) stay where they are; reads go through settings().
+ENVIRON_USERS = {
+    "synix_resources/settings.py": "the one reader",
+    "synix_assets/engine/runner.py": "sets DAGSTER_HOME; its SYNIX_LOCK_TIMEOUT_S read moves "
+                                     "with the runner split (issue 28 step 13)",
+    "synix_assets/engine/forget_verify.py": "the verifying child's environment",
+    "synix_assets/scale/worker.py": "the Celery worker's environment",
+    "synix_assets/cli/ui_cmd.py": "the `dagster dev` child's environment",
+    "synix_assets/cli/branch_cmd.py": "EDITOR, read where the other team edits (step 17)",
+    "synix_assets/dagster_defs/storage.py": "sets and restores DAGSTER_HOME and a Dagster switch",
+    "synix_assets/reports/demo.py": "sets the offline provider for the demo's own builds",
+    "synix_assets/live/serve.py": "drops an inherited DAGSTER_HOME",
+}
+
+
+def _sources():
+    for root in PRODUCT:
+        for path in sorted(root.rglob("*.py")):
+            yield path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8")
+
+
+def test_configuration_doc_equals_the_table_rendered_from_the_settings():
+    assert DOC.read_text(encoding="utf-8") == render_doc(), (
+        "docs/configuration.md is out of date: python -m synix_resources.settings > docs/configuration.md")
+
+
+def test_every_synix_variable_named_in_the_code_is_declared_with_its_documentation():
+    declared = {v.name for v in variables()}
+    named = {m for _, text in _sources() for m in re.findall(r"\bSYNIX_[A-Z0-9_]+", text)}
+    assert named - PROMPT_MARKERS - declared == set()
+    assert len([n for n in declared if n.startswith("SYNIX_")]) == 23
+    assert {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DAGSTER_HOME", "EDITOR"} <= declared
+    for var in variables():
+        assert var.doc and var.type and var.default and var.range and var.attr, var.name
+        assert getattr(Settings, var.attr) is var
+        assert f"| `{var.name}` |" in render_doc()
+
+
+def test_os_environ_is_touched_only_by_the_settings_module_and_known_writers():
+    users = set()
+    for rel, text in _sources():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") \
+                    and isinstance(node.value, ast.Name) and node.value.id == "os":
+                users.add(rel)
+    assert users == set(ENVIRON_USERS)
+
+
+def test_settings_are_read_from_the_environment_at_each_call_not_at_import(monkeypatch):
+    monkeypatch.delenv("SYNIX_LOCK_TIMEOUT_S", raising=False)
+    assert settings().lock_timeout_s == 600.0
+    monkeypatch.setenv("SYNIX_LOCK_TIMEOUT_S", "0.25")
+    assert settings().lock_timeout_s == 0.25
+    monkeypatch.setenv("SYNIX_BRANCH", "")
+    assert settings().branch is None  # an empty variable is unset
+    frozen = settings({"SYNIX_WORKER_ID": "w1"})
+    monkeypatch.setenv("SYNIX_WORKER_ID", "w2")
+    assert frozen.worker_id == "w1" and settings().worker_id == "w2"
+    with pytest.raises(AttributeError):
+        frozen.env = {}  # type: ignore[misc]
+
+
+def test_a_bad_value_fails_only_where_it_is_read_with_the_readers_message_and_type():
+    bad = settings({"SYNIX_LLM_CONCURRENCY": "many", "SYNIX_LOCK_TIMEOUT_S": "soon",
+                    "SYNIX_FAKE_LATENCY_S": " fast ", "SYNIX_LLM_CONTEXT_TOKENS": "100",
+                    "SYNIX_LIVE_MAX_ATTEMPTS": "2.5", "SYNIX_BRANCH": "b1"})
+    assert bad.branch == "b1" and bad.debug is False
+    with pytest.raises(LLMConfigError) as info:
+        bad.llm_concurrency
+    assert info.value.one_line() == ("SYNIX_LLM_CONCURRENCY='many' is not a number of requests — "
+                                     "set it to a whole number of concurrent requests, e.g. 4")
+    with pytest.raises(LLMConfigError) as info:
+        bad.fake_latency_s
+    assert info.value.one_line() == "SYNIX_FAKE_LATENCY_S='fast' is not a number — set SYNIX_FAKE_LATENCY_S to e.g. 0.2"
+    with pytest.raises(LLMConfigError) as info:
+        bad.llm_context_tokens
+    assert info.value.one_line().startswith("SYNIX_LLM_CONTEXT_TOKENS='100' is not a context window size")
+    with pytest.raises(ValueError, match="could not convert string to float: 'soon'"):
+        bad.lock_timeout_s
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        bad.live_max_attempts
+
+
+def test_switch_and_number_parsing_keep_what_each_reader_did():
+    assert [settings({"SYNIX_DEBUG": v}).debug for v in ("", "0", "1", "yes")] == [False, False, True, True]
+    assert settings({}).llm_concurrency is None and settings({"SYNIX_LLM_CONCURRENCY": " 4 "}).llm_concurrency == 4
+    assert settings({"SYNIX_LLM_SHARED_LIMIT_URL": "  "}).llm_shared_limit_url is None
+    assert settings({}).editor == "vi" and settings({"EDITOR": ""}).editor == ""
+    assert settings({}).live_idle_minutes * 60 == 900.0 and settings({}).forget_wait_s == 60.0
+
+
+def _invoke(*args, cwd: Path):
+    from synix_assets.cli.main import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=True)
+    finally:
+        os.chdir(old)
+
+
+def test_lock_timeout_variable_bounds_the_wait_of_branch_and_forget_commands(tmp_path, monkeypatch):
+    from synix_assets.engine.forget import forget
+    from synix_assets.project import find_project
+
+    assert _invoke("init", str(tmp_path / "p"), "--demo", cwd=tmp_path).exit_code == 0
+    monkeypatch.setenv("SYNIX_LOCK_TIMEOUT_S", "0.3")
+    paths = find_project(str(tmp_path / "p"))
+    with open(paths.lock, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another build would
+        started = time.monotonic()
+        result = _invoke("branch", "create", "b1", cwd=tmp_path / "p")
+        assert result.exit_code == 1 and "another Synix build holds" in result.stderr, result.output
+        with pytest.raises(StoreLockedError):
+            forget(paths, None)
+        assert time.monotonic() - started < 30
+
+
+def test_worker_id_from_the_environment_is_recorded_in_what_the_build_writes(tmp_path, monkeypatch):
+    from synix_assets.project import find_project
+
+    assert _invoke("init", str(tmp_path / "p"), "--demo", cwd=tmp_path).exit_code == 0
+    monkeypatch.setenv("SYNIX_WORKER_ID", "worker-7")
+    result = _invoke("run", "--select", "episodes", cwd=tmp_path / "p")
+    assert result.exit_code == 0, result.output
+    store = find_project(str(tmp_path / "p")).open_store()
+    try:
+        workers = {(a.audit or {}).get("worker") for a in store.list_layer("episodes")}
+    finally:
+        store.close()
+    assert workers == {"worker-7"}
