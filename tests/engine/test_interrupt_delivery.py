@@ -1,0 +1,99 @@
+"""Ctrl-C reaches the build even when Python swallows it, and the work graph's scheduler starts no
+queued LLM call once a signal came or the graph stopped (and never leaves a waiter hanging)."""
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from concurrent.futures import as_completed
+
+import pytest
+
+from synix_assets.engine import interrupts
+from synix_assets.engine.schedule import _PriorityPool
+
+
+def test_an_interrupt_swallowed_by_a_weakref_callback_is_delivered_again_without_a_traceback(capfd):
+    class Thing:
+        pass
+
+    def callback(_ref) -> None:  # as SQLAlchemy's, run by the garbage collector mid-build
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs here, inside the callback, which swallows its raise
+
+    reached = []
+    with interrupts.watching():
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        with pytest.raises(KeyboardInterrupt):
+            del thing
+            gc.collect()
+            reached.append("after the callback")
+            for _ in range(100):  # bounded: the interrupt lands at the next instruction
+                time.sleep(0.01)
+        assert interrupts.received() and interrupts.received()[0] == signal.SIGINT
+    assert ref() is None and reached == ["after the callback"]
+    err = capfd.readouterr().err
+    assert "Exception ignored" not in err and "Traceback" not in err
+
+
+def test_other_unraisable_errors_still_reach_the_previous_hook(monkeypatch):
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(repr(u.exc_value)))
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("broken finaliser")
+
+    with interrupts.watching():
+        Broken()
+    assert seen == ["ValueError('broken finaliser')"]
+    assert sys.unraisablehook is not None and not interrupts.received()
+
+
+def _blocking_pool(workers: int = 1):
+    """A pool whose first call blocks until released, so the next ones stay queued."""
+    halted = threading.Event()
+    pool = _PriorityPool(workers, halted.is_set)
+    release, started = threading.Event(), []
+
+    def call(n):
+        started.append(n)
+        if n == 0:
+            release.wait(10)
+        return n
+    return pool, halted, release, started, call
+
+
+def test_priority_pool_starts_no_queued_call_once_halted_and_wakes_its_waiters():
+    pool, halted, release, started, call = _blocking_pool()
+    futures = [pool.submit((0, n), call, n) for n in range(4)]
+    while not started:
+        time.sleep(0.01)
+    halted.set()  # a signal came: the call in flight finishes, the queued ones never start
+    release.set()
+    done = list(as_completed(futures, timeout=10))  # no waiter is left hanging
+    assert len(done) == 4 and started == [0]
+    assert futures[0].result() == 0 and all(f.cancelled() for f in futures[1:])
+    pool.stop()
+
+
+def test_stop_drops_queued_calls_and_a_call_submitted_after_it_is_cancelled_at_once():
+    pool, _halted, release, started, call = _blocking_pool()
+    first = pool.submit((0,), call, 0)
+    queued = [pool.submit((1, n), call, n) for n in (1, 2)]
+    while not started:
+        time.sleep(0.01)
+    stopper = threading.Thread(target=pool.stop)
+    stopper.start()
+    # stop() drops what is queued before it waits for the call in flight
+    assert all(f.cancelled() for f in as_completed(queued, timeout=10))
+    late = pool.submit((0,), call, 3)  # a layer thread that had not seen the stop yet
+    assert list(as_completed([late], timeout=1)) == [late] and late.cancelled()
+    release.set()
+    stopper.join(10)
+    assert not stopper.is_alive() and first.result() == 0 and started == [0]
