@@ -2,8 +2,6 @@
 queued LLM call once a signal came or the graph stopped (and never leaves a waiter hanging)."""
 from __future__ import annotations
 
-import gc
-import os
 import signal
 import sys
 import threading
@@ -22,21 +20,19 @@ def test_an_interrupt_swallowed_by_a_weakref_callback_is_delivered_again_without
         pass
 
     def callback(_ref) -> None:  # as SQLAlchemy's, run by the garbage collector mid-build
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.05)  # the handler runs here, inside the callback, which swallows its raise
+        # to this thread (os.kill could pick another thread, and the handler would run later);
+        # the handler runs on return, still inside the callback, which swallows its raise
+        signal.raise_signal(signal.SIGINT)
 
-    reached = []
     with interrupts.watching():
         thing = Thing()
         ref = weakref.ref(thing, callback)
         with pytest.raises(KeyboardInterrupt):
-            del thing
-            gc.collect()
-            reached.append("after the callback")
-            for _ in range(100):  # bounded: the interrupt lands at the next instruction
+            del thing  # the callback runs here
+            for _ in range(100):  # bounded: the interrupt is delivered again a moment later
                 time.sleep(0.01)
-        assert interrupts.received() and interrupts.received()[0] == signal.SIGINT
-    assert ref() is None and reached == ["after the callback"]
+        assert interrupts.received()[0] == signal.SIGINT
+    assert ref() is None
     err = capfd.readouterr().err
     assert "Exception ignored" not in err and "Traceback" not in err
 
