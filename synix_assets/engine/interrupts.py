@@ -12,6 +12,7 @@ so the build unwinds through the same bookkeeping instead of dying with its run 
 from __future__ import annotations
 
 import _thread
+import logging
 import os
 import signal
 import sys
@@ -100,6 +101,26 @@ def _redeliver(previous):
     return hook
 
 
+class _InterruptLogs(logging.Filter):
+    """Drops log records carrying the interrupt a library is passing on (SQLAlchemy's pool logs
+    "Exception closing connection" with its traceback, then re-raises): the build reports the
+    interrupt once, as its one line."""
+
+    def __init__(self, watch: "Watch"):
+        super().__init__()
+        self._watch = watch
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return not (exc is not None and not issubclass(exc, Exception) and self._watch.received())
+
+
+def _log_handlers() -> list[logging.Handler]:
+    """Where a library's log record ends up unless it configured its own: the root logger's
+    handlers, or Python's last-resort stderr handler."""
+    return [*logging.getLogger().handlers, *([logging.lastResort] if logging.lastResort else [])]
+
+
 def _deliver_later(watch: "Watch", signo: int) -> None:
     time.sleep(REDELIVER_AFTER_S)
     if _owed and _active is watch:
@@ -125,13 +146,18 @@ def watching() -> Iterator[Watch]:
     old_hook = sys.unraisablehook
     watch = Watch(read_fd)
     _active = watch
+    quiet, filtered = _InterruptLogs(watch), _log_handlers()
     try:
         sys.unraisablehook = _redeliver(old_hook)
+        for handler in filtered:
+            handler.addFilter(quiet)
         for s in SIGNALS:
             signal.signal(s, _raise_interrupt)
         yield watch
     finally:
         sys.unraisablehook = old_hook
+        for handler in filtered:
+            handler.removeFilter(quiet)
         for s, handler in old_handlers.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(old_fd)

@@ -93,3 +93,39 @@ def test_stop_drops_queued_calls_and_a_call_submitted_after_it_is_cancelled_at_o
     release.set()
     stopper.join(10)
     assert not stopper.is_alive() and first.result() == 0 and started == [0]
+
+
+LOGS_THE_INTERRUPT = """
+import logging, signal
+from synix_assets.engine import interrupts
+log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")  # no handler anywhere: Python's last resort
+try:
+    with interrupts.watching():
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except BaseException:  # as SQLAlchemy's pool does when closing a connection
+            log.error("Exception closing connection %r", "conn", exc_info=True)
+            raise
+except KeyboardInterrupt:
+    log.error("an ordinary error")
+"""
+
+
+def test_a_library_logging_the_interrupt_it_passes_on_prints_no_traceback(caplog):
+    import logging
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", LOGS_THE_INTERRUPT], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stderr == "an ordinary error\n", out.stderr
+    # handlers on the root logger (here pytest's) get the same filter while the watch is on
+    log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
+    with interrupts.watching():
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except BaseException:
+                log.error("Exception closing connection %r", "conn", exc_info=True)
+                raise
+        log.error("an ordinary error")
+    assert [r.getMessage() for r in caplog.records] == ["an ordinary error"]
