@@ -36,6 +36,41 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+PIP_SCALE = 'pip install -e ".[scale]"'
+# (what is needed, how to find it, the install line) — Python packages the `scale` extra brings
+PYTHON_PREREQUISITES = (("psycopg", "psycopg"), ("dagster-postgres", "dagster_postgres"),
+                        ("dagster-celery", "dagster_celery"), ("redis (Python client)", "redis"))
+
+
+def missing_prerequisites() -> list[str]:
+    """What this demo needs and this machine lacks, each with its install line: Debian's
+    redis-server and PostgreSQL server binaries, and the `scale` extra's Python packages.
+    Checked before anything starts (or is imported), so a missing piece is one line, not a
+    traceback minutes in."""
+    import importlib.util
+
+    from tests.support.postgres import PostgresUnavailable, find_bin_dir
+
+    missing = []
+    if shutil.which("redis-server") is None:
+        missing.append("redis-server (apt-get install redis-server)")
+    try:
+        find_bin_dir()
+    except PostgresUnavailable:
+        missing.append("PostgreSQL's initdb and postgres (apt-get install postgresql, "
+                       "or set SYNIX_PG_BIN to their directory)")
+    absent = [name for name, module in PYTHON_PREREQUISITES if importlib.util.find_spec(module) is None]
+    if absent:
+        missing.append(f"{', '.join(absent)} ({PIP_SCALE})")
+    return missing
+
+
+if __name__ == "__main__":
+    _missing = missing_prerequisites()
+    if _missing:
+        print(f"scale_demo: missing {'; '.join(_missing)}", file=sys.stderr)
+        sys.exit(2)
+
 from synix_assets.project import ProjectPaths  # noqa: E402
 from synix_assets.scaffold import init_project  # noqa: E402
 from synix_assets.scale.worker import worker_argv, worker_env  # noqa: E402

@@ -54,7 +54,9 @@ def search(ctx, query, layers, mode, exact, leaves, limit, since, until, as_json
     """
     from synix_assets.cli import render
     from synix_assets.reports.query import search_view
+    from synix_resources.search.query import check_filters
 
+    check_filters(since=since, until=until)  # a bad date is wrong whatever the project holds
     layer_list = [l.strip() for l in layers.split(",") if l.strip()] if layers else None
     data = search_view(project_paths(ctx), query, layers=layer_list, mode=mode, exact=exact, limit=limit,
                        since=since, until=until, trees=not as_json, leaves=leaves)

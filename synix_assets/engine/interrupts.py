@@ -11,9 +11,13 @@ so the build unwinds through the same bookkeeping instead of dying with its run 
 """
 from __future__ import annotations
 
+import _thread
+import logging
 import os
 import signal
+import sys
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -26,9 +30,14 @@ class Watch:
     def __init__(self, read_fd: int | None):
         self._read_fd = read_fd
         self._seen: list[int] = []
+        self._lock = threading.Lock()  # the work graph's threads ask too
 
     def received(self) -> list[int]:
         """Every watched signal delivered so far, in order."""
+        with self._lock:
+            return self._drain()
+
+    def _drain(self) -> list[int]:
         if self._read_fd is not None:
             while True:
                 try:
@@ -40,12 +49,82 @@ class Watch:
                 self._seen += [b for b in data if b in SIGNALS]
         return list(self._seen)
 
+    def close(self) -> None:
+        """Read what is left and close the pipe's read end; later asks return what was seen."""
+        with self._lock:
+            self._drain()
+            if self._read_fd is not None:
+                os.close(self._read_fd)
+                self._read_fd = None
+
 
 _active: Watch | None = None
 
 
+_owed = False  # an interrupt was swallowed (see _redeliver) and not raised since
+REDELIVER_AFTER_S = 0.01
+
+
 def _raise_interrupt(signo, frame) -> None:
+    global _owed
+    _owed = False
     raise KeyboardInterrupt
+
+
+def raise_if_received() -> None:
+    """Raise KeyboardInterrupt if a watched signal came: for the main thread's waits, in case the
+    handler's own raise was swallowed by a library."""
+    global _owed
+    if received():
+        _owed = False
+        raise KeyboardInterrupt
+
+
+def _redeliver(previous):
+    """A sys.unraisablehook. A signal handler raises in whatever the main thread runs at that
+    moment; inside a weakref callback or a `__del__` (the garbage collector runs them anywhere,
+    SQLAlchemy registers some) Python swallows the KeyboardInterrupt, printing a traceback, and the
+    build would go on as if no Ctrl-C came. Such an interrupt is dropped silently and delivered
+    again a moment later, once the main thread is back in ordinary code, to whichever handler
+    (ours or Dagster's) is installed then — unless the main thread raised for it meanwhile."""
+
+    def hook(unraisable) -> None:
+        global _owed
+        watch = _active
+        if watch is not None and threading.current_thread() is threading.main_thread() \
+                and not issubclass(unraisable.exc_type, Exception) and watch.received():
+            _owed = True
+            # not threading.Thread: its start() waits, and the handler would run inside this hook
+            _thread.start_new_thread(_deliver_later, (watch, watch.received()[0]))
+            return
+        previous(unraisable)
+    return hook
+
+
+class _InterruptLogs(logging.Filter):
+    """Drops log records carrying the interrupt a library is passing on (SQLAlchemy's pool logs
+    "Exception closing connection" with its traceback, then re-raises): the build reports the
+    interrupt once, as its one line."""
+
+    def __init__(self, watch: "Watch"):
+        super().__init__()
+        self._watch = watch
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return not (exc is not None and not issubclass(exc, Exception) and self._watch.received())
+
+
+def _log_handlers() -> list[logging.Handler]:
+    """Where a library's log record ends up unless it configured its own: the root logger's
+    handlers, or Python's last-resort stderr handler."""
+    return [*logging.getLogger().handlers, *([logging.lastResort] if logging.lastResort else [])]
+
+
+def _deliver_later(watch: "Watch", signo: int) -> None:
+    time.sleep(REDELIVER_AFTER_S)
+    if _owed and _active is watch:
+        _thread.interrupt_main(signo)
 
 
 @contextmanager
@@ -64,18 +143,25 @@ def watching() -> Iterator[Watch]:
     os.set_blocking(write_fd, False)
     old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     old_handlers = {s: signal.getsignal(s) for s in SIGNALS}
+    old_hook = sys.unraisablehook
     watch = Watch(read_fd)
     _active = watch
+    quiet, filtered = _InterruptLogs(watch), _log_handlers()
     try:
+        sys.unraisablehook = _redeliver(old_hook)
+        for handler in filtered:
+            handler.addFilter(quiet)
         for s in SIGNALS:
             signal.signal(s, _raise_interrupt)
         yield watch
     finally:
-        watch.received()  # drain before the pipe closes
+        sys.unraisablehook = old_hook
+        for handler in filtered:
+            handler.removeFilter(quiet)
         for s, handler in old_handlers.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(old_fd)
-        os.close(read_fd)
+        watch.close()  # under the watch's lock: no thread reads a closed (or reused) descriptor
         os.close(write_fd)
         _active = None
 

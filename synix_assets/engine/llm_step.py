@@ -57,7 +57,7 @@ def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], di
 
 def call_prompt(step, *args) -> str:
     """The step's prompt rendered for one partition. A prompt is user code: whatever it raises,
-    or anything but a str it returns, becomes a PromptError that fails this partition only."""
+    or anything but a valid str it returns, becomes a PromptError that fails this partition only."""
     name = prompt_name(step.prompt)
     try:
         text = step.prompt(*args)
@@ -69,6 +69,12 @@ def call_prompt(step, *args) -> str:
     if not isinstance(text, str):
         raise PromptError(f"prompt {name} returned {type(text).__name__}, expected str",
                           hint=f"make {name} return the prompt text")
+    try:  # a lone surrogate cannot be hashed, cached or sent: it would fail the whole layer later
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PromptError(f"prompt {name} returned text that is not valid Unicode "
+                          f"({exc.reason}: {text[exc.start]!r} at position {exc.start})",
+                          hint=f"make {name} return valid text (decode bytes with errors='replace')") from None
     return text
 
 

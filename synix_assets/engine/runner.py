@@ -513,8 +513,8 @@ class _Launcher:
                 tags=tags or {**self.tags(), "synix/layer": "projections"}, raise_on_error=False,
                 run_config=self.run_config)
         self.dagster_runs.append(result.run_id)
-        if interrupts.received():  # Dagster swallows a signal that lands between its steps
-            raise KeyboardInterrupt
+        # Dagster swallows a signal that lands between its steps
+        interrupts.raise_if_received()
         if not result.success:
             self._check_failures(pipeline, result, names)
         return result

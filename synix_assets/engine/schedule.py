@@ -27,10 +27,10 @@ import itertools
 import logging
 import queue
 import threading
-from concurrent.futures import Future, as_completed
+from concurrent.futures import CancelledError, Future, as_completed
 from typing import Callable
 
-from synix_assets.engine import aggregate, fold, progress
+from synix_assets.engine import aggregate, fold, interrupts, progress
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
@@ -42,8 +42,10 @@ WAIT_S = 0.2  # the main thread wakes this often while it waits, so Ctrl-C is ha
 
 def _wait_for(event: threading.Event) -> None:
     """Wait until `event` is set (a layer's thread sets it in its `finally`), waking every
-    WAIT_S so a signal reaches the main thread's handler at once."""
+    WAIT_S so a signal reaches the main thread's handler at once — or, when a library swallowed
+    the KeyboardInterrupt the handler raised, is seen on the watch and raised here."""
     while not event.is_set():
+        interrupts.raise_if_received()
         event.wait(WAIT_S)
 
 
@@ -92,11 +94,17 @@ class GraphStopped(Exception):
 
 
 class _PriorityPool:
-    """`workers` threads running submitted calls, lowest priority tuple first."""
+    """`workers` threads running submitted calls, lowest priority tuple first. A call is only
+    started while `halted()` is false: once a signal came (or the graph stopped) the queued calls
+    are cancelled, never sent, even before the main thread gets to `stop()` (Dagster may hold the
+    signal for a while)."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, halted: Callable[[], bool] = lambda: False):
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._seq = itertools.count()
+        self._halted = halted
+        self._lock = threading.Lock()  # a submit and stop's drain never interleave
+        self._closed = False
         self._threads = [threading.Thread(target=self._work, name=f"synix-graph-llm-{i}", daemon=True)
                          for i in range(workers)]
         for t in self._threads:
@@ -104,7 +112,11 @@ class _PriorityPool:
 
     def submit(self, priority: tuple, fn: Callable, *args) -> Future:
         future: Future = Future()
-        self._queue.put((priority, next(self._seq), future, fn, args))
+        with self._lock:
+            if self._closed:  # after stop no worker is left to run it: cancelled at once
+                _drop(future)
+                return future
+            self._queue.put((priority, next(self._seq), future, fn, args))
         return future
 
     def _work(self) -> None:
@@ -112,6 +124,8 @@ class _PriorityPool:
             _, _, future, fn, args = self._queue.get()
             if future is None:
                 return
+            if self._halted():
+                future.cancel()
             if not future.set_running_or_notify_cancel():
                 continue
             try:
@@ -121,17 +135,26 @@ class _PriorityPool:
 
     def stop(self) -> None:
         """Drop the queued calls (cancelled, never sent); the calls in flight finish."""
-        while True:
-            try:
-                _, _, future, _, _ = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if future is not None:
-                future.cancel()
-        for _ in self._threads:
-            self._queue.put(((float("inf"),), next(self._seq), None, None, ()))
+        with self._lock:
+            self._closed = True
+            while True:
+                try:
+                    _, _, future, _, _ = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if future is not None:
+                    _drop(future)
+            for _ in self._threads:
+                self._queue.put(((float("inf"),), next(self._seq), None, None, ()))
         for t in self._threads:
             t.join(timeout=60)
+
+
+def _drop(future: Future) -> None:
+    """Cancel a call that was never started. `cancel()` alone does not wake `as_completed`
+    (only `set_running_or_notify_cancel` tells its waiters), which would then wait forever."""
+    future.cancel()
+    future.set_running_or_notify_cancel()
 
 
 class _PriorityLLM:
@@ -150,7 +173,10 @@ class _PriorityLLM:
         return getattr(self._client, name)
 
     def complete(self, request):
-        result = self._pool.submit(self._priority(request), self._client.complete, request).result()
+        try:
+            result = self._pool.submit(self._priority(request), self._client.complete, request).result()
+        except CancelledError:  # dropped by a stop or a signal: never sent
+            raise GraphStopped("stopped") from None
         self._check()
         return result
 
@@ -169,6 +195,8 @@ class _PriorityLLM:
             for future in as_completed(futures):
                 i = futures[future]
                 self._check()
+                if future.cancelled():  # dropped by a stop or a signal: never sent
+                    raise GraphStopped("stopped")
                 results[i] = future.result()
                 if on_result is not None:
                     on_result(i, results[i])
@@ -195,7 +223,7 @@ class WorkGraph:
         self.ctx, self.layers, self.scan = ctx, list(layers), scan
         self.pipeline = ctx.pipeline
         self.plans = plan_all(ctx, scan)
-        self.pool = _PriorityPool(max(1, int(getattr(ctx.llm, "concurrency", 16))))
+        self.pool = _PriorityPool(max(1, int(getattr(ctx.llm, "concurrency", 16))), self.halted)
         self._cond = threading.Condition()
         self._done: dict[str, threading.Event] = {l: threading.Event() for l in layers}
         self._errors: dict[str, BaseException] = {}
@@ -249,6 +277,12 @@ class WorkGraph:
     def _finished(self, layer: str) -> bool:
         return layer in self._done and self._done[layer].is_set() and layer not in self._errors
 
+    def halted(self) -> bool:
+        """Stopped, or a Ctrl-C/SIGTERM came: no call starts and no answer is stored any more.
+        The signal is read from the watch's wakeup pipe, which the interpreter writes the moment
+        it arrives, whichever handler (ours, Dagster's) then runs in the main thread."""
+        return self._stopped or bool(interrupts.received())
+
     def stop(self) -> None:
         """Stop scheduling and storing; the calls in flight finish into the response cache."""
         with self._cond:
@@ -279,7 +313,7 @@ class WorkGraph:
 
         def priority(request) -> tuple:
             return (-level, rank.get(_group_of(request), 0))
-        llm = _PriorityLLM(self.ctx.llm, self.pool, priority, lambda: self._stopped)
+        llm = _PriorityLLM(self.ctx.llm, self.pool, priority, self.halted)
         return BuildContext(self.pipeline, self.ctx.store, llm, self.ctx.paths, run_id=self.ctx.run_id,
                             batch=False, reader=self.ctx.reader, on_stored=self._on_stored)
 

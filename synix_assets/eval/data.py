@@ -97,6 +97,25 @@ def _read_json(path: str | Path, what: str) -> tuple[Path, object]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportFormatError(f"{path}: not a readable {what} JSON file ({exc})",
                                 hint=f"download the {what} file again") from exc
+    except RecursionError as exc:  # the json module recurses once per nested array/object
+        raise ExportFormatError(f"{path}: not {what} data — JSON nested too deeply to read",
+                                hint=f"download the {what} file again") from exc
+
+
+def _bad(path: Path, what: str, where: str, problem: str) -> ExportFormatError:
+    """The one-line error for a record of an otherwise readable benchmark file."""
+    hints = {"LoCoMo": "pass locomo10.json (snap-research/LoCoMo) with --data",
+             "LongMemEval": "pass longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json"}
+    return ExportFormatError(f"{path}: not {what} data — {where}: {problem}", hint=hints[what])
+
+
+def _no_questions(path: Path, what: str, skipped: int, narrowed: bool) -> ExportFormatError:
+    """Nothing to ask: an empty run would be recorded as if it measured something."""
+    why = (f"{skipped} skipped for missing evidence or text" if skipped
+           else "none in the selected conversations" if narrowed else "the file has none")
+    return ExportFormatError(f"{path}: no {what} question to evaluate ({why})",
+                             hint="widen --conversations/--limit" if narrowed
+                             else f"check that this is the {what} file you meant")
 
 
 # -- LoCoMo ------------------------------------------------------------------------------------
@@ -148,7 +167,7 @@ def locomo_samples(path: str | Path) -> tuple[Path, list[dict]]:
     return path, data
 
 
-def locomo_sessions(sample: dict) -> list[Session]:
+def locomo_sessions(sample: dict, path: Path) -> list[Session]:
     """The sample's sessions in order (iterating `session_<N>` keys, not date keys: conv-26 has
     date keys without sessions)."""
     conv = sample["conversation"]
@@ -156,8 +175,11 @@ def locomo_sessions(sample: dict) -> list[Session]:
     out = []
     for n in sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.match(k))):
         raw = conv[f"session_{n}"]
-        if not isinstance(raw, list) or not raw:
+        if not raw:
             continue
+        if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+            raise _bad(path, "LoCoMo", f"sample {sample.get('sample_id')!r} session_{n}",
+                       "expected a list of turn objects")
         turns = []
         for i, t in enumerate(raw):
             speaker = str(t.get("speaker", ""))
@@ -180,10 +202,10 @@ def load_locomo(path: str | Path, *, conversations: Iterable[str] | None = None,
                       categories={c: LOCOMO_CATEGORIES.get(c, c) for c in sorted(cats)})
     for s_index, sample in enumerate(samples):
         sample_id = str(sample.get("sample_id") or f"sample-{s_index}")
-        sessions = locomo_sessions(sample)
+        sessions = locomo_sessions(sample, path)
         case = Case(sample_id, sessions, [])
         turn_session = case.turn_session()
-        for q_index, qa in enumerate(sample.get("qa") or []):
+        for q_index, qa in enumerate(_locomo_qa(path, sample_id, sample)):
             category = str(qa.get("category"))
             if category not in cats:
                 continue
@@ -199,7 +221,23 @@ def load_locomo(path: str | Path, *, conversations: Iterable[str] | None = None,
                 f"{sample_id}#{q_index}", question, category, str(qa.get("answer", "")),
                 tuple(dict.fromkeys(turn_session[e] for e in evidence)), tuple(evidence)))
         bench.cases.append(case)
+    if not bench.questions:
+        raise _no_questions(path, "LoCoMo", bench.skipped_questions,
+                            narrowed=conversations is not None or limit is not None)
     return bench
+
+
+def _locomo_qa(path: Path, sample_id: str, sample: dict) -> list[dict]:
+    """The sample's questions, each checked to have a LoCoMo category (1–5)."""
+    qa = sample.get("qa")
+    if not isinstance(qa, list) or not all(isinstance(q, dict) for q in qa):
+        raise _bad(path, "LoCoMo", f"sample {sample_id!r}", "no 'qa' list of question objects")
+    for q_index, q in enumerate(qa):
+        category = q.get("category")
+        if isinstance(category, bool) or str(category) not in {"1", "2", "3", "4", "5"}:
+            raise _bad(path, "LoCoMo", f"sample {sample_id!r} question {q_index}",
+                       f"category {category!r} is not 1-5")
+    return qa
 
 
 # -- LongMemEval -------------------------------------------------------------------------------
@@ -251,10 +289,10 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None,
         ids = list(item.get("haystack_session_ids") or [])
         dates = list(item.get("haystack_dates") or [])
         sessions, gold_turns = [], []
-        for s_index, raw in enumerate(item.get("haystack_sessions") or []):
+        for s_index, raw in enumerate(_lme_sessions(path, qid, item)):
             sid = str(ids[s_index]) if s_index < len(ids) else f"session-{s_index}"
             turns = []
-            for t_index, t in enumerate(raw or []):
+            for t_index, t in enumerate(raw):
                 role = "assistant" if t.get("role") == "assistant" else "user"
                 turn = Turn(f"{sid}_{t_index + 1}", role, role, str(t.get("content") or ""))
                 turns.append(turn)
@@ -276,4 +314,21 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None,
                             tuple(map(str, gold_sessions)), tuple(gold_turns),
                             longmemeval_date(item.get("question_date")), abstention)
         bench.cases.append(Case(qid, sessions, [question]))
+    if not bench.questions:
+        raise _no_questions(path, "LongMemEval", bench.skipped_questions, narrowed=False)
     return bench
+
+
+def _lme_sessions(path: Path, qid: str, item: dict) -> list[list[dict]]:
+    """The instance's haystack sessions, each checked to be a list of turn objects."""
+    raw = item.get("haystack_sessions")
+    if not isinstance(raw, list):
+        raise _bad(path, "LongMemEval", f"question {qid!r}", "'haystack_sessions' is not a list")
+    for s_index, session in enumerate(raw):
+        if not isinstance(session, list):
+            raise _bad(path, "LongMemEval", f"question {qid!r} session {s_index}", "expected a list of turns")
+        for t_index, turn in enumerate(session):
+            if not isinstance(turn, dict) or not isinstance(turn.get("content", ""), (str, type(None))):
+                raise _bad(path, "LongMemEval", f"question {qid!r} session {s_index} turn {t_index}",
+                           "expected an object with 'role' and text 'content'")
+    return raw

@@ -1,7 +1,11 @@
 """Load a user's pipeline.py into a validated Pipeline."""
 from __future__ import annotations
 
+import contextlib
+import os
 import runpy
+import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -19,7 +23,8 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
                                       hint="run `synix init DIR` to create one")
     try:
-        namespace = runpy.run_path(str(path), run_name="__synix_pipeline__")
+        with _process_kept():
+            namespace = runpy.run_path(str(path), run_name="__synix_pipeline__")
     except SyntaxError as exc:
         raise PipelineDefinitionError(
             f"{path}:{exc.lineno}: syntax error: {exc.msg}", hint="fix the line and run again") from None
@@ -29,6 +34,10 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
         raise PipelineDefinitionError(
             f"{path}:{_user_frame(exc, path)}: the pipeline file called sys.exit({exc.code!r}) while loading",
             hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the exit") from None
+    except ProcessEnding as exc:
+        raise PipelineDefinitionError(
+            f"{path}:{_user_frame(exc, path)}: the pipeline file called {exc} while loading",
+            hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the call") from None
     except KeyboardInterrupt as exc:
         if interrupts.received():
             raise  # a real Ctrl-C / SIGTERM while the file was loading
@@ -50,6 +59,57 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
     elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
     return pipeline.validate()
+
+
+class ProcessEnding(BaseException):
+    """pipeline.py tried to end or replace the process while loading (a BaseException, so the
+    file's own `except Exception` cannot swallow it)."""
+
+
+# os._exit ends the process with the status it is given, skipping every handler; exec replaces
+# the program (whose status then stands for synix's). Every os.exec* goes through execv/execve.
+_ENDINGS = ("_exit", "execv", "execve")
+
+
+_loading: dict[tuple[int, int], int] = {}  # (pid, thread) → loads under way there (they can nest)
+_saved: list = []
+_guard_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _process_kept():
+    """While pipeline.py runs in this process, its calls that would end the process raise
+    ProcessEnding instead: `os._exit(0)` would otherwise end `synix run` as a success with nothing
+    built. Only loading threads are guarded: other threads' calls, and those of a child the file
+    forks (multiprocessing ends its children with os._exit), go through. Concurrent loads (the
+    server's threads) share one set of guards, removed when the last load ends."""
+    key = (os.getpid(), threading.get_ident())
+    with _guard_lock:
+        if not _loading:
+            modules = {os, sys.modules.get(os.name, os)}  # `posix._exit` is os._exit
+            _saved[:] = [(m, name, getattr(m, name)) for m in modules for name in _ENDINGS if hasattr(m, name)]
+            for module, name, real in _saved:
+                setattr(module, name, _guarded(name, real))
+        _loading[key] = _loading.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        with _guard_lock:
+            _loading[key] -= 1
+            if not _loading[key]:
+                del _loading[key]
+            if not _loading:
+                for module, name, real in _saved:
+                    setattr(module, name, real)
+
+
+def _guarded(name: str, real):
+    def call(*args, **kwargs):
+        if (os.getpid(), threading.get_ident()) not in _loading:
+            return real(*args, **kwargs)
+        shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        raise ProcessEnding(f"os.{name}({shown})")
+    return call
 
 
 def _user_frame(exc: BaseException, path: Path) -> str:

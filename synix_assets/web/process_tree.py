@@ -73,11 +73,17 @@ def stop_group(proc: subprocess.Popen, *, grace_s: float = 20.0) -> list[int]:
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + grace_s
+    orphans_told = False
     while time.monotonic() < deadline:
         proc.poll()  # reap our own child so it does not linger as a zombie
         pids |= {p for p in descendants(proc.pid, pgid)}
         if not any(alive(p) for p in pids):
             break
+        if proc.returncode is not None and not orphans_told:
+            # the supervisor is gone (a SIGTERM before its own handlers were set): nobody stops
+            # what it had started but a signal to the group
+            _signal_group(pgid, signal.SIGTERM)
+            orphans_told = True
         time.sleep(0.1)
     else:
         _signal_group(pgid, signal.SIGKILL)

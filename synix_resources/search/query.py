@@ -7,6 +7,7 @@ plain text whatever it contains.
 """
 from __future__ import annotations
 
+import calendar
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -94,12 +95,34 @@ def check_filters(*, layers: object = None, since: object = None, until: object 
     for layer in layer_list or []:
         require_text(layer, "layer")
     for what, value in (("--since", since), ("--until", until)):
-        if value is not None and not _DATE.fullmatch(require_text(value, what)):
+        if value is None:
+            continue
+        if not _DATE.fullmatch(require_text(value, what)):
             raise SearchError(f"{what} '{escape_invalid(value[:40])}' is not a date",
+                              hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
+        wrong = _not_on_the_calendar(value)
+        if wrong:  # compared as text it would silently match nothing (or everything)
+            raise SearchError(f"{what} '{value}' is not a real date ({wrong})",
                               hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
     if source is not None:
         require_text(source, "source")
     return layer_list
+
+
+def _not_on_the_calendar(value: str) -> str | None:
+    """What is out of range in a `_DATE`-shaped value (month 13, 30 February, hour 25), or None."""
+    numbers = [int(n) for n in re.findall(r"\d+", value)]
+    year, month, day, hour, minute, second = numbers + [None] * (6 - len(numbers))
+    if year == 0:
+        return "there is no year 0"
+    if month is not None and not 1 <= month <= 12:
+        return f"there is no month {month}"
+    if day is not None and not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return f"{calendar.month_name[month]} {year} has no day {day}"
+    for name, n, top in (("hour", hour, 23), ("minute", minute, 59), ("second", second, 59)):
+        if n is not None and n > top:
+            return f"there is no {name} {n}"
+    return None
 
 
 def check_phrase(phrase: object) -> str:

@@ -155,6 +155,22 @@ def test_search_json_schema(built):
         assert {"conversation_id", "title", "date"} <= set(hit["sources"][0])
 
 
+@pytest.mark.parametrize("option, value, says", [
+    ("--since", "2023-13-01", "there is no month 13"),
+    ("--until", "2024-02-30", "February 2024 has no day 30"),
+])
+def test_search_with_a_date_not_on_the_calendar_is_one_error_line(built, option, value, says):
+    root, _ = built
+    result = invoke("search", "marathon", option, value, cwd=root)
+    line = clean_error(result, f"{option} '{value}' is not a real date ({says})")
+    assert len(result.stderr.strip().splitlines()) == 1 and "No results" not in result.output, line
+
+
+def test_search_with_a_bad_date_is_refused_before_the_index_is_needed(tmp_path):
+    assert invoke("init", str(tmp_path / "empty")).exit_code == 0
+    clean_error(invoke("search", "x", "--since", "2023-13-01", cwd=tmp_path / "empty"), "there is no month 13")
+
+
 def test_search_scoped_text_shows_panels_with_provenance(built):
     root, _ = built
     result = invoke("search", "marathon", "--layers", "episodes", "--limit", "2", cwd=root)

@@ -99,6 +99,70 @@ def test_bad_file_is_one_clean_line(tmp_path, content, needle):
     assert "Traceback" not in result.output
 
 
+def _sample(**changes) -> dict:
+    return {**json.loads(json.dumps(SAMPLE)), **changes}
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("[" * 10_000 + "]" * 10_000, "nested too deeply"),
+    (json.dumps([_sample(qa=None)]), "sample 'conv-cli': no 'qa' list"),
+    (json.dumps([{k: v for k, v in SAMPLE.items() if k != "qa"}]), "sample 'conv-cli': no 'qa' list"),
+    (json.dumps([_sample(qa=[{**SAMPLE["qa"][0], "category": "one"}])]),
+     "sample 'conv-cli' question 0: category 'one' is not 1-5"),
+    (json.dumps([_sample(qa=[{**SAMPLE["qa"][0], "evidence": ["D9:9"]}])]),
+     "no LoCoMo question to evaluate (1 skipped"),
+    (json.dumps([_sample(conversation={**SAMPLE["conversation"], "session_2": ["a turn as a string"]})]),
+     "sample 'conv-cli' session_2: expected a list of turn objects"),
+])
+def test_malformed_locomo_file_is_one_line_naming_the_file_and_records_no_run(tmp_path, content, needle):
+    path = tmp_path / "bad-locomo.json"
+    path.write_text(content)
+    result = baseline(path, tmp_path, "--modes", "fts")
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and needle in lines[0], lines
+    assert not (tmp_path / "results.db").exists()
+
+
+def test_locomo_conversations_matching_no_sample_is_one_clean_error(data_file, tmp_path):
+    result = baseline(data_file, tmp_path, "--modes", "fts", "--conversations", "conv-nope")
+    assert result.exit_code == 1
+    assert "no LoCoMo question to evaluate (none in the selected conversations)" in result.stderr
+
+
+def _lme(sessions) -> str:
+    return json.dumps([{"question_id": "q1", "question": "What did I buy?", "answer": "a kayak",
+                        "question_type": "single-session-user", "answer_session_ids": ["s1"],
+                        "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/20 (Sat) 02:21"],
+                        "haystack_sessions": sessions}])
+
+
+@pytest.mark.parametrize("sessions, needle", [
+    ([["I bought a kayak."]], "question 'q1' session 0 turn 0: expected an object with 'role' and text 'content'"),
+    ([[{"role": "user", "content": ["not", "text"]}]], "question 'q1' session 0 turn 0"),
+    (["I bought a kayak."], "question 'q1' session 0: expected a list of turns"),
+    ([], "no LongMemEval question to evaluate (1 skipped"),
+])
+def test_malformed_longmemeval_file_is_one_line_naming_the_file(tmp_path, sessions, needle):
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(_lme(sessions))
+    result = run("longmemeval", "--data", str(path), "--no-memory", "--baseline", "raw-rag",
+                 "--results", str(tmp_path / "results.db"), "--modes", "fts")
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and needle in lines[0], lines
+    assert not (tmp_path / "results.db").exists()
+
+
+def test_well_formed_longmemeval_turns_still_evaluate(tmp_path):
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(_lme([[{"role": "user", "content": "I bought a kayak.", "has_answer": True}]]))
+    result = run("longmemeval", "--data", str(path), "--no-memory", "--baseline", "raw-rag",
+                 "--results", str(tmp_path / "results.db"), "--modes", "fts", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["questions"] == 1
+
+
 def test_unknown_mode_is_a_usage_error(data_file):
     result = run("locomo", "--data", str(data_file), "--modes", "fts,bm25")
     assert result.exit_code == 2 and "'bm25' is not a mode" in result.stderr

@@ -202,3 +202,55 @@ def test_kill_9_mid_build_is_marked_interrupted_by_the_next_synix_runs(demo_proj
     assert f"pid {proc.pid}" in run["error"]
     runs = [(s, rid, outcome) for s, rid, _, outcome in _dagster_runs(paths, with_outcome=True)]
     assert ("FAILURE", killed.run_id, "interrupted") in runs and all(s != "STARTED" for s, _, _ in runs)
+
+
+def _responses(paths, since: float | None = None) -> int:
+    """LLM answers in the response cache (each call the build made), or those stored after `since`."""
+    import sqlite3
+
+    if not paths.llm_cache.exists():
+        return 0
+    db = sqlite3.connect(paths.llm_cache)
+    try:
+        query = "SELECT count(*) FROM responses" + ("" if since is None else " WHERE created_at > ?")
+        return db.execute(query, () if since is None else (since,)).fetchone()[0]
+    except sqlite3.OperationalError:  # the cache table is not created yet
+        return 0
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+def test_sigint_at_varied_moments_prints_one_message_and_starts_no_queued_call(tmp_path):
+    """Ctrl-C at several moments of a build with many calls queued (2 at a time): every time the
+    build exits 130 with the message and no traceback, and the only answers stored after the
+    signal are those of the calls already in flight (once, a KeyboardInterrupt swallowed in a
+    garbage-collector callback printed a traceback and let every queued call run)."""
+    import shutil
+
+    from synix_assets.project import ProjectPaths
+    from synix_assets.scaffold import demo_exports, init_project
+
+    template = init_project(tmp_path / "template", exports=demo_exports())
+    concurrency = 2
+    for attempt, answers_before in enumerate((1, 2, 4, 6, 9, 12)):  # bounded: 6 builds
+        paths = ProjectPaths(shutil.copytree(template, tmp_path / f"mem-{attempt}"))
+        proc = subprocess.Popen([PY, "-m", "synix_assets.cli.main", "-p", str(paths.root), "run"],
+                                env=_env(SYNIX_FAKE_LATENCY_S="0.5", SYNIX_LLM_CONCURRENCY=str(concurrency)),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_until(proc, lambda: _responses(paths) >= answers_before, f"{answers_before} answers")
+        signalled_at = time.time()
+        proc.send_signal(signal.SIGINT)
+        try:  # a scheduler waiting for a dropped call once held the exit 60 s
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"build {attempt} still running 30 s after Ctrl-C: {err[-2000:]}")
+        assert proc.returncode == 130, (attempt, out, err)
+        assert "Traceback" not in out + err and "Exception ignored" not in err, (attempt, err)
+        lines = err.strip().splitlines()
+        assert lines[-1] == MESSAGE and all(
+            line == MESSAGE or line.endswith("partition(s) left to build") for line in lines), (attempt, err)
+        assert _responses(paths, since=signalled_at) <= concurrency, attempt  # only those in flight
+        assert _responses(paths) < N + MONTHS + 1, attempt

@@ -108,8 +108,9 @@ def test_prompt_raising_for_some_conversations_fails_those_and_keeps_the_rest(de
     ("b'bytes'", "returned bytes, expected str"),
     ("{'text': 'a dict'}", "returned dict, expected str"),
     ("1 / 0", "raised ZeroDivisionError: division by zero"),
+    ('"bad \\ud800 text"', "returned text that is not valid Unicode (surrogates not allowed: '\\ud800' at position 4)"),
 ])
-def test_prompt_returning_a_non_string_fails_that_partition_naming_it(small_project, bad, expected):
+def test_prompt_returning_a_non_string_or_invalid_text_fails_that_partition_naming_it(small_project, bad, expected):
     paths = small_project(4, marker_at={2: "weird"})
     _swap_episode_prompt(paths.root, f'''
 def episode_summary(record):

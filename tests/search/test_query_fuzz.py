@@ -107,6 +107,25 @@ def test_lone_surrogates_are_a_search_error_in_every_query_form(index):
     assert [h.artifact_id for h in index.search("rust", layers=iter(["transcripts"]))] == ["a"]
 
 
+@pytest.mark.parametrize("value, says", [
+    ("2023-13-01", "there is no month 13"), ("2023-00", "there is no month 0"),
+    ("2023-02-29", "February 2023 has no day 29"), ("2023-04-31", "April 2023 has no day 31"),
+    ("2023-05-00", "May 2023 has no day 0"), ("0000", "there is no year 0"),
+    ("2023-05-01T24:00", "there is no hour 24"), ("2023-05-01 10:60", "there is no minute 60"),
+    ("2023-05-01T10:00:61Z", "there is no second 61"),
+])
+def test_dates_that_are_not_on_the_calendar_are_a_search_error(index, value, says):
+    for key in ("since", "until"):
+        with pytest.raises(SearchError) as info:
+            index.search("rust", **{key: value})
+        assert f"--{key} '{value}' is not a real date ({says})" in info.value.one_line()
+
+
+def test_real_calendar_dates_and_prefixes_still_filter(index):
+    for value in ("2024-02-29", "2023-12-31T23:59:59Z", "2023-04-30 00:00", "2023-02", "2023"):
+        assert index.search("rust", since=value) is not None and index.search("rust", until=value) is not None
+
+
 def test_exact_phrase_past_the_limit_is_a_clear_error_and_below_it_is_fast(index):
     with pytest.raises(SearchError, match="limit is 1,000"):
         index.search("x" * 100_000, exact=True)

@@ -82,3 +82,39 @@ def test_synix_ui_refuses_rebinding_and_cross_origin_mutations_and_sigterm_stops
     assert code == 0, output()
     assert survivors == [], f"left running after SIGTERM: {survivors}"
     assert f"http://127.0.0.1:{port}" in output()
+
+
+def _project_processes(root: Path) -> list[int]:
+    """Live processes started for this project (`synix ui` gives dagster dev and everything it
+    starts SYNIX_PROJECT=root)."""
+    marker = f"SYNIX_PROJECT={root}".encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes() and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours
+                continue
+    return found
+
+
+@pytest.mark.parametrize("delay_s", [0.3, 1.0, 2.5, 5.0])
+def test_the_first_sigterm_at_any_moment_of_start_up_stops_synix_ui_and_every_process(demo_project, delay_s):
+    root = demo_project.root
+    proc = subprocess.Popen([_synix(), "-p", str(root), "ui", "--port", str(free_port()), "--no-open"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(delay_s)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=40)
+        assert proc.returncode in (0, -signal.SIGTERM), out  # -15: before anything was started
+        assert "Traceback" not in out
+        time.sleep(0.5)
+        assert _project_processes(root) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in _project_processes(root):  # only processes carrying this test's project
+            os.kill(pid, signal.SIGKILL)
