@@ -68,6 +68,10 @@ class LLMConfigError(SynixError):
     """The LLM provider is misconfigured (unknown provider, missing API key, bad base URL)."""
 
 
+class SettingsError(SynixError):
+    """An environment variable whose value Synix cannot use (docs/configuration.md)."""
+
+
 class LLMRefusal(LLMError):
     """The model refused or returned empty output; the result is not stored as memory."""
 

@@ -4,7 +4,8 @@
 change the environment after importing). A variable is parsed when its attribute is read, not
 when the object is built, so a bad value fails only what uses it, with the message and exception
 type it always had: a bad SYNIX_LLM_CONCURRENCY stops the commands that build an LLM client
-(`LLMConfigError`), not `synix status`; a bad SYNIX_LOCK_TIMEOUT_S is Python's own `ValueError`.
+(`LLMConfigError`), not `synix status`; a bad SYNIX_LOCK_TIMEOUT_S stops what waits for the
+lock with one `SettingsError` line naming the variable and its range.
 
 Variables whose value is merged with an argument (the LLM client's configuration: the
 environment overrides `LLMResource`'s fields) read as None when unset; the caller applies its
@@ -17,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
-from synix_resources.errors import LLMConfigError
+from synix_resources.errors import LLMConfigError, SettingsError
 
 T = TypeVar("T")
 
@@ -69,13 +70,30 @@ def _switch(raw: str | None) -> bool:
     return (raw or "") not in ("", "0")
 
 
-def _float_or(default: float) -> Callable[[str | None], float]:
-    """`float()` of the text (Python's ValueError when it is not a number, empty included)."""
-    return lambda raw: float(raw) if raw is not None else default
+def _number_or(default: T, name: str, kind: type, minimum: float, hint: str) -> Callable[[str | None], T]:
+    """The text as a `kind` of at least `minimum` (unset: `default`); anything else, empty
+    included, is one `SettingsError` line naming the variable."""
+    def parse(raw: str | None) -> Any:
+        if raw is None:
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = None
+        if value is None or value != value or value in (float("inf"), float("-inf")) or value < minimum:
+            raise SettingsError(f"{name}={raw[:40]!r} is not {hint}",
+                                hint=f"set {name} to a number ≥ {minimum:g}, or unset it "
+                                     f"(default {default:g})")
+        return value
+    return parse
 
 
-def _int_or(default: int) -> Callable[[str | None], int]:
-    return lambda raw: int(raw) if raw is not None else default
+def _float_or(default: float, name: str, unit: str = "seconds") -> Callable[[str | None], float]:
+    return _number_or(default, name, float, 0.0, f"a number of {unit}")
+
+
+def _int_or(default: int, name: str, minimum: int = 1) -> Callable[[str | None], int]:
+    return _number_or(default, name, int, minimum, "a whole number")
 
 
 def _or(default: str) -> Callable[[str | None], str]:
@@ -151,7 +169,8 @@ class Settings:
         "else `.synix/synix.db`", "a SQLite file path or a `postgresql://` URL",
         "Where the artifact store is (e.g. for workers whose project folder is elsewhere).", BUILD)
     lock_timeout_s = Var(
-        "SYNIX_LOCK_TIMEOUT_S", _float_or(DEFAULT_LOCK_TIMEOUT_S), "float (seconds)",
+        "SYNIX_LOCK_TIMEOUT_S", _float_or(DEFAULT_LOCK_TIMEOUT_S, "SYNIX_LOCK_TIMEOUT_S"),
+        "float (seconds)",
         f"{DEFAULT_LOCK_TIMEOUT_S:g}", "≥ 0",
         "How long a build, forget or branch change waits for the project's lock held by "
         "another one.", BUILD)
@@ -161,7 +180,8 @@ class Settings:
         "`synix worker --name` sets it to the worker's name.", BUILD)
 
     forget_wait_s = Var(
-        "SYNIX_FORGET_WAIT_S", _float_or(DEFAULT_FORGET_WAIT_S), "float (seconds)",
+        "SYNIX_FORGET_WAIT_S", _float_or(DEFAULT_FORGET_WAIT_S, "SYNIX_FORGET_WAIT_S"),
+        "float (seconds)",
         f"{DEFAULT_FORGET_WAIT_S:g}", "≥ 0",
         "How long `synix forget` waits for open readers before the purge gives up "
         "(`ForgetBlocked`).", FORGET)
@@ -171,15 +191,17 @@ class Settings:
         "before its journal records it.", FORGET)
 
     live_idle_minutes = Var(
-        "SYNIX_LIVE_IDLE_MINUTES", _float_or(DEFAULT_LIVE_IDLE_MINUTES), "float (minutes)",
+        "SYNIX_LIVE_IDLE_MINUTES", _float_or(DEFAULT_LIVE_IDLE_MINUTES, "SYNIX_LIVE_IDLE_MINUTES", "minutes"),
+        "float (minutes)",
         f"{DEFAULT_LIVE_IDLE_MINUTES:g}", "> 0",
         "Idle time after which a live session closes and is built.", LIVE)
     live_max_attempts = Var(
-        "SYNIX_LIVE_MAX_ATTEMPTS", _int_or(DEFAULT_LIVE_MAX_ATTEMPTS), "int",
+        "SYNIX_LIVE_MAX_ATTEMPTS", _int_or(DEFAULT_LIVE_MAX_ATTEMPTS, "SYNIX_LIVE_MAX_ATTEMPTS"), "int",
         f"{DEFAULT_LIVE_MAX_ATTEMPTS}", "≥ 1",
         "Build attempts of a live batch before it is dead-lettered.", LIVE)
     live_backoff_s = Var(
-        "SYNIX_LIVE_BACKOFF_S", _float_or(DEFAULT_LIVE_BACKOFF_S), "float (seconds)",
+        "SYNIX_LIVE_BACKOFF_S", _float_or(DEFAULT_LIVE_BACKOFF_S, "SYNIX_LIVE_BACKOFF_S"),
+        "float (seconds)",
         f"{DEFAULT_LIVE_BACKOFF_S:g}", "≥ 0; doubled per failed attempt, at most 3600",
         "Wait before a failed live batch is tried again.", LIVE)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from synix_resources.errors import LLMConfigError, StoreLockedError
+from synix_resources.errors import LLMConfigError, SettingsError, StoreLockedError
 from synix_resources.settings import Settings, render_doc, settings, variables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,10 +98,15 @@ def test_a_bad_value_fails_only_where_it_is_read_with_the_readers_message_and_ty
     with pytest.raises(LLMConfigError) as info:
         bad.llm_context_tokens
     assert info.value.one_line().startswith("SYNIX_LLM_CONTEXT_TOKENS='100' is not a context window size")
-    with pytest.raises(ValueError, match="could not convert string to float: 'soon'"):
+    with pytest.raises(SettingsError) as info:
         bad.lock_timeout_s
-    with pytest.raises(ValueError, match="invalid literal for int"):
+    assert info.value.one_line() == ("SYNIX_LOCK_TIMEOUT_S='soon' is not a number of seconds — set "
+                                     "SYNIX_LOCK_TIMEOUT_S to a number ≥ 0, or unset it (default 600)")
+    with pytest.raises(SettingsError, match="SYNIX_LIVE_MAX_ATTEMPTS=.* is not a whole number"):
         bad.live_max_attempts
+    for raw in ("-1", "nan", "inf", ""):
+        with pytest.raises(SettingsError, match="SYNIX_FORGET_WAIT_S"):
+            settings({"SYNIX_FORGET_WAIT_S": raw}).forget_wait_s
 
 
 def test_switch_and_number_parsing_keep_what_each_reader_did():
@@ -153,3 +158,14 @@ def test_worker_id_from_the_environment_is_recorded_in_what_the_build_writes(tmp
     finally:
         store.close()
     assert workers == {"worker-7"}
+
+
+def test_a_bad_lock_timeout_stops_run_branch_and_forget_with_one_line_naming_the_variable(tmp_path, monkeypatch):
+    assert _invoke("init", str(tmp_path / "p"), "--demo", cwd=tmp_path).exit_code == 0
+    monkeypatch.setenv("SYNIX_LOCK_TIMEOUT_S", "soon")
+    for args in (["run"], ["branch", "create", "exp"], ["forget", "nothing-0000000000000000"]):
+        result = _invoke(*args, cwd=tmp_path / "p")
+        assert result.exit_code == 1, (args, result.output)
+        lines = result.output.strip().splitlines()
+        assert lines[-1].startswith("error: SYNIX_LOCK_TIMEOUT_S='soon' is not a number of seconds"), (args, lines)
+        assert "Traceback" not in result.output and "internal error" not in result.output

@@ -41,6 +41,7 @@ from synix_assets.scale.config import load_scale_config
 from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
+from synix_resources.settings import settings
 
 log = logging.getLogger("synix.run")
 # Dagster's console logger prints every failed step with its stack trace; the CLI reports the one
@@ -152,7 +153,7 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
             finish_pending_forget(paths, llm_config=llm_config)  # an interrupted forget comes first
             paths.state_dir.mkdir(parents=True, exist_ok=True)
             if lock_timeout_s is None:
-                lock_timeout_s = float(os.environ.get("SYNIX_LOCK_TIMEOUT_S", "600"))
+                lock_timeout_s = settings().lock_timeout_s
             with project_lock(paths.lock, timeout_s=lock_timeout_s):
                 finish_pending_promote(paths)  # an interrupted promote ends before main is read
                 pipeline = paths.load_pipeline()

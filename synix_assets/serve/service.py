@@ -21,6 +21,7 @@ from synix_assets.reports.query import NOT_BUILT_HINT, artifact_dict, focus_tree
 from synix_resources.errors import ArtifactNotFound, SearchError, ServeError
 from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.names import check_branch, check_layer
+from synix_resources.search.query import calendar_problem
 
 MAX_LIMIT = 200
 PREVIEW_CHARS = 280
@@ -88,6 +89,9 @@ def check_date(value: str | None, name: str) -> str | None:
         return None
     if not _DATE.match(value):
         raise BadRequest(f"{name} must be a date like 2025-03 or 2025-03-09, got {value!r}")
+    wrong = calendar_problem(value)
+    if wrong:  # compared as text it would silently match nothing (or everything)
+        raise BadRequest(f"{name} {value!r} is not a real date ({wrong}) — use a date like 2025-03-09")
     return value
 
 

@@ -100,7 +100,7 @@ def check_filters(*, layers: object = None, since: object = None, until: object 
         if not _DATE.fullmatch(require_text(value, what)):
             raise SearchError(f"{what} '{escape_invalid(value[:40])}' is not a date",
                               hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
-        wrong = _not_on_the_calendar(value)
+        wrong = calendar_problem(value)
         if wrong:  # compared as text it would silently match nothing (or everything)
             raise SearchError(f"{what} '{value}' is not a real date ({wrong})",
                               hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
@@ -109,7 +109,7 @@ def check_filters(*, layers: object = None, since: object = None, until: object 
     return layer_list
 
 
-def _not_on_the_calendar(value: str) -> str | None:
+def calendar_problem(value: str) -> str | None:
     """What is out of range in a `_DATE`-shaped value (month 13, 30 February, hour 25), or None."""
     numbers = [int(n) for n in re.findall(r"\d+", value)]
     year, month, day, hour, minute, second = numbers + [None] * (6 - len(numbers))

@@ -56,6 +56,8 @@ def test_search_bad_parameters_are_400_with_one_line_reason(server):
     bad(server, "/v1/search?q=x&limit=0", 400, "limit")
     bad(server, "/v1/search?q=x&limit=many", 400, "limit")
     bad(server, "/v1/search?q=x&since=last-week", 400, "since")
+    bad(server, "/v1/search?q=x&since=2023-13-01", 400, "since", "no month 13")
+    bad(server, "/v1/timeline?until=2023-02-30", 400, "until", "no day 30")
     bad(server, "/v1/search?q=x&layers=nope", 400, "nope")
     bad(server, "/v1/search?q=x&branch=experiment", 404, "branch", "main")
 
