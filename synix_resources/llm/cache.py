@@ -380,7 +380,7 @@ PG_CACHE_MIGRATIONS = MigrationRegistry()
 @PG_CACHE_MIGRATIONS
 def pc001_cache_schema(conn) -> None:
     """The SQLite cache's schema as of c002, in one step."""
-    from synix_resources.store.postgres import run_ddl
+    from synix_resources.store.postgres_schema import run_ddl
 
     run_ddl(conn, PG_CACHE_SCHEMA)
 

@@ -125,7 +125,8 @@ def _fail_inserts_into(store, table):
 
 
 @pytest.mark.parametrize("table", ["edges", "audit"])
-def test_failure_between_writes_leaves_nothing_half_written(store, table):
+def test_failure_between_writes_leaves_nothing_half_written(sql_store, table):
+    store = sql_store
     parent = put(store, "transcripts", "c1")
     previous = put(store, "episodes", "c1", key="k1", parents=[parent.artifact_id],
                    audit={"model": "m"})
@@ -156,7 +157,8 @@ class _CrashingConnection:
         return getattr(self._conn, name)
 
 
-def test_crash_after_superseding_before_inserting_rolls_back(store, monkeypatch):
+def test_crash_after_superseding_before_inserting_rolls_back(sql_store, monkeypatch):
+    store = sql_store
     previous = put(store, "episodes", "c1", key="k1")
     monkeypatch.setattr(store, "_conn", _CrashingConnection(store._conn, "INSERT INTO artifacts"))
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -343,6 +345,10 @@ def test_retire_supersedes_current_artifacts_of_vanished_groups(store):
 
 @pytest.fixture
 def chain(store):
+    return build_chain(store)
+
+
+def build_chain(store):
     """4 transcripts → 4 episodes → 2 monthly (fan-in of 2) → 1 core (fold over months)."""
     t = [put(store, "transcripts", f"c{i}", level=0) for i in range(4)]
     e = [put(store, "episodes", f"c{i}", level=1, parents=[t[i].artifact_id]) for i in range(4)]
@@ -437,7 +443,8 @@ def _file_bytes(path):
     return data
 
 
-def test_delete_removes_artifacts_edges_and_audit(store, chain):
+def test_delete_removes_artifacts_edges_and_audit(sql_store):
+    store, chain = sql_store, build_chain(sql_store)
     forget = [chain["t"][0].artifact_id] + ids(store.descendants(chain["t"][0].artifact_id))
     assert store.delete(forget) == 4
     assert store.find(chain["core"].artifact_id) is None
@@ -552,7 +559,8 @@ def test_write_lock_held_too_long_raises_store_locked_naming_the_path(tmp_path):
 # --- failure modes --------------------------------------------------------------------------
 
 
-def test_read_only_database_raises_store_error_naming_the_path(store):
+def test_read_only_database_raises_store_error_naming_the_path(sql_store):
+    store = sql_store
     before = put(store, "episodes", "g")
     # The database's own read-only mode.
     store._conn.execute("PRAGMA query_only = ON" if store.dialect.name == "sqlite" else
