@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from synix_resources.errors import BranchError
 from synix_resources.names import MAIN, check_branch
@@ -79,7 +79,7 @@ class BranchesMixin:
 
     branch: str
 
-    def on_branch(self, name: str):
+    def on_branch(self, name: str) -> Self:
         """A view of this store that reads and moves `name`'s pointers (same connection:
         close the store you opened, not the view)."""
         check_branch(name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Self
 
 from synix_resources.errors import StoreError
 from synix_resources.names import MAIN, check_branch
@@ -74,7 +74,7 @@ class MemoryArtifactStore(MemoryWrites, MemoryReads, MemoryBranches, MemoryRunBo
             tx.s.version += 1
 
     @contextmanager
-    def snapshot(self) -> Iterator["MemoryArtifactStore"]:
+    def snapshot(self) -> Iterator[Self]:
         """Every read inside sees the same state: writers from other threads wait."""
         with self._shared.lock:
             self._open_state()
@@ -90,7 +90,7 @@ class MemoryArtifactStore(MemoryWrites, MemoryReads, MemoryBranches, MemoryRunBo
         with self._shared.lock:
             self._shared.state = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -99,7 +99,7 @@ class MemoryArtifactStore(MemoryWrites, MemoryReads, MemoryBranches, MemoryRunBo
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
 
-    def on_branch(self, name: str) -> "MemoryArtifactStore":
+    def on_branch(self, name: str) -> Self:
         """A view of this store that reads and moves `name`'s pointers (same data: close the
         store you opened, not the view)."""
         check_branch(name)

@@ -17,7 +17,7 @@ import functools
 import logging
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from synix_resources.errors import DiskFullError, StoreError, StoreLockedError
@@ -212,7 +212,7 @@ class PostgresConnection(ClosingConnection):
         self._conn = conn
 
     @contextmanager
-    def snapshot(self) -> Iterator["PostgresConnection"]:
+    def snapshot(self) -> Iterator[Self]:
         """One read transaction: every read inside sees the same committed state."""
         with self._lock:
             conn = self._open_conn()

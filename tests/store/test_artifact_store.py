@@ -184,6 +184,19 @@ def test_put_many_is_all_or_nothing(store):
     assert store.list_layer("transcripts") == []
 
 
+def test_a_failed_put_many_leaves_the_version_it_would_have_superseded_current(store):
+    old = put(store, "episodes", "c1", key="k1")
+    with pytest.raises(ArtifactNotFound):
+        store.put_many([dict(layer="episodes", group_key="c1", content="new",
+                             materialization_key="k2"),
+                        dict(layer="episodes", group_key="c2", content="x",
+                             materialization_key="k", parents=["transcripts-missing"])])
+    assert store.current("episodes", "c1") == old
+    assert [a.artifact_id for a in store.history("episodes", "c1")] == [old.artifact_id]
+    assert store.layers()["episodes"] == {"artifacts": 1, "superseded": 0,
+                                          "last_built": old.created_at}
+
+
 def test_put_many_keeps_item_order_and_handles_repeats_within_a_batch(store):
     existing = put(store, "transcripts", "c1", key="k1")
     items = [dict(layer="transcripts", group_key="c0", content="a", materialization_key="k1"),
@@ -455,6 +468,20 @@ def test_delete_removes_artifacts_edges_and_audit(sql_store):
     assert store.delete([]) == 0
 
 
+def test_delete_leaves_no_survivor_naming_a_deleted_parent_on_any_branch(store, chain):
+    store.create_branch("b")
+    gone = [chain["e"][0].artifact_id, chain["e"][1].artifact_id]
+    assert store.delete(gone + ["episodes-never-stored"]) == 2
+    jan = chain["m"][0].artifact_id
+    assert store.get(jan).parent_ids == () and store.parents(jan) == []
+    assert store.lineage(jan).parents == []
+    assert ids(store.leaves(jan)) == [jan]  # no parents left: its own leaf
+    assert store.descendants(chain["t"][0].artifact_id) == []
+    assert set(store.on_branch("b").current_index("episodes")) == {"c2", "c3"}
+    assert set(store.current_index("episodes")) == {"c2", "c3"}
+    assert store.purge_free_pages() is True
+
+
 def test_deleted_content_is_gone_from_the_database_file_after_purge(sqlite_store):
     store = sqlite_store
     marker = "ZQX-secret-marker-7c1f0e"
@@ -637,6 +664,16 @@ def test_closed_store_raises_store_error(store_location):
     s.close()
     with pytest.raises(StoreError, match="closed"):
         s.layers()
+
+
+def test_a_closed_store_and_its_branch_views_refuse_every_call_naming_it(store):
+    view = store.on_branch("b")
+    store.close()
+    store.close()
+    for call in (store.layers, view.layers, lambda: put(store, "t", "g"), store.data_version):
+        with pytest.raises(StoreError, match="closed") as info:
+            call()
+        assert str(store.path) in info.value.one_line()
 
 
 # --- runs, checkpoints, meta, failures ------------------------------------------------------
