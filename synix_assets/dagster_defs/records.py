@@ -186,9 +186,10 @@ def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[st
     from synix_assets.engine.context import BuildContext
     from synix_assets.engine.layers import plan_all
     from synix_assets.engine.projections import output_path, projection_stale
-    from synix_assets.reports.plan import plan_client
+    from synix_resources.llm.factory import quiet_client
 
-    ctx = BuildContext(pipeline, store, plan_client(), paths)
+    # The client a build would use, built without needing its key: a plan sends nothing.
+    ctx = BuildContext(pipeline, store, quiet_client(replay=True), paths)
     try:
         plans = plan_all(ctx, ctx.reader.scan())
         # a missing file is stale without computing its key (a pass over every artifact)

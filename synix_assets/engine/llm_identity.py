@@ -1,22 +1,17 @@
 """The provider:model a build will use, resolved without sending anything (for code versions)."""
 from __future__ import annotations
 
-import logging
-
 from synix_resources.errors import LLMConfigError
-from synix_resources.llm.factory import make_client
+from synix_resources.llm.factory import quiet_client
 
 
 def llm_identity(**config) -> str:
     """`provider:model` of the client `make_client(**config)` would build; a misconfigured
     provider yields `provider:?` here and fails loudly when a build actually runs."""
-    logging.getLogger("synix.llm").disabled = True  # the "using extractive" notice belongs to builds
     try:
-        client = make_client(**config)
+        client = quiet_client(**config)
     except LLMConfigError:
         return f"{config.get('provider') or 'anthropic'}:?"
-    finally:
-        logging.getLogger("synix.llm").disabled = False
     try:
         return f"{client.provider}:{client.model}"
     finally:

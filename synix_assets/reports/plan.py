@@ -6,7 +6,6 @@ before and the sources' sizes otherwise, priced with the one model price table.
 """
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
@@ -81,13 +80,9 @@ def require_exports(pipeline) -> None:
 
 def plan_client(llm_config: dict | None = None):
     """The client a build would use, built without needing its key: a plan sends nothing."""
-    from synix_resources.llm.factory import make_client
+    from synix_resources.llm.factory import quiet_client
 
-    logging.getLogger("synix.llm").disabled = True  # the "using extractive" notice is for builds
-    try:
-        return make_client(**{**(llm_config or {}), "replay": True})
-    finally:
-        logging.getLogger("synix.llm").disabled = False
+    return quiet_client(**{**(llm_config or {}), "replay": True})
 
 
 def _architecture(store, plans, estimates) -> dict:

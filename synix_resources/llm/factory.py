@@ -117,3 +117,14 @@ def make_client(*, provider: str = "", model: str = "", base_url: str = "", api_
     from .extractive import ExtractiveClient
 
     return ExtractiveClient(**provider_options, **common)
+
+
+def quiet_client(**config) -> LLMClient:
+    """`make_client(**config)` without the "no LLM configured" notice: for plans and code
+    versions, which build the client a build would use but send nothing (the notice is for
+    builds)."""
+    log.disabled = True
+    try:
+        return make_client(**config)
+    finally:
+        log.disabled = False

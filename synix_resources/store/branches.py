@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from synix_resources.errors import BranchError
 from synix_resources.names import MAIN, check_branch
@@ -51,6 +51,21 @@ class LayerDiff:
     shared: int
 
 
+def diff_pointers(a: dict[tuple[str, str], str], b: dict[tuple[str, str], str]) -> list[LayerDiff]:
+    """Per layer, how pointers `b` differ from pointers `a` ((layer, group_key) → artifact id)."""
+    layers = sorted({k[0] for k in a} | {k[0] for k in b})
+    out = []
+    for layer in layers:
+        mine = {g: i for (l, g), i in a.items() if l == layer}
+        theirs = {g: i for (l, g), i in b.items() if l == layer}
+        out.append(LayerDiff(
+            layer, added=sorted(set(theirs) - set(mine)), removed=sorted(set(mine) - set(theirs)),
+            changed=[(g, mine[g], theirs[g]) for g in sorted(set(mine) & set(theirs))
+                     if mine[g] != theirs[g]],
+            shared=sum(1 for g in set(mine) & set(theirs) if mine[g] == theirs[g])))
+    return out
+
+
 def _pointers_sql(branch: str) -> tuple[str, tuple]:
     """SQL selecting (layer, group_key, artifact_id) of a branch's current artifacts."""
     if branch == MAIN:
@@ -64,7 +79,7 @@ class BranchesMixin:
 
     branch: str
 
-    def on_branch(self, name: str):
+    def on_branch(self, name: str) -> Self:
         """A view of this store that reads and moves `name`'s pointers (same connection:
         close the store you opened, not the view)."""
         check_branch(name)
@@ -238,18 +253,7 @@ class BranchesMixin:
 
     def diff_branches(self, base: str, other: str) -> list[LayerDiff]:
         """Per layer, how `other`'s current artifacts differ from `base`'s."""
-        a, b = self.pointers(base), self.pointers(other)
-        layers = sorted({k[0] for k in a} | {k[0] for k in b})
-        out = []
-        for layer in layers:
-            mine = {g: i for (l, g), i in a.items() if l == layer}
-            theirs = {g: i for (l, g), i in b.items() if l == layer}
-            out.append(LayerDiff(
-                layer, added=sorted(set(theirs) - set(mine)), removed=sorted(set(mine) - set(theirs)),
-                changed=[(g, mine[g], theirs[g]) for g in sorted(set(mine) & set(theirs))
-                         if mine[g] != theirs[g]],
-                shared=sum(1 for g in set(mine) & set(theirs) if mine[g] == theirs[g])))
-        return out
+        return diff_pointers(self.pointers(base), self.pointers(other))
 
     def current_costs(self, layer: str) -> dict[str, tuple[int, int, int, float]]:
         """group_key → (llm calls, tokens in, tokens out, $) recorded in the audit of this

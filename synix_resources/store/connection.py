@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Self
 
 
 from synix_resources.disk import disk_full_error, is_disk_full
@@ -78,7 +78,7 @@ class ClosingConnection:
                 self._conn.close()
                 self._conn = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -151,7 +151,7 @@ class StoreConnection(ClosingConnection):
         self._conn = conn
 
     @contextmanager
-    def snapshot(self) -> Iterator["StoreConnection"]:
+    def snapshot(self) -> Iterator[Self]:
         """One read transaction: every read inside sees the same committed state, even while a
         build commits (WAL keeps the snapshot); other threads wait for the connection."""
         with self._lock:

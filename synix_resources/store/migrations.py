@@ -1,17 +1,19 @@
-"""Named, ordered schema migrations for the artifact store.
+"""Named, ordered schema migrations for the artifact store, and the one loop that applies them.
 
 Same idea as simonw's `llm`: a `_migrations(name, applied_at)` table records what ran, and
 every registered function runs once, in registration order. Each migration runs in its own
 `BEGIN IMMEDIATE` transaction together with its `_migrations` row, so a crash or a second
 process opening the same fresh file can never apply one twice or leave one half-applied.
-Never edit or reorder a released migration: add a new one at the end.
+`apply_pending` is that loop for every database Synix migrates (the store, the LLM cache, the
+live inbox and the tenant registry, on SQLite here and on PostgreSQL through
+`postgres.PostgresDriver`). Never edit or reorder a released migration: add a new one at the end.
 """
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 if TYPE_CHECKING:  # sqlite_utils (and the numpy it imports) loads only when a migration runs
     from sqlite_utils import Database
@@ -64,12 +66,7 @@ class MigrationRegistry:
 
     def applied(self, db: Database | sqlite3.Connection) -> list[str]:
         """Names recorded in the database's `_migrations` table, in the order they ran."""
-        conn = db if isinstance(db, sqlite3.Connection) else db.conn
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                        (MIGRATIONS_TABLE,)).fetchone() is None:
-            return []
-        rows = conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")
-        return [row[0] for row in rows]
+        return SqliteDriver(db).applied()
 
     def pending(self, db: Database | sqlite3.Connection) -> list[str]:
         """Names of registered migrations that this database has not run yet."""
@@ -83,38 +80,96 @@ class MigrationRegistry:
         transaction. Opening an up-to-date database takes no write lock, so read-only files and
         busy stores can still be opened.
         """
-        if not self.pending(db):
+        return apply_pending(self, SqliteDriver(db))
+
+
+class SqliteDriver:
+    """How `apply_pending` speaks to a SQLite file: `BEGIN IMMEDIATE` takes the file's write
+    lock, and each migration is given the connection as a sqlite_utils `Database`."""
+
+    def __init__(self, db: Database | sqlite3.Connection):
+        self.db = db
+        self.conn = db if isinstance(db, sqlite3.Connection) else db.conn
+
+    def applied(self) -> list[str]:
+        if self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                             (MIGRATIONS_TABLE,)).fetchone() is None:
             return []
-        if isinstance(db, sqlite3.Connection):
+        rows = self.conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY rowid")
+        return [row[0] for row in rows]
+
+    def prepare(self) -> None:
+        if isinstance(self.db, sqlite3.Connection):
             from sqlite_utils import Database
 
-            db = Database(db, execute_plugins=False)
-        conn = db.conn
-        conn.execute(
+            self.db = Database(self.db, execute_plugins=False)
+        self.conn.execute(
             f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
             "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
-        ran: list[str] = []
-        for migration in self._migrations:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                # Re-check under the write lock: another process may have applied it meanwhile.
-                seen = conn.execute(
-                    f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE name = ?", (migration.name,)
-                ).fetchone()
-                if seen is None:
-                    migration.apply(db)
-                    conn.execute(
-                        f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
-                        (migration.name, datetime.now(timezone.utc).isoformat()),
-                    )
-                    ran.append(migration.name)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        return ran
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def seen(self, name: str) -> bool:
+        return self.conn.execute(
+            f"SELECT 1 FROM {MIGRATIONS_TABLE} WHERE name = ?", (name,)
+        ).fetchone() is not None
+
+    def run(self, migration: Migration) -> None:
+        migration.apply(self.db)
+
+    def record(self, name: str) -> None:
+        self.conn.execute(
+            f"INSERT INTO {MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+            (name, datetime.now(timezone.utc).isoformat()),
+        )
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
+class MigrationDriver(Protocol):
+    """One database engine's part of `apply_pending`: what ran already, one transaction per
+    migration (`begin` takes the engine's write lock) and the row that records it."""
+
+    def applied(self) -> list[str]: ...
+    def prepare(self) -> None: ...
+    def begin(self) -> None: ...
+    def seen(self, name: str) -> bool: ...
+    def run(self, migration: Migration) -> None: ...
+    def record(self, name: str) -> None: ...
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+
+
+def apply_pending(registry: MigrationRegistry, driver: MigrationDriver) -> list[str]:
+    """Run `registry`'s pending migrations through `driver` and return the names that ran now.
+
+    Each migration runs in its own transaction together with its record, and is re-checked
+    under the write lock (another process may have applied it meanwhile). An up-to-date
+    database is left without taking any lock."""
+    done = set(driver.applied())
+    if not [name for name in registry.names if name not in done]:
+        return []
+    driver.prepare()
+    ran: list[str] = []
+    for migration in registry.migrations:
+        try:
+            driver.begin()
+            if not driver.seen(migration.name):
+                driver.run(migration)
+                driver.record(migration.name)
+                ran.append(migration.name)
+            driver.commit()
+        except BaseException:
+            driver.rollback()
+            raise
+    return ran
 
 
 MIGRATIONS = MigrationRegistry()
@@ -311,5 +366,5 @@ def m010_current_refs_index(db: Database) -> None:
         "materialization_key, content_hash, created_at, superseded_at) WHERE superseded_at IS NULL"
     )
 
-__all__ = ["MIGRATIONS", "MIGRATIONS_TABLE", "Migration", "MigrationRegistry", "migrate",
-           "migration"]
+__all__ = ["MIGRATIONS", "MIGRATIONS_TABLE", "Migration", "MigrationDriver", "MigrationRegistry",
+           "SqliteDriver", "apply_pending", "migrate", "migration"]

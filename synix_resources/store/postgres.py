@@ -17,13 +17,14 @@ import functools
 import logging
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from synix_resources.errors import DiskFullError, StoreError, StoreLockedError
 from synix_resources.store.connection import ClosingConnection
 from synix_resources.store.dialect import POSTGRES
-from synix_resources.store.migrations import MigrationRegistry
+from synix_resources.store.migrations import Migration, MigrationRegistry, apply_pending
+from synix_resources.store.postgres_schema import PG_MIGRATIONS
 
 log = logging.getLogger(__name__)
 
@@ -112,33 +113,52 @@ def table_exists(conn: PgConnection, name: str) -> bool:
     return conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0]
 
 
+class PostgresDriver:
+    """How `migrations.apply_pending` speaks to PostgreSQL: each migration's transaction first
+    takes an advisory lock (so processes opening a fresh database together apply each once) and
+    records what ran in `table`."""
+
+    def __init__(self, conn: PgConnection, table: str):
+        self.conn, self.table = conn, table
+
+    def applied(self) -> list[str]:
+        if not table_exists(self.conn, self.table):
+            return []
+        return [r[0] for r in self.conn.execute(f"SELECT name FROM {self.table}")]
+
+    def prepare(self) -> None:
+        """Nothing before the first transaction: `begin` creates the table under the lock."""
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN")
+        self.conn.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})", (MIGRATION_LOCK,))
+        self.conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (name TEXT COLLATE \"C\" "
+                          "PRIMARY KEY, applied_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS "
+                          "AS IDENTITY)")
+
+    def seen(self, name: str) -> bool:
+        return self.conn.execute(f"SELECT 1 FROM {self.table} WHERE name = ?",
+                                 (name,)).fetchone() is not None
+
+    def run(self, migration: Migration) -> None:
+        migration.apply(self.conn)
+
+    def record(self, name: str) -> None:
+        self.conn.execute(f"INSERT INTO {self.table} (name, applied_at) VALUES (?, now()::text)",
+                          (name,))
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
 def apply_migrations(conn: PgConnection, registry: MigrationRegistry, table: str) -> list[str]:
     """Run `registry`'s pending migrations, each in its own transaction with its `table` row,
     under an advisory lock so processes opening a fresh database together apply each once."""
-    if table_exists(conn, table):
-        done = {r[0] for r in conn.execute(f"SELECT name FROM {table}")}
-        if not [n for n in registry.names if n not in done]:
-            return []  # up to date: no lock taken, so a busy store opens at once
-    ran: list[str] = []
-    for migration in registry.migrations:
-        conn.execute("BEGIN")
-        try:
-            conn.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_KEY})", (MIGRATION_LOCK,))
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (name TEXT COLLATE \"C\" PRIMARY KEY, "
-                         "applied_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY)")
-            seen = conn.execute(f"SELECT 1 FROM {table} WHERE name = ?",
-                                (migration.name,)).fetchone()
-            if seen is None:
-                migration.apply(conn)
-                conn.execute(f"INSERT INTO {table} (name, applied_at) VALUES (?, now()::text)",
-                             (migration.name,))
-                ran.append(migration.name)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-    return ran
+    return apply_pending(registry, PostgresDriver(conn, table))
 
 
 def store_exists(url: str) -> bool:
@@ -154,111 +174,6 @@ def applied_migrations(conn: PgConnection, table: str) -> list[str]:
     if not table_exists(conn, table):
         return []
     return [r[0] for r in conn.execute(f"SELECT name FROM {table} ORDER BY seq")]
-
-
-def run_ddl(conn: PgConnection, script: str) -> None:
-    """Each `;`-separated statement of a schema script (no `;` inside a statement)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.raw.execute(statement)
-
-
-# --- the store's schema: append-only, like migrations.py -----------------------------------
-
-PG_MIGRATIONS = MigrationRegistry()
-T = 'TEXT COLLATE "C"'  # byte order, as SQLite compares: same listing order, same prefix ranges
-
-
-@PG_MIGRATIONS
-def p001_store_schema(conn: PgConnection) -> None:
-    """The SQLite store's schema as of its m009 migration, in one step."""
-    run_ddl(conn, f"""
-    CREATE TABLE artifacts (
-        artifact_id {T} PRIMARY KEY,
-        layer {T} NOT NULL,
-        group_key {T} NOT NULL,
-        level BIGINT NOT NULL DEFAULT 0,
-        content TEXT NOT NULL,
-        content_hash {T} NOT NULL,
-        materialization_key {T} NOT NULL,
-        metadata TEXT NOT NULL DEFAULT '{{}}',
-        run_id {T},
-        created_at {T} NOT NULL,
-        superseded_at {T},
-        seq BIGINT GENERATED ALWAYS AS IDENTITY
-    );
-    CREATE UNIQUE INDEX idx_artifacts_current ON artifacts (layer, group_key)
-        WHERE superseded_at IS NULL;
-    CREATE INDEX idx_artifacts_history ON artifacts (layer, group_key, created_at);
-    CREATE INDEX idx_artifacts_run ON artifacts (run_id);
-    CREATE TABLE edges (
-        child_id {T} NOT NULL REFERENCES artifacts (artifact_id),
-        parent_id {T} NOT NULL REFERENCES artifacts (artifact_id),
-        position BIGINT NOT NULL,
-        PRIMARY KEY (child_id, position)
-    );
-    CREATE INDEX idx_edges_parent ON edges (parent_id, child_id);
-    CREATE TABLE audit (
-        artifact_id {T} PRIMARY KEY REFERENCES artifacts (artifact_id),
-        prompt_template_hash {T}, rendered_prompt_hash {T}, provider {T}, model {T},
-        temperature DOUBLE PRECISION, max_tokens BIGINT, raw_response TEXT,
-        input_tokens BIGINT, output_tokens BIGINT, cache_read_tokens BIGINT,
-        cache_write_tokens BIGINT, cost_usd DOUBLE PRECISION, latency_s DOUBLE PRECISION,
-        attempts BIGINT, flags TEXT, extra TEXT
-    );
-    CREATE TABLE runs (
-        run_id {T} PRIMARY KEY,
-        pipeline {T} NOT NULL,
-        steps TEXT NOT NULL,
-        status {T} NOT NULL,
-        dagster_run_id {T},
-        started_at {T} NOT NULL,
-        finished_at {T},
-        stats TEXT NOT NULL,
-        branch {T} NOT NULL DEFAULT 'main',
-        seq BIGINT GENERATED ALWAYS AS IDENTITY
-    );
-    CREATE INDEX idx_runs_started ON runs (started_at);
-    CREATE INDEX idx_runs_branch ON runs (branch, started_at);
-    CREATE TABLE checkpoints (
-        step {T} NOT NULL,
-        version {T} NOT NULL,
-        position BIGINT NOT NULL,
-        prefix_fingerprint {T} NOT NULL,
-        state TEXT NOT NULL,
-        created_at {T} NOT NULL,
-        PRIMARY KEY (step, version, position)
-    );
-    CREATE TABLE meta (
-        key {T} PRIMARY KEY,
-        value TEXT NOT NULL,
-        updated_at {T} NOT NULL
-    );
-    CREATE TABLE failures (
-        branch {T} NOT NULL DEFAULT 'main',
-        layer {T} NOT NULL,
-        group_key {T} NOT NULL,
-        run_id {T},
-        error TEXT NOT NULL,
-        recorded_at {T} NOT NULL,
-        PRIMARY KEY (branch, layer, group_key)
-    );
-    CREATE INDEX idx_failures_run ON failures (run_id);
-    CREATE TABLE refs (
-        branch {T} NOT NULL,
-        layer {T} NOT NULL,
-        group_key {T} NOT NULL,
-        artifact_id {T} NOT NULL REFERENCES artifacts (artifact_id) ON DELETE CASCADE,
-        PRIMARY KEY (branch, layer, group_key)
-    );
-    CREATE INDEX idx_refs_artifact ON refs (artifact_id);
-    CREATE TABLE branches (
-        name {T} PRIMARY KEY,
-        parent {T},
-        created_at {T} NOT NULL,
-        info TEXT NOT NULL DEFAULT '{{}}'
-    )
-    """)
 
 
 # --- the connection ------------------------------------------------------------------------
@@ -297,7 +212,7 @@ class PostgresConnection(ClosingConnection):
         self._conn = conn
 
     @contextmanager
-    def snapshot(self) -> Iterator["PostgresConnection"]:
+    def snapshot(self) -> Iterator[Self]:
         """One read transaction: every read inside sees the same committed state."""
         with self._lock:
             conn = self._open_conn()
@@ -382,5 +297,6 @@ class PostgresConnection(ClosingConnection):
         return True
 
 
-__all__ = ["ADVISORY_KEY", "BUILD_LOCK", "PG_MIGRATIONS", "PgConnection", "PostgresConnection", "apply_migrations",
+__all__ = ["ADVISORY_KEY", "BUILD_LOCK", "PG_MIGRATIONS", "PgConnection", "PostgresConnection",
+           "PostgresDriver", "apply_migrations",
            "connect", "display_url", "pg_sql"]

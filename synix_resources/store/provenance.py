@@ -7,7 +7,7 @@ finds everything that must go when a source is forgotten.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from synix_resources.store.dialect import ids_in
 from synix_resources.store.records import Artifact, LineageNode
@@ -17,7 +17,54 @@ if TYPE_CHECKING:
 
 # Guards recursive walks against a cycle (possible only if a revived artifact's parents were
 # rewritten to include its own descendant).
-_MAX_WALK_DEPTH = 256
+MAX_WALK_DEPTH = 256
+
+
+def lineage_tree(root: str, edges: dict[str, list[str]],
+                 get_many: Callable[[list[str]], list[Artifact]], max_depth: int) -> LineageNode:
+    """The tree of `root` from its walked `edges` (child id → parent ids in edge order), with the
+    artifacts read by `get_many`; every backend builds its lineage here."""
+    ids = list(dict.fromkeys([root, *(p for ps in edges.values() for p in ps)]))
+    artifacts = {a.artifact_id: a for a in get_many(ids)}
+    # Shared ancestors (fan-in) become shared node objects at equal depth, not copies.
+    built: dict[tuple[str, int], LineageNode] = {}
+
+    def node(aid: str, depth: int) -> LineageNode:
+        key = (aid, depth)
+        if key not in built:
+            parent_ids = edges.get(aid, []) if depth < max_depth else []
+            built[key] = LineageNode(artifacts[aid],
+                                     [node(p, depth + 1) for p in parent_ids])
+        return built[key]
+
+    return node(root, 0)
+
+
+def leaf_ids(root: str, parent_map: Callable[[list[str]], dict[str, list[str]]],
+             max_depth: int, max_count: int) -> list[str]:
+    """The parentless ancestors of `root` breadth-first (see `leaves`), asking `parent_map` for
+    the parents of one frontier at a time."""
+    found: list[str] = []
+    frontier = [root]
+    seen = set(frontier)
+    for depth in range(max_depth + 1):
+        if not frontier or len(found) >= max_count:
+            break
+        parents = parent_map(frontier)
+        next_frontier: list[str] = []
+        for aid in frontier:
+            parent_ids = parents.get(aid)
+            if not parent_ids:
+                found.append(aid)
+                if len(found) >= max_count:
+                    break
+            elif depth < max_depth:
+                for pid in parent_ids:
+                    if pid not in seen:
+                        seen.add(pid)
+                        next_frontier.append(pid)
+        frontier = next_frontier
+    return found
 
 
 class ProvenanceMixin:
@@ -65,44 +112,13 @@ class ProvenanceMixin:
                     ORDER BY e.child_id, e.position
                     """, (root, max_depth, max_depth)):
                 edges.setdefault(child, []).append(parent)
-        ids = list(dict.fromkeys([root, *(p for ps in edges.values() for p in ps)]))
-        artifacts = {a.artifact_id: a for a in self.get_many(ids)}
-        # Shared ancestors (fan-in) become shared node objects at equal depth, not copies.
-        built: dict[tuple[str, int], LineageNode] = {}
-
-        def node(aid: str, depth: int) -> LineageNode:
-            key = (aid, depth)
-            if key not in built:
-                parent_ids = edges.get(aid, []) if depth < max_depth else []
-                built[key] = LineageNode(artifacts[aid],
-                                         [node(p, depth + 1) for p in parent_ids])
-            return built[key]
-
-        return node(root, 0)
+        return lineage_tree(root, edges, self.get_many, max_depth)
 
     def leaves(self, artifact_id: str, max_depth: int = 10, max_count: int = 100) -> list[Artifact]:
         """The parentless ancestors of this artifact (itself if it has no parents), breadth-first, deduplicated, at most `max_count`, looking at most `max_depth` levels up."""
-        found: list[str] = []
         with self._read(f"reading leaves of {artifact_id}") as conn:
-            frontier = [self._resolve_or_raise(conn, artifact_id)]
-            seen = set(frontier)
-            for depth in range(max_depth + 1):
-                if not frontier or len(found) >= max_count:
-                    break
-                parent_map = self._parent_map(conn, frontier)
-                next_frontier: list[str] = []
-                for aid in frontier:
-                    parent_ids = parent_map.get(aid)
-                    if not parent_ids:
-                        found.append(aid)
-                        if len(found) >= max_count:
-                            break
-                    elif depth < max_depth:
-                        for pid in parent_ids:
-                            if pid not in seen:
-                                seen.add(pid)
-                                next_frontier.append(pid)
-                frontier = next_frontier
+            root = self._resolve_or_raise(conn, artifact_id)
+            found = leaf_ids(root, lambda ids: self._parent_map(conn, ids), max_depth, max_count)
         return self.get_many(found)
 
     def descendants(self, artifact_id: str) -> list[Artifact]:
@@ -119,5 +135,5 @@ class ProvenanceMixin:
                     WHERE d.depth < ?
                 )
                 SELECT id FROM down WHERE id != ? GROUP BY id ORDER BY MIN(depth), id
-                """, (root, _MAX_WALK_DEPTH, root))]
+                """, (root, MAX_WALK_DEPTH, root))]
         return self.get_many(ids)

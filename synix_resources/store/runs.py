@@ -56,6 +56,16 @@ def process_gone(owner: dict[str, Any] | None) -> bool:
     return owner.get("start") is not None and started is not None and started != owner["start"]
 
 
+def run_from_row(row: tuple) -> Run:
+    """A `Run` from (run_id, pipeline, steps, status, dagster_run_id, started_at, finished_at,
+    stats, branch), steps and stats as stored (JSON text)."""
+    stats = json.loads(row[7])
+    owner = stats.pop("owner", None)  # kept beside the stats in the row, not one of them
+    return Run(run_id=row[0], pipeline=row[1], steps=json.loads(row[2]), status=row[3],
+               dagster_run_id=row[4], started_at=row[5], finished_at=row[6],
+               stats=stats, owner=owner, branch=row[8])
+
+
 class RunsMixin:
     """Runs, checkpoints, meta and failures; mixed into `ArtifactStore`, whose `_read` and
     `_write` transactions it uses."""
@@ -95,7 +105,7 @@ class RunsMixin:
         restarted): nothing will ever finish them."""
         with self._read("listing running runs") as conn:
             rows = conn.execute(f"{self._RUN_COLS} WHERE status = 'running'").fetchall()
-        return [run for run in map(self._run, rows) if process_gone(run.owner)]
+        return [run for run in map(run_from_row, rows) if process_gone(run.owner)]
 
     def built_in_run(self, run_id: str) -> dict[str, int]:
         """Artifacts written by this run, per layer (what an interrupted run got done)."""
@@ -139,14 +149,6 @@ class RunsMixin:
             conn.execute("UPDATE runs SET stats = ? WHERE run_id = ?",
                          (_dumps(current), run_id))
 
-    @staticmethod
-    def _run(row: tuple) -> Run:
-        stats = json.loads(row[7])
-        owner = stats.pop("owner", None)  # kept beside the stats in the row, not one of them
-        return Run(run_id=row[0], pipeline=row[1], steps=json.loads(row[2]), status=row[3],
-                   dagster_run_id=row[4], started_at=row[5], finished_at=row[6],
-                   stats=stats, owner=owner, branch=row[8])
-
     _RUN_COLS = ("SELECT run_id, pipeline, steps, status, dagster_run_id, started_at, "
                  "finished_at, stats, branch FROM runs")
 
@@ -154,14 +156,14 @@ class RunsMixin:
         """The run with this id, or None."""
         with self._read(f"reading run {run_id}") as conn:
             row = conn.execute(f"{self._RUN_COLS} WHERE run_id = ?", (run_id,)).fetchone()
-        return self._run(row) if row else None
+        return run_from_row(row) if row else None
 
     def list_runs(self, limit: int = 20) -> list[Run]:
         """The most recent runs of this store's branch, newest first."""
         with self._read("listing runs") as conn:
             rows = conn.execute(f"{self._RUN_COLS} WHERE branch = ? ORDER BY started_at DESC, "
                                 f"{self.dialect.rowid} DESC LIMIT ?", (self.branch, limit)).fetchall()
-        return [self._run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     # --- fold checkpoints ---------------------------------------------------------------
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from synix_resources.llm.cache import CACHE_MIGRATIONS, SCHEMA, ResponseCache
+from synix_resources.llm.cache import ResponseCache
+from synix_resources.llm.cache_schema import CACHE_MIGRATIONS, SCHEMA
 from synix_resources.llm.fake import FakeClient
 from synix_resources.llm.types import LLMRequest
 

@@ -125,7 +125,8 @@ def _fail_inserts_into(store, table):
 
 
 @pytest.mark.parametrize("table", ["edges", "audit"])
-def test_failure_between_writes_leaves_nothing_half_written(store, table):
+def test_failure_between_writes_leaves_nothing_half_written(sql_store, table):
+    store = sql_store
     parent = put(store, "transcripts", "c1")
     previous = put(store, "episodes", "c1", key="k1", parents=[parent.artifact_id],
                    audit={"model": "m"})
@@ -156,7 +157,8 @@ class _CrashingConnection:
         return getattr(self._conn, name)
 
 
-def test_crash_after_superseding_before_inserting_rolls_back(store, monkeypatch):
+def test_crash_after_superseding_before_inserting_rolls_back(sql_store, monkeypatch):
+    store = sql_store
     previous = put(store, "episodes", "c1", key="k1")
     monkeypatch.setattr(store, "_conn", _CrashingConnection(store._conn, "INSERT INTO artifacts"))
     with pytest.raises(RuntimeError, match="simulated crash"):
@@ -180,6 +182,19 @@ def test_put_many_is_all_or_nothing(store):
     with pytest.raises(ArtifactNotFound):
         store.put_many(items)
     assert store.list_layer("transcripts") == []
+
+
+def test_a_failed_put_many_leaves_the_version_it_would_have_superseded_current(store):
+    old = put(store, "episodes", "c1", key="k1")
+    with pytest.raises(ArtifactNotFound):
+        store.put_many([dict(layer="episodes", group_key="c1", content="new",
+                             materialization_key="k2"),
+                        dict(layer="episodes", group_key="c2", content="x",
+                             materialization_key="k", parents=["transcripts-missing"])])
+    assert store.current("episodes", "c1") == old
+    assert [a.artifact_id for a in store.history("episodes", "c1")] == [old.artifact_id]
+    assert store.layers()["episodes"] == {"artifacts": 1, "superseded": 0,
+                                          "last_built": old.created_at}
 
 
 def test_put_many_keeps_item_order_and_handles_repeats_within_a_batch(store):
@@ -343,6 +358,10 @@ def test_retire_supersedes_current_artifacts_of_vanished_groups(store):
 
 @pytest.fixture
 def chain(store):
+    return build_chain(store)
+
+
+def build_chain(store):
     """4 transcripts → 4 episodes → 2 monthly (fan-in of 2) → 1 core (fold over months)."""
     t = [put(store, "transcripts", f"c{i}", level=0) for i in range(4)]
     e = [put(store, "episodes", f"c{i}", level=1, parents=[t[i].artifact_id]) for i in range(4)]
@@ -437,7 +456,8 @@ def _file_bytes(path):
     return data
 
 
-def test_delete_removes_artifacts_edges_and_audit(store, chain):
+def test_delete_removes_artifacts_edges_and_audit(sql_store):
+    store, chain = sql_store, build_chain(sql_store)
     forget = [chain["t"][0].artifact_id] + ids(store.descendants(chain["t"][0].artifact_id))
     assert store.delete(forget) == 4
     assert store.find(chain["core"].artifact_id) is None
@@ -446,6 +466,20 @@ def test_delete_removes_artifacts_edges_and_audit(store, chain):
     assert edges == (0,)
     assert ids(store.parents(chain["m"][1].artifact_id)) == ids(chain["e"][2:])
     assert store.delete([]) == 0
+
+
+def test_delete_leaves_no_survivor_naming_a_deleted_parent_on_any_branch(store, chain):
+    store.create_branch("b")
+    gone = [chain["e"][0].artifact_id, chain["e"][1].artifact_id]
+    assert store.delete(gone + ["episodes-never-stored"]) == 2
+    jan = chain["m"][0].artifact_id
+    assert store.get(jan).parent_ids == () and store.parents(jan) == []
+    assert store.lineage(jan).parents == []
+    assert ids(store.leaves(jan)) == [jan]  # no parents left: its own leaf
+    assert store.descendants(chain["t"][0].artifact_id) == []
+    assert set(store.on_branch("b").current_index("episodes")) == {"c2", "c3"}
+    assert set(store.current_index("episodes")) == {"c2", "c3"}
+    assert store.purge_free_pages() is True
 
 
 def test_deleted_content_is_gone_from_the_database_file_after_purge(sqlite_store):
@@ -552,7 +586,8 @@ def test_write_lock_held_too_long_raises_store_locked_naming_the_path(tmp_path):
 # --- failure modes --------------------------------------------------------------------------
 
 
-def test_read_only_database_raises_store_error_naming_the_path(store):
+def test_read_only_database_raises_store_error_naming_the_path(sql_store):
+    store = sql_store
     before = put(store, "episodes", "g")
     # The database's own read-only mode.
     store._conn.execute("PRAGMA query_only = ON" if store.dialect.name == "sqlite" else
@@ -629,6 +664,16 @@ def test_closed_store_raises_store_error(store_location):
     s.close()
     with pytest.raises(StoreError, match="closed"):
         s.layers()
+
+
+def test_a_closed_store_and_its_branch_views_refuse_every_call_naming_it(store):
+    view = store.on_branch("b")
+    store.close()
+    store.close()
+    for call in (store.layers, view.layers, lambda: put(store, "t", "g"), store.data_version):
+        with pytest.raises(StoreError, match="closed") as info:
+            call()
+        assert str(store.path) in info.value.one_line()
 
 
 # --- runs, checkpoints, meta, failures ------------------------------------------------------
