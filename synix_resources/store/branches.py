@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 
 # Meta keys whose value belongs to one branch's build, not to the project as a whole.
 BRANCH_SCOPED_META = ("build:", "layer:", "projection:")
+def _delete_meta_under(conn, prefix: str) -> None:
+    # An exact prefix, not LIKE: '_' in a branch name is a LIKE wildcard (and SQLite's LIKE
+    # ignores case), so deleting branch a_b would also delete the meta of a-b and A_B.
+    conn.execute("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+
+
 def branch_meta_key(branch: str, key: str) -> str:
     if branch == MAIN or not key.startswith(BRANCH_SCOPED_META):
         return key
@@ -152,7 +158,7 @@ class BranchesMixin:
         with self._write(f"deleting branch {name}") as conn:
             self._require_registered(conn, name)
             gone = conn.execute("DELETE FROM refs WHERE branch = ?", (name,)).rowcount
-            conn.execute("DELETE FROM meta WHERE key LIKE ?", (f"branch:{name}:%",))
+            _delete_meta_under(conn, f"branch:{name}:")
             conn.execute("DELETE FROM failures WHERE branch = ?", (name,))
             conn.execute("DELETE FROM branches WHERE name = ?", (name,))
         return gone
@@ -180,10 +186,10 @@ class BranchesMixin:
             elif source != MAIN and key.startswith(prefix):
                 plain[key[len(prefix):]] = value
         if target == MAIN:
-            conn.execute("DELETE FROM meta WHERE " + " OR ".join(
-                "key LIKE ?" for _ in BRANCH_SCOPED_META), [f"{p}%" for p in BRANCH_SCOPED_META])
+            for scoped in BRANCH_SCOPED_META:
+                _delete_meta_under(conn, scoped)
         else:
-            conn.execute("DELETE FROM meta WHERE key LIKE ?", (f"branch:{target}:%",))
+            _delete_meta_under(conn, f"branch:{target}:")
         now = utc_now()
         conn.executemany("INSERT INTO meta (key, value, updated_at) VALUES (?, ?, ?) "
                          "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
@@ -234,7 +240,7 @@ class BranchesMixin:
             self._copy_meta(conn, staged, MAIN)
             self._copy_failures(conn, staged, MAIN)
             conn.execute("DELETE FROM refs WHERE branch = ?", (staged,))
-            conn.execute("DELETE FROM meta WHERE key LIKE ?", (f"branch:{staged}:%",))
+            _delete_meta_under(conn, f"branch:{staged}:")
             conn.execute("DELETE FROM failures WHERE branch = ?", (staged,))
             if journal is not None:
                 conn.execute("INSERT INTO meta (key, value, updated_at) VALUES (?, ?, ?) "

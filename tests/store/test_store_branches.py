@@ -91,6 +91,17 @@ def test_meta_failures_and_runs_are_per_branch(store):
     assert store.get_run("run-b").branch == "b"
 
 
+def test_deleting_a_branch_keeps_the_meta_of_branches_its_name_matches_as_a_like_pattern(store):
+    for name in ("a_b", "a-b", "aXb", "A_B"):
+        store.create_branch(name)
+        store.on_branch(name).set_meta("build:fingerprint", f"{name}-fp")
+    store.delete_branch("a_b")
+    assert {n: store.on_branch(n).get_meta("build:fingerprint") for n in ("a-b", "aXb", "A_B")} == \
+        {"a-b": "a-b-fp", "aXb": "aXb-fp", "A_B": "A_B-fp"}
+    store.create_branch("a_b")
+    assert store.on_branch("a_b").get_meta("build:fingerprint") is None
+
+
 def test_promote_moves_main_to_the_branch_and_can_be_undone(store):
     t0, t1, e0, e1, m = build_main(store)
     store.set_meta("layer:version:episodes", "v1")
