@@ -63,18 +63,21 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
     ("synix_assets.engine.branches", "synix_assets.dagster_defs.build"),
     ("synix_assets.engine.branches", "synix_assets.dagster_defs.records"),
     ("synix_assets.engine.branches", "synix_assets.reports.plan"),
-    ("synix_assets.engine.dagster_runs", "synix_assets.dagster_defs.assets"),
+    ("synix_assets.engine.dagster_runs", "synix_assets.dagster_defs.vocabulary"),  # step 7: was .assets
     ("synix_assets.engine.forget", "synix_assets.dagster_defs.build"),
     ("synix_assets.engine.forget", "synix_assets.dagster_defs.partitions"),
+    # step 7: the one name its restore phase writes (STATUS_KEY), in the same function as the
+    # .partitions import above; leaves with it in step 15 (forget/dagster.py, floor 5)
+    ("synix_assets.engine.forget", "synix_assets.dagster_defs.vocabulary"),
     ("synix_assets.engine.ingest", "synix_assets.live.source"),
     ("synix_assets.engine.llm_step", "synix_assets.scale.identity"),
-    ("synix_assets.engine.runner", "synix_assets.dagster_defs.assets"),
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.build"),
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.checks"),
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.jobs"),
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.partitions"),
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.records"),
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.storage"),
+    ("synix_assets.engine.runner", "synix_assets.dagster_defs.vocabulary"),  # step 7: was .assets
     ("synix_assets.engine.runner", "synix_assets.scale.config"),
     ("synix_assets.engine.runner", "synix_assets.scale.launcher"),
     ("synix_assets.live.serve", "synix_assets.cli.render"),

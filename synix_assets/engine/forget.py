@@ -373,6 +373,7 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     import dagster as dg
 
     from synix_assets.dagster_defs.partitions import partitions_for
+    from synix_assets.dagster_defs.vocabulary import STATUS_KEY
 
     with planning.dagster_instance(paths) as instance:
         store = ArtifactStore(paths.store)
@@ -391,7 +392,7 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
                         continue
                     instance.report_runless_asset_event(dg.AssetMaterialization(
                         asset_key=key, partition=art.group_key if partitioned else None,
-                        metadata={"artifact_id": art.artifact_id, "synix/status": "restored after forget"}))
+                        metadata={"artifact_id": art.artifact_id, STATUS_KEY: "restored after forget"}))
         finally:
             store.close()
         return {}
