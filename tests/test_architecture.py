@@ -10,6 +10,7 @@ listed entry that no longer exists, so the lists only shrink until they are empt
 from __future__ import annotations
 
 from collections import deque
+from functools import cache
 from pathlib import Path
 
 from tests.support.imports import (
@@ -39,8 +40,7 @@ FLOORS: list[tuple[str, list[str]]] = [
     ("engine", ["synix_assets.engine"]),
     ("Dagster compiler", ["synix_assets.dagster_defs"]),
     ("Dagster-driving operations", ["synix_assets.orchestration", "synix_assets.forget"]),
-    ("application", ["synix_assets.app", "synix_assets.reports", "synix_assets.scaffold",
-                     "synix_assets.postgres_setup"]),
+    ("application", ["synix_assets.app", "synix_assets.reports", "synix_assets.scaffold"]),
     ("processes", ["synix_assets.eval", "synix_assets.serve", "synix_assets.live",
                    "synix_assets.scale"]),
     ("doors", ["synix_assets.cli", "synix_assets.python_api"]),
@@ -48,9 +48,12 @@ FLOORS: list[tuple[str, list[str]]] = [
 ]
 FLOOR_PREFIXES = [prefixes for _, prefixes in FLOORS]
 
-# Neither directly nor through another module's top-level imports may these load Dagster.
+# Neither directly nor through another module's top-level imports may these load Dagster
+# (dagster itself or one of its integration packages, each of which imports it).
 NO_DAGSTER = ["synix_assets.engine", "synix_assets.sources", "synix_assets.project",
               "synix_assets.pipeline", "synix_assets.parsers"]
+DAGSTER_PACKAGES = ("dagster", "dagster_celery", "dagster_graphql", "dagster_postgres",
+                    "dagster_webserver")
 
 # --- the ratchet: what is still wrong, to be emptied by PLAN.md §9 (step 20) ------------------
 # (importing module, imported module) pairs that point up a floor.
@@ -108,6 +111,8 @@ KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
         "synix_assets.pipeline.loader",
         "synix_assets.pipeline.toml_io",
         "synix_assets.project",
+        # step 8: project.py became the package project/ (its __init__ re-exports paths.py)
+        "synix_assets.project.paths",
         "synix_assets.reports.plan",
         "synix_assets.scale.launcher",
     }),
@@ -164,14 +169,15 @@ def circle_problems(root: Path, graph: Graph, known: tuple[frozenset[str], ...])
             continue   # reported below, with the listed circle it came from
         edges = closing_edges(graph, sorted(c)) or [
             e for e in graph.edges if e.src in c and e.dst in c and not e.type_only]
-        new = sorted(c - frozenset().union(*known))
         lines = "".join(f"\n    {_where(root, graph, e)} -> {e.dst}" for e in edges)
-        out.append(f"new import circle of {len(c)} modules ({', '.join(sorted(c))})"
-                   + (f", new to circles: {', '.join(new)}" if new else "")
-                   + f"; the imports closing it:{lines}\n  Break it: one of these imports must go "
-                   f"(move the shared code down a floor, or pass it in). {RATCHET_HINT}")
+        grown = [k for k in known if k < c]
+        what = (f"a circle in KNOWN_CIRCLE_MODULES grew by {', '.join(sorted(c - grown[0]))} "
+                f"(now {len(c)} modules)" if len(grown) == 1 else
+                f"new import circle of {len(c)} modules ({', '.join(sorted(c))})")
+        out.append(f"{what}; the imports closing it:{lines}\n  Break it: one of these imports "
+                   f"must go (move the shared code down a floor, or pass it in). {RATCHET_HINT}")
     for k in known:
-        if k in found:
+        if k in found or any(k < c for c in found):
             continue
         left = [c for c in found if c < k]
         if left:
@@ -206,17 +212,22 @@ def _import_path(graph: Graph, start: str, goal: str) -> list[Edge]:
     return chain[::-1]
 
 
+def _source_line(graph: Graph, module: str, line: int) -> str:
+    return graph.modules[module].read_text(encoding="utf-8").splitlines()[line - 1].strip()
+
+
 def dagster_problems(root: Path, graph: Graph, prefixes: list[str],
                      known: frozenset[tuple[str, str]]) -> list[str]:
-    reach = reaches_external(root, graph, prefixes, "dagster")
+    reach = reaches_external(root, graph, prefixes, DAGSTER_PACKAGES)
     found = {(m, via) for m, vias in reach.items() for via in vias}
-    sites = external_imports(root, graph, "dagster")
+    sites = external_imports(root, graph, DAGSTER_PACKAGES)
     out = []
     for m, via in sorted(found - known):
         chain = "".join(f"\n    {_where(root, graph, e)} imports {e.dst}"
                         for e in _import_path(graph, m, via)) if via != m else ""
         dagster_lines = "".join(
-            f"\n    {graph.modules[s].relative_to(root)}:{line} ({scope}) imports dagster"
+            f"\n    {graph.modules[s].relative_to(root)}:{line} ({scope}): "
+            f"{_source_line(graph, s, line)}"
             for s, line, scope in sites if s == via and (via == m or scope == "top"))
         out.append(f"{m} loads Dagster{'' if via == m else f' through {via}'}:{chain}"
                    f"{dagster_lines}\n  Nothing under {', '.join(prefixes)} may load dagster; move "
@@ -231,6 +242,7 @@ def _report(problems: list[str]) -> str:
     return f"{len(problems)} layer contract problem(s):\n\n" + "\n\n".join(problems)
 
 
+@cache
 def _graph() -> Graph:
     return build_graph(REPO, PACKAGES)
 
@@ -333,13 +345,29 @@ def test_an_engine_module_loading_dagster_through_a_top_level_import_fails(tmp_p
                              "synix_assets/dagster_defs/jobs.py": "import dagster\n",
                              "synix_assets/engine/a.py":
                                  "from synix_assets.dagster_defs import jobs\n",
-                             "synix_assets/engine/b.py": "def f():\n    import dagster\n"})
+                             "synix_assets/engine/b.py": "def f():\n    import dagster\n",
+                             "synix_assets/engine/c.py": "def g():\n"
+                                                         "    from dagster_postgres import x\n"})
     problems = dagster_problems(tmp_path, graph, ["synix_assets.engine"], frozenset())
-    assert len(problems) == 2
-    through, direct = problems
+    assert len(problems) == 3
+    through, direct, integration = problems
     assert through.startswith("synix_assets.engine.a loads Dagster through "
                               "synix_assets.dagster_defs.jobs:")
     assert "synix_assets/engine/a.py:1 (at top level) imports synix_assets.dagster_defs.jobs" \
         in through
-    assert "synix_assets/dagster_defs/jobs.py:1 (top) imports dagster" in through
-    assert "synix_assets/engine/b.py:2 (function) imports dagster" in direct
+    assert "synix_assets/dagster_defs/jobs.py:1 (top): import dagster" in through
+    assert "synix_assets/engine/b.py:2 (function): import dagster" in direct
+    assert "synix_assets/engine/c.py:2 (function): from dagster_postgres import x" in integration
+
+
+def test_a_listed_circle_that_grew_fails_naming_the_module_that_joined(tmp_path):
+    graph = _tree(tmp_path, {**_PKG,
+                             "synix_assets/engine/a.py": "from synix_assets.engine import b\n",
+                             "synix_assets/engine/b.py": "from synix_assets.engine import c\n",
+                             "synix_assets/engine/c.py": "def f():\n"
+                                                         "    import synix_assets.engine.a\n"})
+    ab = frozenset({"synix_assets.engine.a", "synix_assets.engine.b"})
+    [grew] = circle_problems(tmp_path, graph, (ab,))
+    assert grew.startswith("a circle in KNOWN_CIRCLE_MODULES grew by synix_assets.engine.c "
+                           "(now 3 modules); the imports closing it:\n"
+                           "    synix_assets/engine/c.py:2 (in f()) -> synix_assets.engine.a")

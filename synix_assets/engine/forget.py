@@ -30,7 +30,8 @@ from synix_assets.engine import forget_journal as journaling
 from synix_assets.engine import forget_plan as planning
 from synix_assets.engine import forget_verify as verifying
 from synix_assets.engine.locking import project_lock
-from synix_assets.project import ProjectPaths
+from synix_assets.project import MAIN, ProjectPaths
+from synix_assets.project.branches import registered_branches
 from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
 from synix_resources.folders import remove_inside
 from synix_resources.llm.cache import ResponseCache
@@ -226,12 +227,8 @@ def _other_branches(paths: ProjectPaths) -> list[ProjectPaths]:
     their projections hold copies of the forgotten text too."""
     if not paths.branches_dir.is_dir():
         return []
-    store = ArtifactStore(paths.store)
-    try:
-        names = [b.name for b in store.branches() if b.name != "main"]
-    finally:
-        store.close()
-    return [paths.on_branch(n) for n in names if paths.on_branch(n).branch_dir.is_dir()]
+    return [paths.on_branch(n) for n in registered_branches(paths, snapshots=True)
+            if n != MAIN and paths.on_branch(n).branch_dir.is_dir()]
 
 
 def _trim_checkpoints(store, layer: str, position: int) -> None:

@@ -332,9 +332,12 @@ def unassigned(graph: Graph, floors: Floors) -> list[str]:
     return sorted(m for m in graph.modules if floor_of(m, floors) is None)
 
 
-def external_imports(root: Path | str, graph: Graph, top_name: str) -> list[tuple[str, int, str]]:
+def external_imports(root: Path | str, graph: Graph,
+                     top_name: str | Sequence[str]) -> list[tuple[str, int, str]]:
     """(module, line, scope) for every import of the third-party package `top_name`
-    (e.g. "dagster"), top-level or inside a function, excluding TYPE_CHECKING-only."""
+    (e.g. "dagster", or several: ("dagster", "dagster_postgres")), top-level or inside a
+    function, excluding TYPE_CHECKING-only."""
+    tops = (top_name,) if isinstance(top_name, str) else tuple(top_name)
     out = []
     for mod, path in graph.modules.items():
         for kind, line, level, m, names, scope, type_only, _ in raw_imports(
@@ -342,7 +345,7 @@ def external_imports(root: Path | str, graph: Graph, top_name: str) -> list[tupl
             if type_only or level:
                 continue
             dotted = [m] if kind in ("from", "dynamic") else names
-            if any(d and (d == top_name or d.startswith(top_name + ".")) for d in dotted):
+            if any(d and (d == t or d.startswith(t + ".")) for d in dotted for t in tops):
                 out.append((mod, line, scope))
     return sorted(set(out))
 
@@ -360,12 +363,13 @@ def reachable(adj: Mapping[str, Iterable[str]], start: str) -> set[str]:
 
 
 def reaches_external(root: Path | str, graph: Graph, src_prefixes: Sequence[str],
-                     top_name: str) -> dict[str, list[str]]:
+                     top_name: str | Sequence[str]) -> dict[str, list[str]]:
     """For each module under `src_prefixes`: the project modules it loads at import time
     (top-level imports, transitively) that import `top_name` at their own top level; and
     itself if it imports `top_name` anywhere (any scope). {} when none does."""
-    direct_any = {m for m, _, _ in external_imports(root, graph, top_name)}
-    direct_top = {m for m, _, scope in external_imports(root, graph, top_name) if scope == "top"}
+    sites = external_imports(root, graph, top_name)
+    direct_any = {m for m, _, _ in sites}
+    direct_top = {m for m, _, scope in sites if scope == "top"}
     adj = graph.adjacency(scopes=("top",))
     out = {}
     for m in graph.modules:
