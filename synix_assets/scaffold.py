@@ -51,7 +51,7 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`.
     `store` / `dagster_storage`: PostgreSQL URLs for Synix's store and Dagster's storage
     (default: SQLite files under .synix/)."""
-    from synix_assets import postgres_setup
+    from synix_assets.project import postgres_setup
 
     root = Path(root).expanduser().resolve()
     text = template_text(template)

@@ -22,10 +22,15 @@ from datetime import timedelta
 
 import dagster as dg
 
-from synix_assets.dagster_defs.checks import CHECK_NAME, check_result
+from synix_assets.dagster_defs.checks import check_result
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
+from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
+                                                 EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
+                                                 LAYER_JOB_PREFIX, LEVEL_KEY, PARTITIONING_KEY,
+                                                 PROJECTIONS_GROUP, QUALIFIER, RUN_ID_TAG,
+                                                 SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer, settle_failures
 from synix_assets.engine.locking import project_lock
@@ -37,13 +42,6 @@ from synix_resources.llm.resource import LLMResource
 from synix_resources.settings import settings
 from synix_resources.store.resource import ArtifactStoreResource
 
-RUN_ID_TAG = "synix/run_id"
-EMIT_TAG = "synix/emit"  # "changed": only rebuilt partitions get a materialization event
-FULL_LAYER_TAG = "synix/full_layer"  # "1": build the whole layer, incl. retiring vanished groups
-BATCH_TAG = "synix/batch"
-# "1": a run of a distributed `synix run`, which holds the project lock for all its runs
-DISTRIBUTED_TAG = "synix/distributed"
-GROUP = "memory"
 RECORD_BATCH = 200  # artifacts read (with their contents) per batch of materialization events
 
 __all__ = ["layer_asset", "projection_asset", "source_specs", "layer_key", "source_key",
@@ -65,7 +63,7 @@ def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMRes
 
 
 def _outcome_metadata(outcome) -> dict:
-    md = {"synix/status": outcome.status, "cache": "hit" if outcome.status == "cached" else "built",
+    md = {STATUS_KEY: outcome.status, "cache": "hit" if outcome.status == "cached" else "built",
           "provider": outcome.provider, "model": outcome.model,
           "llm_calls": outcome.llm_calls, "tokens_in": outcome.tokens_in,
           "tokens_out": outcome.tokens_out, "cost_usd": float(outcome.cost_usd),
@@ -107,7 +105,7 @@ def _children(pipeline, name: str, names: Names) -> set[dg.AssetKey]:
 def _feeds_this_run(context, children: set[dg.AssetKey]) -> bool:
     """True when an asset downstream of this one runs later in the same run: it waits for this
     step's output, so the step must produce one."""
-    if context.run.job_name.rpartition("__")[2].startswith("synix_build_"):
+    if context.run.job_name.rpartition(QUALIFIER)[2].startswith(LAYER_JOB_PREFIX):
         return False  # a per-layer job (of any branch): nothing else runs after this step
     selected = context.run.asset_selection  # empty for some ad-hoc runs: assume a chain
     return not selected or bool(children & set(selected))
@@ -162,9 +160,9 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
               check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
                   "Partitions whose Synix materialization key changed (what `synix plan` would "
                   "rebuild), evaluated by every build of this layer."))],
-              metadata={"synix/level": pipeline.level(layer), "synix/kind": step.kind,
-                        "synix/partitioning": pipeline.partitioning(layer)},
-              tags={"synix/level": str(pipeline.level(layer)), "synix/branch": names.branch})
+              metadata={LEVEL_KEY: pipeline.level(layer), KIND_KEY: step.kind,
+                        PARTITIONING_KEY: pipeline.partitioning(layer)},
+              tags={LEVEL_KEY: str(pipeline.level(layer)), BRANCH_TAG: names.branch})
     def _layer(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with _build_lock(paths, context):
@@ -266,11 +264,11 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
         else f"context document {proj.path} (the agent's system prompt)"
     version = versions[name]
 
-    @dg.asset(key=names.layer(name), deps=deps, group_name=names.group("projections"), output_required=False,
+    @dg.asset(key=names.layer(name), deps=deps, group_name=names.group(PROJECTIONS_GROUP), output_required=False,
               description=f"Synix projection: {what}, from {', '.join(p.name for p in ups)}. "
                           f"Rewritten only when the artifacts it reads changed.",
               kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline),
-              tags={"synix/branch": names.branch})
+              tags={BRANCH_TAG: names.branch})
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):
             yield from _run(context, store, llm)
@@ -294,7 +292,7 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
 
 
 def source_specs(pipeline, names: Names = MAIN_NAMES) -> list[dg.AssetSpec]:
-    return [dg.AssetSpec(names.source(s.name), group_name="sources", owners=owners(pipeline),
+    return [dg.AssetSpec(names.source(s.name), group_name=SOURCES_GROUP, owners=owners(pipeline),
                          description=f"{s.format} exports in {pipeline.resolve(s.path)}, observed by "
                                      f"the synix_exports_sensor (files, conversations).",
                          metadata={"path": str(pipeline.resolve(s.path)), "format": s.format})

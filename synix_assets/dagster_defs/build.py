@@ -23,9 +23,9 @@ from synix_assets.dagster_defs.jobs import build_all_job, layer_jobs
 from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
-from synix_assets.engine.branches import built_branch_names
 from synix_assets.live.sensor import live_sensors
 from synix_assets.project import MAIN, ProjectPaths
+from synix_assets.project.branches import branch_names
 from synix_assets.scale.executor import executor_for, sensor_running
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
@@ -80,7 +80,7 @@ def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> l
     main_paths = ProjectPaths(root)
     main = main_paths.load_pipeline()
     graphs = []
-    for branch in [MAIN, *built_branch_names(main_paths)] if only is None else only:
+    for branch in branch_names(main_paths, snapshots=False) if only is None else only:
         try:
             graphs.append(branch_graph(main_paths.on_branch(branch), identity, main))
         except SynixError as exc:

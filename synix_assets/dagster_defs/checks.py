@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-CHECK_NAME = "synix_up_to_date"
+from synix_assets.dagster_defs.vocabulary import CHECK_NAME
 
 
 def _fields(layer: str, plan, scope: str = "") -> dict:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from synix_assets.dagster_defs.partitions import partitions_for
+from synix_assets.dagster_defs.vocabulary import BRANCH_GROUP_PREFIX, QUALIFIER
 from synix_assets.project import MAIN
 from synix_resources.fingerprints import sha256_text
 
@@ -55,10 +56,10 @@ class Names:
 
     def qualify(self, name: str) -> str:
         """A partition-set or job name of this branch."""
-        return name if self.is_main else f"{branch_slug(self.branch)}__{name}"
+        return name if self.is_main else f"{branch_slug(self.branch)}{QUALIFIER}{name}"
 
     def group(self, group: str) -> str:
-        return group if self.is_main else f"branch_{branch_slug(self.branch)}"
+        return group if self.is_main else f"{BRANCH_GROUP_PREFIX}{branch_slug(self.branch)}"
 
 
 MAIN_NAMES = Names()

@@ -11,19 +11,15 @@ import dagster as dg
 
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name
 from synix_assets.dagster_defs.partitions import partitions_for
-from synix_assets.dagster_defs.records import TRIGGER_TAG
+from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, BUILD_ALL, BUILD_MEMORY_OP, LAYER_JOB_PREFIX,
+                                                 LAYER_TAG, PROJECTIONS_JOB, TRIGGER_DAGSTER, TRIGGER_TAG)
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
-
-BUILD_ALL = "synix_build_all"
-PROJECTIONS_JOB = "synix_update_projections"
-LAYER_TAG = "synix/layer"
-BRANCH_TAG = "synix/branch"
 
 
 def layer_job_name(layer: str, names: Names = MAIN_NAMES) -> str:
     """`synix_build_<layer>` on main, `<branch>__synix_build_<layer>` on another branch."""
-    return names.qualify(f"synix_build_{dagster_name(layer)}")
+    return names.qualify(f"{LAYER_JOB_PREFIX}{dagster_name(layer)}")
 
 
 def _on(names: Names) -> str:
@@ -49,12 +45,12 @@ def layer_jobs(pipeline, names: Names = MAIN_NAMES) -> list:
 
 
 def build_all_job(paths, names: Names = MAIN_NAMES) -> dg.JobDefinition:
-    @dg.op(name=names.qualify("build_memory"), description="Plan with Synix's keys, then build every layer with work "
+    @dg.op(name=names.qualify(BUILD_MEMORY_OP), description="Plan with Synix's keys, then build every layer with work "
                                             "and refresh the projections: the same code as `synix run`.")
     def build_memory(context: dg.OpExecutionContext, llm: LLMResource):
         from synix_assets.engine.runner import run_build
 
-        trigger = context.run.tags.get(TRIGGER_TAG, "dagster")
+        trigger = context.run.tags.get(TRIGGER_TAG, TRIGGER_DAGSTER)
         settings = {k: v for k, v in llm.model_dump().items()
                     if k != "cache_path" and v not in ("", None, 0, 0.0, False)}
         try:

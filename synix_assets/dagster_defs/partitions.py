@@ -7,18 +7,12 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from synix_assets.dagster_defs.vocabulary import CONVERSATIONS, periods_name, topics_name
+
 if TYPE_CHECKING:
     from synix_assets.dagster_defs.graph import Names
 
-CONVERSATIONS_NAME = "conversations"
-
-
-def periods_name(layer: str) -> str:
-    return f"{layer}_periods"
-
-
-def topics_name(layer: str) -> str:
-    return f"{layer}_topics"
+CONVERSATIONS_NAME = CONVERSATIONS
 
 
 def _qualify(names: "Names | None", name: str) -> str:

@@ -19,10 +19,10 @@ import dagster as dg
 
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, Parent, parents
 from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
+from synix_assets.dagster_defs.vocabulary import TRIGGER_STORE_SYNC, TRIGGER_TAG
 from synix_assets.engine.projections import artifact_title
 
 INITIAL = "INITIAL"  # Dagster's data version of an external asset observed without one
-TRIGGER_TAG = "synix/trigger"
 
 
 def data_version(content_hash: str | None) -> str:
@@ -177,7 +177,7 @@ def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Na
         outdated, fresh = _synix_plan(pipeline, store, paths, projections)
         projections = [n for n in projections if n in fresh]
     recorded = record_current(instance, pipeline, store, versions, names, unrecorded, projections,
-                              "store_sync", outdated)
+                              TRIGGER_STORE_SYNC, outdated)
     return {"partitions_added": added, "materializations_recorded": recorded}
 
 

@@ -20,15 +20,16 @@ import dagster as dg
 
 from synix_assets.dagster_defs.checks import check_evaluation
 from synix_assets.dagster_defs.graph import Names
-from synix_assets.dagster_defs.jobs import BRANCH_TAG
-from synix_assets.dagster_defs.records import (TRIGGER_TAG, register_partitions, sync_instance,
+from synix_assets.dagster_defs.records import (register_partitions, sync_instance,
                                                wipe_orphans)
-from synix_assets.engine.branches import built_branch_names
+from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, EXPORTS_SENSOR, TRIGGER_EXPORTS_SENSOR,
+                                                 TRIGGER_TAG)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.ingest import SourceReader, file_sha256
 from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer
 from synix_assets.engine.periods import period_of
 from synix_assets.project import MAIN
+from synix_assets.project.branches import branch_names
 from synix_resources.errors import LLMConfigError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.resource import LLMResource
@@ -36,7 +37,7 @@ from synix_resources.store.resource import ArtifactStoreResource
 
 SETTLE_SECONDS = 5.0
 INTERVAL_SECONDS = 10
-SENSOR_NAME = "synix_exports_sensor"
+SENSOR_NAME = EXPORTS_SENSOR
 
 
 def _settled(prev: dict | None, size: int, mtime_ns: int, now: float) -> bool:
@@ -137,7 +138,8 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
             if synced["partitions_added"] or synced["materializations_recorded"]:
                 context.log.info(f"synced Dagster with the Synix store ({g.names.branch}): {synced}")
         known = {g.names.branch for g in graphs} - {MAIN}
-        if len(current) < len(graphs) or set(built_branch_names(graphs[0].paths)) != known:
+        if len(current) < len(graphs) or \
+                set(branch_names(graphs[0].paths, snapshots=False)) - {MAIN} != known:
             # older definitions (a pipeline.py changed, a branch came or went): their asset list
             # must not wipe anything, least of all a new branch's assets
             context.log.info("a pipeline.py or the branches changed since the definitions "
@@ -163,7 +165,7 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
             requests.append(dg.RunRequest(
                 run_key=sha256_text(json.dumps([g.names.branch, *sorted(changed)]))[:24],
                 job_name=build_jobs[g.names.branch].name,
-                tags={TRIGGER_TAG: "exports_sensor", BRANCH_TAG: g.names.branch}))
+                tags={TRIGGER_TAG: TRIGGER_EXPORTS_SENSOR, BRANCH_TAG: g.names.branch}))
         context.log.info(f"{len(changed)} export file(s) changed: building "
                          f"{', '.join(r.tags[BRANCH_TAG] for r in requests)}")
         return dg.SensorResult(run_requests=requests, asset_events=events, cursor=cursor_text)

@@ -32,6 +32,7 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from synix_assets.dagster_defs.vocabulary import CONVERSATIONS
 from synix_resources.folders import remove_inside
 
 INSTANCE_YAML = """# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).
@@ -136,7 +137,7 @@ def create_databases(dagster_home: Path) -> None:
         os.environ["DAGSTER_HOME"] = str(staging)
         try:
             with dg.DagsterInstance.get() as instance:
-                instance.get_dynamic_partitions("conversations")
+                instance.get_dynamic_partitions(CONVERSATIONS)
         finally:
             os.environ["DAGSTER_HOME"] = before if before is not None else str(home)
             with _lock:

@@ -39,16 +39,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def built_branch_names(paths: ProjectPaths) -> list[str]:
-    """The branches other than main that have a pipeline file (what Dagster shows as graphs);
-    snapshots (`main@previous`) are restore points, not graphs."""
-    if not paths.has_store():
-        return []
-    with paths.on_branch(MAIN).open_store() as store:
-        names = [b.name for b in store.branches()]
-    return [n for n in names if n != MAIN and "@" not in n and paths.on_branch(n).pipeline_file.exists()]
-
-
 def drop_undeclared_layers(store, pipeline) -> int:
     """A branch points only at layers its pipeline declares (one made with topical rollups does
     not keep its parent's monthly pointers); the artifacts stay for whoever else uses them."""

@@ -7,8 +7,9 @@ start time are recorded with the run) and marks both as interrupted / failed.
 """
 from __future__ import annotations
 
+from synix_assets.dagster_defs.vocabulary import OUTCOME_TAG, RUN_ID_TAG
+
 KILLED = "the process building it (pid {pid}) ended before the run finished"
-OUTCOME_TAG = "synix/outcome"  # on the Dagster runs of a Synix run that did not complete
 
 
 def close_open_runs(instance, synix_run_id: str, dagster_run_id: str | None = None, *,
@@ -18,8 +19,6 @@ def close_open_runs(instance, synix_run_id: str, dagster_run_id: str | None = No
     outcome, so the UI says "interrupted" where Dagster only knows FAILURE; returns the ids of
     the runs it ended."""
     import dagster as dg
-
-    from synix_assets.dagster_defs.assets import RUN_ID_TAG
 
     runs = list(instance.get_runs(filters=dg.RunsFilter(tags={RUN_ID_TAG: synix_run_id})))
     if dagster_run_id and dagster_run_id not in {r.run_id for r in runs}:

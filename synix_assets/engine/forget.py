@@ -29,7 +29,8 @@ from synix_assets.engine import forget_journal as journaling
 from synix_assets.engine import forget_plan as planning
 from synix_assets.engine import forget_verify as verifying
 from synix_assets.engine.locking import project_lock
-from synix_assets.project import ProjectPaths
+from synix_assets.project import MAIN, ProjectPaths
+from synix_assets.project.branches import registered_branches
 from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
 from synix_resources.folders import remove_inside
 from synix_resources.llm.cache import ResponseCache
@@ -225,12 +226,8 @@ def _other_branches(paths: ProjectPaths) -> list[ProjectPaths]:
     their projections hold copies of the forgotten text too."""
     if not paths.branches_dir.is_dir():
         return []
-    store = ArtifactStore(paths.store)
-    try:
-        names = [b.name for b in store.branches() if b.name != "main"]
-    finally:
-        store.close()
-    return [paths.on_branch(n) for n in names if paths.on_branch(n).branch_dir.is_dir()]
+    return [paths.on_branch(n) for n in registered_branches(paths, snapshots=True)
+            if n != MAIN and paths.on_branch(n).branch_dir.is_dir()]
 
 
 def _trim_checkpoints(store, layer: str, position: int) -> None:
@@ -372,6 +369,7 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     import dagster as dg
 
     from synix_assets.dagster_defs.partitions import partitions_for
+    from synix_assets.dagster_defs.vocabulary import STATUS_KEY
 
     with planning.dagster_instance(paths) as instance:
         store = ArtifactStore(paths.store)
@@ -390,7 +388,7 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
                         continue
                     instance.report_runless_asset_event(dg.AssetMaterialization(
                         asset_key=key, partition=art.group_key if partitioned else None,
-                        metadata={"artifact_id": art.artifact_id, "synix/status": "restored after forget"}))
+                        metadata={"artifact_id": art.artifact_id, STATUS_KEY: "restored after forget"}))
         finally:
             store.close()
         return {}

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CONVERSATIONS, EMIT_TAG,
+                                                 FULL_LAYER_TAG, LAYER_TAG, RUN_ID_TAG, TRIGGER_CLI,
+                                                 TRIGGER_TAG, TRIGGER_VERIFIED)
 from synix_assets.engine import interrupts, progress, schedule
 from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_promote
 from synix_assets.engine.context import BuildContext
@@ -105,7 +108,7 @@ def dagster_instance(paths: ProjectPaths):
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
     storage.tune(paths.dagster_home)
     instance = dg.DagsterInstance.get()
-    instance.get_dynamic_partitions("conversations")  # creates the databases before we hold them
+    instance.get_dynamic_partitions(CONVERSATIONS)  # creates the databases before we hold them
     storage.tune(paths.dagster_home)
     return instance
 
@@ -211,7 +214,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
     # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)
-    ctx.run_tags = {"synix/trigger": "cli", "synix/branch": paths.branch, **(run_tags or {})}
+    ctx.run_tags = {TRIGGER_TAG: TRIGGER_CLI, BRANCH_TAG: paths.branch, **(run_tags or {})}
     work = None
     try:
         scale = load_scale_config(paths.root)
@@ -420,8 +423,6 @@ class _Launcher:
         self.dagster_runs = dagster_runs
 
     def tags(self) -> dict[str, str]:
-        from synix_assets.dagster_defs.assets import BATCH_TAG, EMIT_TAG, FULL_LAYER_TAG, RUN_ID_TAG
-
         tags = {**self.ctx.run_tags, RUN_ID_TAG: self.ctx.run_id, EMIT_TAG: "changed",
                 FULL_LAYER_TAG: "1"}
         if self.ctx.batch:
@@ -440,7 +441,7 @@ class _Launcher:
             return
         keys = sorted(self.ctx.store.current_index(layer))
         record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
-                       {layer: keys}, [], "verified")
+                       {layer: keys}, [], TRIGGER_VERIFIED)
 
     def report_blocked(self, layer: str, plan) -> None:
         """The `synix_up_to_date` check of a layer not launched because what it would build is
@@ -471,7 +472,7 @@ class _Launcher:
 
     def layer(self, pipeline, layer: str, plan):
         """One run over the partition range covering the layer's stale partitions."""
-        tags = {**self.tags(), "synix/layer": layer}
+        tags = {**self.tags(), LAYER_TAG: layer}
         keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
         order = self.partition_order(pipeline, layer, keys)
         if order is not None:
@@ -511,7 +512,7 @@ class _Launcher:
             job = self.defs.resolve_job_def(self.names.qualify(PROJECTIONS_JOB))
             result = job.execute_in_process(
                 instance=self.instance, asset_selection=[self.names.layer(n) for n in names],
-                tags=tags or {**self.tags(), "synix/layer": "projections"}, raise_on_error=False,
+                tags=tags or {**self.tags(), LAYER_TAG: "projections"}, raise_on_error=False,
                 run_config=self.run_config)
         self.dagster_runs.append(result.run_id)
         # Dagster swallows a signal that lands between its steps

@@ -18,18 +18,19 @@ from pathlib import Path
 
 import dagster as dg
 
-from synix_assets.dagster_defs.jobs import BRANCH_TAG
-from synix_assets.dagster_defs.records import TRIGGER_TAG, register_partitions
+from synix_assets.dagster_defs.records import register_partitions
 from synix_assets.dagster_defs.sensors import new_partitions
+from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, LIVE_BATCH_TAG, LIVE_SENSOR, TRIGGER_LIVE_SENSOR,
+                                                 TRIGGER_TAG)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.ingest import SourceReader
 from synix_assets.project import MAIN
 from synix_resources.live.inbox import Inbox
 from synix_resources.store.resource import ArtifactStoreResource
 
-SENSOR_NAME = "synix_live_sensor"
-BATCH_TAG = "synix/live_batch"
-TRIGGER = "live_sensor"
+SENSOR_NAME = LIVE_SENSOR
+BATCH_TAG = LIVE_BATCH_TAG
+TRIGGER = TRIGGER_LIVE_SENSOR
 INTERVAL_SECONDS = 5
 CLAIM_TIMEOUT_S = 600.0  # a claimed batch whose run never appeared is retried after this
 

@@ -20,8 +20,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from synix_assets.dagster_defs.assets import DISTRIBUTED_TAG, FULL_LAYER_TAG
 from synix_assets.dagster_defs.jobs import layer_job_name
+from synix_assets.dagster_defs.vocabulary import DISTRIBUTED_TAG, FULL_LAYER_TAG, LAYER_TAG, STATUS_KEY
 from synix_assets.engine import interrupts
 from synix_assets.engine.runner import LayerIncomplete, _Launcher, range_tags
 from synix_resources.errors import ScaleDeploymentError
@@ -77,7 +77,7 @@ class RemoteLauncher(_Launcher):
         return {**super().tags(), DISTRIBUTED_TAG: "1"}
 
     def layer(self, pipeline, layer: str, plan):
-        tags = {**self.tags(), "synix/layer": layer}
+        tags = {**self.tags(), LAYER_TAG: layer}
         keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
         order = self.partition_order(pipeline, layer, keys)
         if order is None:
@@ -198,7 +198,7 @@ class RemoteLauncher(_Launcher):
             for entry in self.instance.all_logs(result.run_id,
                                                 of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
                 md = entry.asset_materialization.metadata if entry.asset_materialization else {}
-                status = md.get("synix/status")
+                status = md.get(STATUS_KEY)
                 if status is None or status.value != "built":
                     continue
                 for key in STAT_KEYS:

@@ -1,42 +1,27 @@
-"""A Synix project: a folder with a pipeline.py, its exports and its `.synix/` state.
+"""Where every file of one branch of a Synix project is: `ProjectPaths(root, branch)`.
 
-`ProjectPaths(root, branch)` names every file of one branch of the project: main's pipeline.py
+A project is a folder with a pipeline.py, its exports and its `.synix/` state. Main's pipeline.py
 and projections sit where they always did; another branch keeps its own pipeline.py and
 projections under `.synix/branches/<name>/` and shares the store, exports and LLM cache.
 
 Where the state lives is deployment, not memory architecture, so it is not in pipeline.py: the
 store is `.synix/synix.db` unless `.synix/config.toml` says `store = "postgresql://…"` (written
-by `synix init --store`) or SYNIX_STORE_PATH names another file or URL. With a PostgreSQL store,
-the LLM cache and the build lock live in the same database (docs/postgres.md).
+by `synix init --store`, config.py) or SYNIX_STORE_PATH names another file or URL. With a
+PostgreSQL store, the LLM cache and the build lock live in the same database (docs/postgres.md).
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from synix_resources.errors import ProjectNotFound, StoreError
+from synix_assets.project.config import project_config
+from synix_resources.errors import ProjectNotFound
 from synix_resources.names import MAIN, check_branch
 from synix_resources.settings import settings
 from synix_resources.store.dialect import is_postgres_url
 
 PIPELINE_FILE = "pipeline.py"
 CURRENT_BRANCH_FILE = "current_branch"
-CONFIG_FILE = "config.toml"
-
-
-def project_config(root: Path) -> dict:
-    """`.synix/config.toml` of the project (deployment settings), {} when there is none."""
-    path = Path(root) / ".synix" / CONFIG_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise StoreError(f"{path} is not valid TOML: {err}",
-                         hint='fix it, e.g. store = "postgresql://user@host/db"') from err
 
 
 @dataclass(frozen=True)

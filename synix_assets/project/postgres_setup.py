@@ -7,11 +7,13 @@ dagster-postgres depends on (and is tested with) psycopg2 — dagster-io/dagster
 """
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
+from synix_assets.project.config import CONFIG_FILE
 from synix_resources.errors import SynixError
 from synix_resources.private import private_dir, private_file
 from synix_resources.store.dialect import is_postgres_url
@@ -58,11 +60,11 @@ def dagster_instance_yaml(url: str) -> str:
 def write_dagster_storage(dagster_home: Path, url: str) -> Path:
     """Write the Dagster home's dagster.yaml for PostgreSQL storage (replacing the SQLite one)."""
     check_postgres_url(url, "--dagster-storage")
-    try:
-        import dagster_postgres  # noqa: F401
-    except ImportError as err:
+    # looked up, not imported: importing it loads Dagster, which nothing under
+    # synix_assets.project may do (tests/test_architecture.py)
+    if importlib.util.find_spec("dagster_postgres") is None:
         raise SynixError("Dagster storage on PostgreSQL needs dagster-postgres",
-                         hint="pip install 'synix[postgres]'") from err
+                         hint="pip install 'synix[postgres]'")
     private_dir(dagster_home)
     path = private_file(dagster_home / "dagster.yaml")  # 0600 first: it may hold a password
     path.write_text(dagster_instance_yaml(url), encoding="utf-8")
@@ -76,7 +78,7 @@ def write_store_url(root: Path, url: str) -> Path:
     check_postgres_url(url, "--store")
     state = Path(root) / ".synix"
     private_dir(state)
-    path = private_file(state / "config.toml")
+    path = private_file(state / CONFIG_FILE)
     path.write_text("# Where this project keeps its state (docs/postgres.md).\n"
                     + tomli_w.dumps({"store": url}), encoding="utf-8")
     return path
