@@ -68,7 +68,7 @@ def project(tmp_path_factory):
     from synix_assets.scaffold import demo_exports, init_project
     from synix_assets.serve.app import create_app
     from synix_assets.serve.mcp_server import build_server
-    from synix_assets.serve.service import MemoryService
+    from synix_assets.app.memory import MemoryService
     from starlette.testclient import TestClient
 
     base = tmp_path_factory.mktemp("names")
