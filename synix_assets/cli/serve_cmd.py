@@ -11,7 +11,7 @@ TOKEN_ENV = Settings.serve_token.name
 
 
 def _service(ctx):
-    from synix_assets.serve.service import MemoryService
+    from synix_assets.app.memory import MemoryService
 
     return MemoryService(project_paths(ctx))
 

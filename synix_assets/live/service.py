@@ -59,7 +59,7 @@ class TenantServices:
         self._pruned = time.monotonic()
 
     def _open_memory(self, name: str):
-        from synix_assets.serve.service import MemoryService
+        from synix_assets.app.memory import MemoryService
 
         paths = self.home.paths(name)
         if not paths.search.exists():  # opened (and cached) only once a first build finished

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from synix_assets.serve.service import MAX_LIMIT, MODES, MemoryService
+from synix_assets.app.memory import MAX_LIMIT, MODES, MemoryService
 
 router = APIRouter(prefix="/v1", tags=["memory"])
 BRANCH = Query("main", description="Branch to read (default main; see `synix branch list`).")
 
 
-def _svc(request: Request, branch: str = "main") -> MemoryService:
+def memory_for(request: Request, branch: str = "main") -> MemoryService:
+    """The service reading `branch` for this request: the API and the explorer resolve every
+    branch through the app's `BranchServices` (checked name, existing branch)."""
     return request.app.state.branches.get(branch)
 
 
@@ -27,24 +29,24 @@ def search(request: Request, q: str = Query(..., description="Words to search fo
            limit: int = Query(10, ge=1, le=MAX_LIMIT),
            evidence: bool = Query(False, description="Search the raw transcripts (passages)."),
            branch: str = BRANCH) -> dict:
-    return _svc(request, branch).search(q, branch=branch, layers=_list(layers), mode=mode, since=since,
-                                until=until, limit=limit, evidence=evidence)
+    return memory_for(request, branch).search(q, branch=branch, layers=_list(layers), mode=mode,
+                                              since=since, until=until, limit=limit, evidence=evidence)
 
 
 @router.get("/records/{record_id}", summary="One record: content, metadata, audit, sources")
 def record(request: Request, record_id: str, branch: str = BRANCH) -> dict:
-    return _svc(request, branch).record(record_id, branch)
+    return memory_for(request, branch).record(record_id, branch)
 
 
 @router.get("/records/{record_id}/sources", summary="The records this one was built from")
 def sources(request: Request, record_id: str, branch: str = BRANCH) -> dict:
-    return _svc(request, branch).sources(record_id, branch)
+    return memory_for(request, branch).sources(record_id, branch)
 
 
 @router.get("/records/{record_id}/leaves", summary="The source transcripts under a record")
 def leaves(request: Request, record_id: str, limit: int = Query(100, ge=1, le=MAX_LIMIT),
            branch: str = BRANCH) -> dict:
-    return _svc(request, branch).leaves(record_id, branch, limit=limit)
+    return memory_for(request, branch).leaves(record_id, branch, limit=limit)
 
 
 @router.get("/records/{record_id}/lineage", summary="The provenance tree down to the transcripts")
@@ -53,12 +55,13 @@ def lineage(request: Request, record_id: str,
             depth: int = Query(20, ge=1, le=20, description="Levels of sources to follow."),
             per_node: int | None = Query(None, ge=1, le=MAX_LIMIT, description="Most sources shown per record."),
             branch: str = BRANCH) -> dict:
-    return _svc(request, branch).lineage(record_id, branch, query=q, depth=depth, per_node=per_node)
+    return memory_for(request, branch).lineage(record_id, branch, query=q, depth=depth,
+                                               per_node=per_node)
 
 
 @router.get("/layers", summary="The pipeline's layers with their record counts")
 def layers(request: Request, branch: str = BRANCH) -> dict:
-    return {"layers": _svc(request, branch).layers(branch)}
+    return {"layers": memory_for(request, branch).layers(branch)}
 
 
 @router.get("/layers/{layer}", summary="One page of a layer's records, newest first")
@@ -68,10 +71,10 @@ def layer(request: Request, layer: str, page: int = Query(1, ge=1),
           period: str | None = None, conversation: str | None = None,
           source: str | None = None, source_file: str | None = None,
           branch: str = BRANCH) -> dict:
-    return _svc(request, branch).layer_page(layer, branch=branch, page=page, per_page=per_page,
-                                    oldest_first=oldest_first, since=since, until=until,
-                                    period=period, conversation=conversation, source=source,
-                                    source_file=source_file)
+    return memory_for(request, branch).layer_page(layer, branch=branch, page=page, per_page=per_page,
+                                                  oldest_first=oldest_first, since=since, until=until,
+                                                  period=period, conversation=conversation,
+                                                  source=source, source_file=source_file)
 
 
 @router.get("/timeline", summary="Records in a time window, grouped by source")
@@ -79,28 +82,29 @@ def timeline(request: Request, since: str | None = None, until: str | None = Non
              source: str | None = None, layers: str | None = None,
              limit: int = Query(50, ge=1, le=MAX_LIMIT), page: int = Query(1, ge=1),
              branch: str = BRANCH) -> dict:
-    return _svc(request, branch).timeline(branch=branch, since=since, until=until, source=source,
-                                  layers=_list(layers), limit=limit, page=page)
+    return memory_for(request, branch).timeline(branch=branch, since=since, until=until, source=source,
+                                                layers=_list(layers), limit=limit, page=page)
 
 
 @router.get("/context", summary="The context document and the records it was drawn from")
 def context(request: Request, branch: str = BRANCH) -> dict:
-    return _svc(request, branch).context(branch)
+    return memory_for(request, branch).context(branch)
 
 
 @router.get("/brief", summary="Core memory + recent records + top hits, within a token budget")
 def brief(request: Request, query: str | None = None,
           budget_tokens: int = Query(2000, ge=100, le=200_000),
           hits: int = Query(5, ge=1, le=MAX_LIMIT), branch: str = BRANCH) -> dict:
-    return _svc(request, branch).brief(query, branch=branch, budget_tokens=budget_tokens, hits=hits)
+    return memory_for(request, branch).brief(query, branch=branch, budget_tokens=budget_tokens,
+                                             hits=hits)
 
 
 @router.get("/map", summary="The map an agent reads first: core memory, layers, recent records")
 def memory_map(request: Request, recent: int = Query(5, ge=1, le=MAX_LIMIT),
                branch: str = BRANCH) -> dict:
-    return _svc(request, branch).memory_map(branch, recent=recent)
+    return memory_for(request, branch).memory_map(branch, recent=recent)
 
 
 @router.get("/pipeline", summary="The pipeline DAG with counts and staleness")
 def pipeline(request: Request, branch: str = BRANCH) -> dict:
-    return _svc(request, branch).pipeline_graph(branch)
+    return memory_for(request, branch).pipeline_graph(branch)

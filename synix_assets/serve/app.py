@@ -14,9 +14,9 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from synix_assets.app.memory import BranchServices, MemoryService
 from synix_assets.serve import api, explorer
 from synix_assets.serve.errors import internal_error_line, status_of, validation_line
-from synix_assets.serve.service import BranchServices, MemoryService
 from synix_resources.errors import SynixError
 
 

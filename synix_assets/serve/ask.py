@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from synix_assets.serve.service import BadRequest, MemoryService
+from synix_assets.app.memory import BadRequest, MemoryService
 from synix_assets.serve.tools import memory_tools
 from synix_resources.errors import LLMConfigError, LLMError, SynixError
 from synix_resources.settings import settings

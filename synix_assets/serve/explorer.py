@@ -14,7 +14,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from synix_assets.serve.service import MAX_LIMIT, MemoryService
+from synix_assets.app.memory import MAX_LIMIT
+from synix_assets.serve.api import memory_for
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -61,14 +62,10 @@ def render(request: Request, name: str, status: int = 200, **ctx) -> HTMLRespons
     return HTMLResponse(env.get_template(name).render(request=request, **ctx), status_code=status)
 
 
-def _svc(request: Request, branch: str = "main") -> MemoryService:
-    return request.app.state.branches.get(branch)
-
-
 @router.get("/branch")
 def switch_branch(request: Request, name: str = "main") -> RedirectResponse:
     """Remember the chosen branch (a cookie the branch middleware applies to every page)."""
-    request.app.state.branches.get(name)  # an unknown branch is a 404, not a sticky cookie
+    memory_for(request, name)  # an unknown branch is a 404, not a sticky cookie
     response = RedirectResponse(link("/explore", branch=name if name != "main" else None),
                                 status_code=303)
     response.set_cookie(BRANCH_COOKIE, name, httponly=True, samesite="strict")
@@ -80,8 +77,8 @@ def branch_diff(request: Request, branch: str = "main", base: str = "main"):
     """Changed steps, per-layer record counts and changed records side by side."""
     from synix_assets.engine.branches import diff_branch
 
+    memory_for(request, branch), memory_for(request, base)  # both must exist
     services = request.app.state.branches
-    services.get(branch), services.get(base)  # both must exist
     diff = diff_branch(services.main.paths, branch, base=base)
     shown = [c for layer in diff["layers"] for c in layer["changed"][:DIFF_RECORDS]]
     texts = services.main.texts([i for c in shown for i in (c["base"], c["branch"])])
@@ -101,7 +98,7 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     """Three columns: results (search hits, or a layer's records) | the selected record's
     sources | the selected source's content. Clicking a source's own source moves the
     selection down one level (the trail keeps the way back)."""
-    svc = _svc(request, branch)
+    svc = memory_for(request, branch)
     all_layers = svc.layers(branch)
     layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
     results, listing = None, None
@@ -137,13 +134,13 @@ def _range(value: str | None) -> tuple[int, int] | None:
 def passages(request: Request, q: str, mode: str = "fts", src: str | None = None,
              branch: str = "main"):
     """Transcript passages for a query (loaded into the results column after the page)."""
-    hits = _svc(request, branch).search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
+    hits = memory_for(request, branch).search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
     return render(request, "_passages.html", passages=hits, q=q, mode=mode, src=src, branch=branch)
 
 
 @router.get("/records/{record_id}", response_class=HTMLResponse)
 def record_page(request: Request, record_id: str, branch: str = "main"):
-    svc = _svc(request, branch)
+    svc = memory_for(request, branch)
     rec = svc.record(record_id, branch)
     # Two levels, a few sources each: a core memory's whole tree is every conversation.
     return render(request, "record.html", rec=rec,
@@ -155,7 +152,7 @@ def layer_page(request: Request, layer: str, page: int = Query(1, ge=1),
                per_page: int = Query(50, ge=1, le=MAX_LIMIT), oldest_first: bool = False,
                period: str | None = None, conversation: str | None = None,
                source_file: str | None = None, branch: str = "main"):
-    svc = _svc(request, branch)
+    svc = memory_for(request, branch)
     data = svc.layer_page(layer, branch=branch, page=page, per_page=per_page,
                           oldest_first=oldest_first, period=period, conversation=conversation,
                           source_file=source_file)
@@ -172,7 +169,7 @@ def pipeline_page(request: Request, branch: str = "main"):
 
 @router.get("/pipeline/graph", response_class=HTMLResponse)
 def pipeline_graph(request: Request, branch: str = "main"):
-    graph = _svc(request, branch).pipeline_graph(branch)
+    graph = memory_for(request, branch).pipeline_graph(branch)
     columns: dict[int, list[dict]] = {}
     for node in graph["nodes"]:
         col = -1 if node["kind"] == "source" else (node.get("level", 0) if "level" in node else 99)
@@ -186,4 +183,4 @@ def pipeline_graph(request: Request, branch: str = "main"):
 
 @router.get("/context", response_class=HTMLResponse)
 def context_page(request: Request, branch: str = "main"):
-    return render(request, "context.html", doc=_svc(request, branch).context(branch))
+    return render(request, "context.html", doc=memory_for(request, branch).context(branch))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from synix_assets.app.memory import MemoryService
 from synix_assets.serve.errors import validation_line
-from synix_assets.serve.service import MemoryService
 from synix_assets.serve.tools import memory_tools
 from synix_resources.errors import SynixError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from synix_assets.serve.service import MemoryService
+from synix_assets.app.memory import MemoryService
 
 
 def memory_tools(svc: MemoryService) -> list[Callable]:

@@ -63,12 +63,12 @@ def _cli_refused(result, *phrases: str) -> bool:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """A small built project, its memory API and its MCP server."""
+    from synix_assets.app.memory import MemoryService
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.scaffold import demo_exports, init_project
     from synix_assets.serve.app import create_app
     from synix_assets.serve.mcp_server import build_server
-    from synix_assets.serve.service import MemoryService
     from starlette.testclient import TestClient
 
     base = tmp_path_factory.mktemp("names")

@@ -11,8 +11,8 @@ import httpx2
 import pytest
 from serve_helpers import synix_cmd
 
+from synix_assets.app.memory import BadRequest, MemoryService
 from synix_assets.serve.ask import OFFLINE_NOTICE, ask
-from synix_assets.serve.service import BadRequest, MemoryService
 
 
 def _message(content: list[dict], stop_reason: str) -> dict:

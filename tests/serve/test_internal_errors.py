@@ -46,8 +46,8 @@ def _one_line_500(port: int, method: str, path: str, **kw) -> str:
 
 def test_an_unexpected_error_in_the_memory_api_is_a_json_500_with_one_line(served_project, serve_app,
                                                                           monkeypatch):
+    from synix_assets.app.memory import MemoryService
     from synix_assets.serve.app import create_app
-    from synix_assets.serve.service import MemoryService
 
     def broken(*args, **kwargs):
         raise KeyError(2237)

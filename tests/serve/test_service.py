@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
+from synix_assets.app.memory import BadRequest, MemoryService
 from synix_assets.project import ProjectPaths
-from synix_assets.serve.service import BadRequest, MemoryService
 from synix_resources.errors import ArtifactNotFound, StoreError
 from synix_resources.store.artifact_store import ArtifactStore
 

@@ -1,0 +1,102 @@
+"""Documents for agents: the context document, the memory map an agent reads first and the
+prompt-ready brief within a token budget."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from synix_assets.app.memory.params import BadRequest, check_limit, record_summary
+from synix_assets.reports.query import NOT_BUILT_HINT
+from synix_resources.errors import ArtifactNotFound
+from synix_resources.llm.mapreduce import estimate_tokens
+
+if TYPE_CHECKING:
+    from synix_assets.app.memory.service import MemoryService
+
+_CONTEXT_IDS = re.compile(r"\b([a-z0-9_-]+-[0-9a-f]{16})\b")
+
+
+def context(svc: MemoryService) -> dict:
+    """The context document as written by the last build, and the records its footer names."""
+    pipe = svc.pipeline
+    docs = [p for p in pipe.projections.values() if p.kind == "context_doc"]
+    if not docs:
+        raise ArtifactNotFound("this pipeline declares no context_doc projection",
+                               hint="add pipeline.context_doc(...) and run `synix run`")
+    path = pipe.resolve(docs[0].path)
+    if not path.is_file():
+        raise ArtifactNotFound(f"no context document at {path} yet", hint=NOT_BUILT_HINT)
+    text = path.read_text(encoding="utf-8")
+    body, _, footer = text.partition("\n---\n")
+    ids = list(dict.fromkeys(_CONTEXT_IDS.findall(footer)))
+    return {"path": str(path), "name": docs[0].name, "text": text, "body": body,
+            "footer": footer, "records": ids, "tokens": estimate_tokens(text)}
+
+
+def memory_map(svc: MemoryService, branch: str, recent: int) -> dict:
+    """The navigational map an agent reads first: the top layer (core memory), the layers
+    with their sizes, and the most recent records of the layers below it."""
+    check_limit(recent, "recent")
+    layers = svc.layers(branch)
+    built = [l for l in layers if l["records"]]
+    if not built:
+        raise ArtifactNotFound(f"nothing has been built in {svc.paths.root} yet", hint=NOT_BUILT_HINT)
+    top = max(l["level"] for l in built)
+    with svc.reader(branch) as r:
+        core = [record_summary(a) | {"content": a.content}
+                for l in built if l["level"] == top
+                for a in r.page([l["layer"]], limit=3)[1]]
+        recent_by_layer = {}
+        for l in built:
+            if 0 < l["level"] < top:
+                recent_by_layer[l["layer"]] = [record_summary(a) for a in
+                                               r.page([l["layer"]], limit=recent)[1]]
+    return {"core": core, "layers": layers, "recent": recent_by_layer}
+
+
+def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: int, hits: int,
+          recent: int) -> dict:
+    """What an orchestrator puts in an agent's prompt, within `budget_tokens`: the core
+    memory, the most recent periods/episodes, and the top hits for the query with their
+    provenance. Sections are added in that order until the budget is spent."""
+    if not 100 <= budget_tokens <= 200_000:
+        raise BadRequest(f"budget_tokens must be between 100 and 200000, got {budget_tokens}")
+    check_limit(hits, "hits")
+    m = svc.memory_map(branch, recent=recent)
+    sections: list[dict] = []
+    used = 0
+
+    def add(kind: str, title: str, text: str, ref: dict) -> bool:
+        nonlocal used
+        cost = estimate_tokens(title) + estimate_tokens(text) + 8
+        if used + cost > budget_tokens:
+            room = (budget_tokens - used - estimate_tokens(title) - 8) * 4
+            if room < 200:
+                return False
+            text = text[:room].rstrip() + "…"
+            cost = estimate_tokens(title) + estimate_tokens(text) + 8
+        sections.append({"kind": kind, "title": title, "text": text, **ref})
+        used += cost
+        return True
+
+    for item in m["core"]:
+        add("core", item["title"], item["content"], {"artifact_id": item["artifact_id"]})
+    for layer, items in sorted(m["recent"].items(), key=lambda kv: -_level(m, kv[0])):
+        for item in items:
+            add("recent", f"{item['title']} ({item['date'] or item['period'] or ''})".strip(),
+                item["preview"], {"artifact_id": item["artifact_id"], "layer": layer})
+    found = None
+    if query and query.strip():
+        found = svc.search(query, branch=branch, limit=hits)
+        for hit in found["hits"]:
+            add("hit", hit["title"] or hit["artifact_id"], hit["snippet"],
+                {"artifact_id": hit["artifact_id"], "layer": hit["layer"], "score": hit["score"],
+                 "sources": hit["sources"]})
+    text = "\n\n".join(f"## {s['title']} [{s['artifact_id']}]\n{s['text']}" for s in sections)
+    return {"query": query, "budget_tokens": budget_tokens, "tokens": used,
+            "sections": sections, "text": text,
+            **({"notice": found["notice"]} if found and "notice" in found else {})}
+
+
+def _level(m: dict, layer: str) -> int:
+    return next((l["level"] for l in m["layers"] if l["layer"] == layer), 0)

@@ -1,0 +1,192 @@
+"""`MemoryService`: everything that can be read about one built branch, as plain dicts — the
+read side of the HTTP API, the explorer, the MCP tools, `synix ask` and live's brief — and
+`BranchServices`, which resolves the branch a request names to the service reading it.
+
+Read-only and consistent: the store is opened with SQLite's `mode=ro` and the search index with
+`query_only`, and every call runs inside one read transaction on each file (`MemoryService.reader`),
+so a build committing meanwhile never shows half its results. Readers are pooled (a few SQLite
+connections), one per request at a time.
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from synix_assets.app.memory import brief as _brief
+from synix_assets.app.memory import browse
+from synix_assets.app.memory import search as _search
+from synix_assets.app.memory.freshness import ProjectStatus, mtime
+from synix_assets.app.memory.readers import Reader, ReaderPool
+from synix_assets.project import ProjectPaths
+from synix_assets.reports.query import NOT_BUILT_HINT
+from synix_resources.errors import ArtifactNotFound
+from synix_resources.names import MAIN, check_branch
+
+
+def branch_names(paths: ProjectPaths) -> list[str]:
+    """main, then every branch of the project that has a pipeline file (snapshots included)."""
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    store = ArtifactStore(paths.store, read_only=True)
+    try:
+        names = [b.name for b in store.branches()]
+    finally:
+        store.close()
+    return [n for n in names if n == "main" or paths.on_branch(n).pipeline_file.is_file()]
+
+
+def resolve_branch(paths: ProjectPaths, branch: str) -> ProjectPaths:
+    """The branch a read names (a `?branch=` of the HTTP API or the explorer), as the paths to
+    serve: the name checked by `synix_resources.names`, then refused unless this project has
+    that branch."""
+    check_branch(branch)
+    if branch not in branch_names(paths):
+        raise ArtifactNotFound(f"no branch {branch!r} in this project",
+                               hint=f"branches here: {', '.join(branch_names(paths))}")
+    return paths.on_branch(branch)
+
+
+class BranchServices:
+    """One MemoryService per branch, opened on first use (the app serves every branch)."""
+
+    def __init__(self, main: "MemoryService"):
+        self.main = main
+        self._services = {main.paths.branch: main}
+        self._lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        return branch_names(self.main.paths)
+
+    def get(self, branch: str) -> "MemoryService":
+        """The service reading `branch` (see `resolve_branch`); every HTTP handler asks here."""
+        with self._lock:
+            if branch not in self._services:
+                self._services[branch] = MemoryService(resolve_branch(self.main.paths, branch))
+            return self._services[branch]
+
+    def close(self) -> None:
+        with self._lock:
+            for svc in self._services.values():
+                svc.close()
+
+
+class MemoryService:
+    """Everything that can be read about one built project, as plain dicts."""
+
+    matched_range = staticmethod(browse.matched_range)
+
+    def __init__(self, paths: ProjectPaths, *, pool_size: int = 4):
+        self.paths = paths
+        if not paths.has_store():
+            raise ArtifactNotFound(f"nothing has been built in {paths.root} yet", hint=NOT_BUILT_HINT)
+        self._readers = ReaderPool(paths, pool_size)
+        self._pipeline = None
+        self._pipeline_mtime: tuple | None = None
+        self._status = ProjectStatus(paths, lambda: self.pipeline)
+
+    # ---- plumbing ---------------------------------------------------------------------
+
+    def check_branch(self, branch: str) -> str:
+        """Each service reads one branch (`BranchServices` picks the service for a branch)."""
+        if branch != self.paths.branch:
+            raise ArtifactNotFound(f"this reader serves branch {self.paths.branch!r}, not {branch!r}")
+        return branch
+
+    @property
+    def pipeline(self):
+        """The branch's pipeline, reloaded when its file changed."""
+        if self._pipeline is None or self._pipeline_mtime != mtime(self.paths.pipeline_file):
+            from synix_assets.pipeline.loader import load_pipeline
+
+            self._pipeline_mtime = mtime(self.paths.pipeline_file)
+            self._pipeline = load_pipeline(self.paths.pipeline_file, base_dir=self.paths.root)
+        return self._pipeline
+
+    @contextmanager
+    def reader(self, branch: str = MAIN) -> Iterator[Reader]:
+        """A pooled reader inside one read transaction on the store and on the index."""
+        self.check_branch(branch)
+        with self._readers.reader() as reader:
+            yield reader
+
+    def close(self) -> None:
+        self._status.close()
+        self._readers.close()
+
+    def texts(self, ids: list[str]) -> dict[str, str]:
+        """Artifact id → content, for any ids in the shared store (whichever branch uses them)."""
+        return self._readers.texts(ids)
+
+    # ---- overview ---------------------------------------------------------------------
+
+    def layers(self, branch: str = MAIN) -> list[dict]:
+        """Layers in pipeline order with level, kind, inputs and how many records each holds."""
+        return browse.layers(self, branch)
+
+    def pipeline_graph(self, branch: str = MAIN) -> dict:
+        """The DAG: sources, steps and projections as nodes (counts, staleness), edges by input."""
+        self.check_branch(branch)
+        status = self._status.get()
+        return browse.pipeline_graph(self.pipeline, status)
+
+    # ---- records ----------------------------------------------------------------------
+
+    def record(self, ref: str, branch: str = MAIN) -> dict:
+        """Content, metadata, audit, parents and source conversations of one record."""
+        return browse.record(self, ref, branch)
+
+    def sources(self, ref: str, branch: str = MAIN) -> dict:
+        """The records this one was built from (one hop down), in input order."""
+        return browse.sources(self, ref, branch)
+
+    def leaves(self, ref: str, branch: str = MAIN, limit: int = 100) -> dict:
+        """The source transcripts (conversations) under a record."""
+        return browse.leaves(self, ref, branch, limit)
+
+    def lineage(self, ref: str, branch: str = MAIN, query: str | None = None, *,
+                depth: int = 20, per_node: int | None = None) -> dict:
+        """The provenance tree down to the transcripts (see `browse.lineage`)."""
+        return browse.lineage(self, ref, branch, query, depth=depth, per_node=per_node)
+
+    def layer_page(self, layer: str, *, branch: str = MAIN, page: int = 1, per_page: int = 50,
+                   oldest_first: bool = False, since: str | None = None, until: str | None = None,
+                   **filters: str | None) -> dict:
+        """One page of a layer's current records, newest first, with optional filters."""
+        return browse.layer_page(self, layer, branch=branch, page=page, per_page=per_page,
+                                 oldest_first=oldest_first, since=since, until=until, filters=filters)
+
+    def timeline(self, *, branch: str = MAIN, since: str | None = None, until: str | None = None,
+                 source: str | None = None, layers: list[str] | None = None, limit: int = 50,
+                 page: int = 1) -> dict:
+        """Records dated in [since, until] (default: the source transcripts), oldest first,
+        grouped by where they came from (the export source)."""
+        return browse.timeline(self, branch=branch, since=since, until=until, source=source,
+                               layers=layers, limit=limit, page=page)
+
+    # ---- search -----------------------------------------------------------------------
+
+    def search(self, query: str, *, branch: str = MAIN, layers: list[str] | None = None,
+               mode: str = "fts", since: str | None = None, until: str | None = None,
+               limit: int = 10, evidence: bool = False) -> dict:
+        """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
+        per matched passage (message range)."""
+        return _search.search(self, query, branch=branch, layers=layers, mode=mode, since=since,
+                              until=until, limit=limit, evidence=evidence)
+
+    # ---- documents for agents ---------------------------------------------------------
+
+    def context(self, branch: str = MAIN) -> dict:
+        """The context document as written by the last build, and the records its footer names."""
+        self.check_branch(branch)
+        return _brief.context(self)
+
+    def memory_map(self, branch: str = MAIN, recent: int = 5) -> dict:
+        """The map an agent reads first: core memory, layers, recent records below the core."""
+        return _brief.memory_map(self, branch, recent)
+
+    def brief(self, query: str | None = None, *, branch: str = MAIN, budget_tokens: int = 2000,
+              hits: int = 5, recent: int = 3) -> dict:
+        """Core memory, recent records and the top hits for `query`, within `budget_tokens`."""
+        return _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
+                            recent=recent)
