@@ -81,3 +81,37 @@ def test_switcher_sticks_across_pages_and_the_diff_shows_both_branches(server, b
             assert page.locator("#branch-switcher select").input_value() == "main"
         finally:
             b.close()
+
+
+def test_ask_and_the_mcp_tools_read_the_branch_they_were_opened_for(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.project import ProjectPaths
+    from synix_assets.serve import tools
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "SYNIX_LLM_API_KEY")}
+
+    def synix(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "synix_assets.cli", *args], capture_output=True,
+                             text=True, env=env, timeout=300)
+        assert out.returncode == 0, (args, out.stderr)
+        return out.stdout
+
+    root = tmp_path / "mem"
+    synix("init", str(root), "--demo")
+    synix("-p", str(root), "run")
+    synix("-p", str(root), "branch", "create", "topical-view", "--pipeline", str(TOPICAL))
+    synix("-p", str(root), "run", "--branch", "topical-view")
+    answer = json.loads(synix("-p", str(root), "ask", "sourdough starter", "--json", "--branch", "topical-view"))
+    assert answer["evidence"]
+    svc = MemoryService(ProjectPaths(root, "topical-view"))
+    try:
+        by_name = {t.__name__: t for t in tools.memory_tools(svc)}
+        assert "topics" in {l["layer"] for l in svc.layers()}  # no branch named: its own
+        assert "topics" in {l["layer"] for l in by_name["get_map"]()["layers"]}
+        assert by_name["search_memories"]("sourdough")["hits"]
+    finally:
+        svc.close()

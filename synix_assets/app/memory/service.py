@@ -21,7 +21,7 @@ from synix_assets.app.memory.readers import Reader, ReaderPool
 from synix_assets.project import ProjectPaths
 from synix_assets.reports.query import NOT_BUILT_HINT
 from synix_resources.errors import ArtifactNotFound
-from synix_resources.names import MAIN, check_branch
+from synix_resources.names import check_branch
 
 
 def branch_names(paths: ProjectPaths) -> list[str]:
@@ -87,6 +87,11 @@ class MemoryService:
 
     # ---- plumbing ---------------------------------------------------------------------
 
+    def own(self, branch: str | None) -> str:
+        """The branch a call reads: the one named, or this service's own when none is (the
+        CLI's `synix ask`/`synix mcp --branch B` open a service for B and name no branch)."""
+        return self.check_branch(self.paths.branch if branch is None else branch)
+
     def check_branch(self, branch: str) -> str:
         """Each service reads one branch (`BranchServices` picks the service for a branch)."""
         if branch != self.paths.branch:
@@ -104,9 +109,9 @@ class MemoryService:
         return self._pipeline
 
     @contextmanager
-    def reader(self, branch: str = MAIN) -> Iterator[Reader]:
+    def reader(self, branch: str | None = None) -> Iterator[Reader]:
         """A pooled reader inside one read transaction on the store and on the index."""
-        self.check_branch(branch)
+        branch = self.own(branch)
         with self._readers.reader() as reader:
             yield reader
 
@@ -120,73 +125,83 @@ class MemoryService:
 
     # ---- overview ---------------------------------------------------------------------
 
-    def layers(self, branch: str = MAIN) -> list[dict]:
+    def layers(self, branch: str | None = None) -> list[dict]:
         """Layers in pipeline order with level, kind, inputs and how many records each holds."""
+        branch = self.own(branch)
         return browse.layers(self, branch)
 
-    def pipeline_graph(self, branch: str = MAIN) -> dict:
+    def pipeline_graph(self, branch: str | None = None) -> dict:
         """The DAG: sources, steps and projections as nodes (counts, staleness), edges by input."""
-        self.check_branch(branch)
+        branch = self.own(branch)
         status = self._status.get()
         return browse.pipeline_graph(self.pipeline, status)
 
     # ---- records ----------------------------------------------------------------------
 
-    def record(self, ref: str, branch: str = MAIN) -> dict:
+    def record(self, ref: str, branch: str | None = None) -> dict:
         """Content, metadata, audit, parents and source conversations of one record."""
+        branch = self.own(branch)
         return browse.record(self, ref, branch)
 
-    def sources(self, ref: str, branch: str = MAIN) -> dict:
+    def sources(self, ref: str, branch: str | None = None) -> dict:
         """The records this one was built from (one hop down), in input order."""
+        branch = self.own(branch)
         return browse.sources(self, ref, branch)
 
-    def leaves(self, ref: str, branch: str = MAIN, limit: int = 100) -> dict:
+    def leaves(self, ref: str, branch: str | None = None, limit: int = 100) -> dict:
         """The source transcripts (conversations) under a record."""
+        branch = self.own(branch)
         return browse.leaves(self, ref, branch, limit)
 
-    def lineage(self, ref: str, branch: str = MAIN, query: str | None = None, *,
+    def lineage(self, ref: str, branch: str | None = None, query: str | None = None, *,
                 depth: int = 20, per_node: int | None = None) -> dict:
         """The provenance tree down to the transcripts (see `browse.lineage`)."""
+        branch = self.own(branch)
         return browse.lineage(self, ref, branch, query, depth=depth, per_node=per_node)
 
-    def layer_page(self, layer: str, *, branch: str = MAIN, page: int = 1, per_page: int = 50,
+    def layer_page(self, layer: str, *, branch: str | None = None, page: int = 1, per_page: int = 50,
                    oldest_first: bool = False, since: str | None = None, until: str | None = None,
                    **filters: str | None) -> dict:
         """One page of a layer's current records, newest first, with optional filters."""
+        branch = self.own(branch)
         return browse.layer_page(self, layer, branch=branch, page=page, per_page=per_page,
                                  oldest_first=oldest_first, since=since, until=until, filters=filters)
 
-    def timeline(self, *, branch: str = MAIN, since: str | None = None, until: str | None = None,
+    def timeline(self, *, branch: str | None = None, since: str | None = None, until: str | None = None,
                  source: str | None = None, layers: list[str] | None = None, limit: int = 50,
                  page: int = 1) -> dict:
         """Records dated in [since, until] (default: the source transcripts), oldest first,
         grouped by where they came from (the export source)."""
+        branch = self.own(branch)
         return browse.timeline(self, branch=branch, since=since, until=until, source=source,
                                layers=layers, limit=limit, page=page)
 
     # ---- search -----------------------------------------------------------------------
 
-    def search(self, query: str, *, branch: str = MAIN, layers: list[str] | None = None,
+    def search(self, query: str, *, branch: str | None = None, layers: list[str] | None = None,
                mode: str = "fts", since: str | None = None, until: str | None = None,
                limit: int = 10, evidence: bool = False) -> dict:
         """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
         per matched passage (message range)."""
+        branch = self.own(branch)
         return _search.search(self, query, branch=branch, layers=layers, mode=mode, since=since,
                               until=until, limit=limit, evidence=evidence)
 
     # ---- documents for agents ---------------------------------------------------------
 
-    def context(self, branch: str = MAIN) -> dict:
+    def context(self, branch: str | None = None) -> dict:
         """The context document as written by the last build, and the records its footer names."""
-        self.check_branch(branch)
+        branch = self.own(branch)
         return _brief.context(self)
 
-    def memory_map(self, branch: str = MAIN, recent: int = 5) -> dict:
+    def memory_map(self, branch: str | None = None, recent: int = 5) -> dict:
         """The map an agent reads first: core memory, layers, recent records below the core."""
+        branch = self.own(branch)
         return _brief.memory_map(self, branch, recent)
 
-    def brief(self, query: str | None = None, *, branch: str = MAIN, budget_tokens: int = 2000,
+    def brief(self, query: str | None = None, *, branch: str | None = None, budget_tokens: int = 2000,
               hits: int = 5, recent: int = 3) -> dict:
         """Core memory, recent records and the top hits for `query`, within `budget_tokens`."""
+        branch = self.own(branch)
         return _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
                             recent=recent)
