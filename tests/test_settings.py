@@ -24,9 +24,8 @@ PROMPT_MARKERS = {"SYNIX_FAIL_400", "SYNIX_REFUSE"}
 # Dagster, a save-and-restore) stay where they are; reads go through settings().
 ENVIRON_USERS = {
     "synix_resources/settings.py": "the one reader",
-    "synix_assets/engine/runner.py": "sets DAGSTER_HOME; its SYNIX_LOCK_TIMEOUT_S read moves "
-                                     "with the runner split (issue 28 step 13)",
-    "synix_assets/engine/forget_verify.py": "the verifying child's environment",
+    "synix_assets/dagster_defs/instance.py": "sets DAGSTER_HOME",
+    "synix_assets/forget/verify.py": "the verifying child's environment",
     "synix_assets/scale/worker.py": "the Celery worker's environment",
     "synix_assets/cli/ui_cmd.py": "the `dagster dev` child's environment",
     "synix_assets/cli/branch_cmd.py": "EDITOR, read where the other team edits (step 17)",
@@ -129,7 +128,8 @@ def _invoke(*args, cwd: Path):
 
 
 def test_lock_timeout_variable_bounds_the_wait_of_branch_and_forget_commands(tmp_path, monkeypatch):
-    from synix_assets.engine.forget import forget
+    from synix_assets.engine.runner import run_build
+    from synix_assets.forget import forget
     from synix_assets.project import find_project
 
     assert _invoke("init", str(tmp_path / "p"), "--demo", cwd=tmp_path).exit_code == 0
@@ -141,7 +141,7 @@ def test_lock_timeout_variable_bounds_the_wait_of_branch_and_forget_commands(tmp
         result = _invoke("branch", "create", "b1", cwd=tmp_path / "p")
         assert result.exit_code == 1 and "another Synix build holds" in result.stderr, result.output
         with pytest.raises(StoreLockedError):
-            forget(paths, None)
+            forget(paths, None, rebuild=run_build)
         assert time.monotonic() - started < 30
 
 

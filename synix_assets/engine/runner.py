@@ -21,24 +21,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CONVERSATIONS, EMIT_TAG,
+from synix_assets.dagster_defs.instance import dagster_instance
+from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, EMIT_TAG,
                                                  FULL_LAYER_TAG, LAYER_TAG, RUN_ID_TAG, TRIGGER_CLI,
                                                  TRIGGER_TAG, TRIGGER_VERIFIED)
 from synix_assets.engine import interrupts, progress, schedule
 from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_promote
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
-from synix_assets.engine.forget import finish_pending_forget
 from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer, settle_failures
 from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
+from synix_assets.forget import finish_pending_forget
 from synix_assets.project import ProjectPaths
 from synix_assets.scale.config import load_scale_config
 from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
@@ -98,21 +98,6 @@ class BuildReport:
                 "projections": self.projections, "skipped_inputs": self.skipped_inputs}
 
 
-def dagster_instance(paths: ProjectPaths):
-    import dagster as dg
-
-    from synix_assets.dagster_defs import storage
-
-    storage.write_instance_yaml(paths.dagster_home)
-    storage.create_databases(paths.dagster_home)
-    os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
-    storage.tune(paths.dagster_home)
-    instance = dg.DagsterInstance.get()
-    instance.get_dynamic_partitions(CONVERSATIONS)  # creates the databases before we hold them
-    storage.tune(paths.dagster_home)
-    return instance
-
-
 def _fingerprint(ctx, scan, layers: list[str]) -> str:
     """Everything a whole build's result depends on: inputs, provider, each layer's version and
     each projection's full configuration (which layers it reads, embeddings, path, budget)."""
@@ -153,7 +138,8 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
     notify = progress or (lambda *a: None)
     with interrupts.watching():
         try:
-            finish_pending_forget(paths, llm_config=llm_config)  # an interrupted forget comes first
+            # an interrupted forget comes first (its rebuild is this function)
+            finish_pending_forget(paths, llm_config=llm_config, rebuild=run_build)
             paths.state_dir.mkdir(parents=True, exist_ok=True)
             if lock_timeout_s is None:
                 lock_timeout_s = settings().lock_timeout_s

@@ -79,7 +79,7 @@ class TenantHome:
         folder (inbox, store, index, projections, caches, Dagster home) is removed without
         following links, the registry is purged (VACUUM with secure_delete) and its raw bytes are
         searched for the tenant's token hash and name; nothing may be left."""
-        from synix_assets.engine import forget_verify as verify
+        from synix_assets.forget import verify
 
         folder = self.folder(name)
         hashes = self.registry.token_hashes(name)

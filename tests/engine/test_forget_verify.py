@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from synix_assets.engine import forget_verify
+from synix_assets.forget import verify as forget_verify
 
 
 def test_leftovers_finds_text_raw_and_json_escaped_and_ids_across_blocks(tmp_path, monkeypatch):

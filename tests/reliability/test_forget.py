@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from synix_assets.engine.forget import forget
 from synix_assets.engine.runner import run_build
+from synix_assets.forget import forget
 from synix_resources.errors import SynixError
 from synix_resources.search.index import SearchIndex
 from synix_resources.store.artifact_store import ArtifactStore
@@ -29,7 +29,7 @@ def built(small_project, claude_export, make_conversations):
 
 def test_dry_run_lists_and_changes_nothing(built, files_containing):
     before = files_containing(built.root, MARKER)
-    report = forget(built, "private-0", dry_run=True)
+    report = forget(built, "private-0", dry_run=True, rebuild=run_build)
     assert report.conversation_ids == ["private-0"]
     assert {a["layer"] for a in report.artifacts} == {"transcripts", "episodes", "monthly", "core"}
     assert report.files_rewritten == [str((built.root / "exports" / "private.json").resolve())]
@@ -40,7 +40,7 @@ def test_dry_run_lists_and_changes_nothing(built, files_containing):
 
 def test_forget_conversation_leaves_no_trace_and_rebuilds_without_it(
         built, files_containing, integrity, consistency_problems):
-    report = forget(built, "private-0")
+    report = forget(built, "private-0", rebuild=run_build)
     assert report.rebuild_error is None
     layers = report.rebuild["layers"]
     assert (layers["monthly"]["built"], layers["core"]["built"]) == (1, 1)  # January, core
@@ -69,7 +69,7 @@ def test_forget_conversation_leaves_no_trace_and_rebuilds_without_it(
 
 
 def test_forget_export_file_deletes_it_and_all_its_conversations(built, files_containing):
-    report = forget(built, "exports/private.json")
+    report = forget(built, "exports/private.json", rebuild=run_build)
     assert report.conversation_ids == ["private-0", "private-1"]
     assert report.files_deleted == [str((built.root / "exports" / "private.json").resolve())]
     assert not (built.root / "exports" / "private.json").exists()
@@ -85,13 +85,13 @@ def test_forget_export_file_deletes_it_and_all_its_conversations(built, files_co
 
 def test_unknown_target_is_a_clean_error(built):
     with pytest.raises(SynixError, match="no conversation or export file"):
-        forget(built, "no-such-conversation")
+        forget(built, "no-such-conversation", rebuild=run_build)
 
 
 def test_forgotten_conversation_is_not_reingested_from_a_recopied_export(built, tmp_path):
     original = tmp_path / "private-copy.json"
     shutil.copy2(built.root / "exports" / "private.json", original)
-    forget(built, "private-0")
+    forget(built, "private-0", rebuild=run_build)
     shutil.copy2(original, built.root / "exports" / "private-again.json")
     run_build(built)
     store = ArtifactStore(built.store)
@@ -115,7 +115,7 @@ def test_fold_states_after_the_forgotten_month_leave_the_llm_cache(demo_project)
     run_build(demo_project)
     before = core_steps()
     assert sorted(before.values()) == [f"core/2025-0{m}" for m in range(1, 7)]
-    report = forget(demo_project, "1dcd717d-bd5c-56dc-a504-8e02563fec81")  # 2025-03
+    report = forget(demo_project, "1dcd717d-bd5c-56dc-a504-8e02563fec81", rebuild=run_build)  # 2025-03
     assert report.rebuild_error is None
     after = core_steps()
     assert {before[k] for k in before if k in after} == {"core/2025-01", "core/2025-02"}
@@ -130,7 +130,7 @@ def test_forgetting_an_export_file_also_takes_its_conversations_out_of_a_later_e
     later += make_conversations(1, prefix="june", months=("2025-06",))
     claude_export(built.root / "exports" / "cumulative.json", later)
     run_build(built)
-    report = forget(built, "exports/private.json")
+    report = forget(built, "exports/private.json", rebuild=run_build)
     assert report.conversation_ids == ["private-0", "private-1"]
     assert report.files_rewritten == [str(built.root / "exports" / "cumulative.json")]
     assert files_containing(built.root, MARKER) == []
@@ -152,7 +152,7 @@ def test_forget_reaches_a_built_branch_its_store_pointers_projections_and_dagste
     instance = dagster_instance(built)
     assert instance.has_dynamic_partition("short__conversations", "private-0")
     assert any(".synix/branches/short" in f for f in files_containing(built.root, MARKER))
-    report = forget(built, "private-0")
+    report = forget(built, "private-0", rebuild=run_build)
     assert report.rebuild_error is None
     assert files_containing(built.root, MARKER) == []
     assert not instance.has_dynamic_partition("short__conversations", "private-0")

@@ -8,8 +8,8 @@ import os
 from click.testing import CliRunner
 
 from synix_assets.cli.main import main
-from synix_assets.engine.forget import forget
 from synix_assets.engine.runner import run_build
+from synix_assets.forget import forget
 from synix_resources.store.artifact_store import ArtifactStore
 
 MARKER = "Vorpelquandrix"
@@ -55,7 +55,7 @@ def test_forget_of_a_link_to_a_file_that_is_not_an_export_only_removes_the_link(
     before = (precious.read_bytes(), precious.stat().st_mtime_ns)
     (paths.root / "exports" / "notes.json").symlink_to(precious)
     run_build(paths)
-    report = forget(paths, "exports/notes.json")
+    report = forget(paths, "exports/notes.json", rebuild=run_build)
     assert report.links_removed == [{"link": str(paths.root / "exports" / "notes.json"),
                                      "points_to": str(precious)}]
     assert report.files_deleted == [] and report.files_rewritten == []
@@ -72,7 +72,7 @@ def test_forget_by_id_unlinks_the_linked_export_holding_it(
     before = (outside.read_bytes(), outside.stat().st_mtime_ns)
     (paths.root / "exports" / "x.json").symlink_to(outside)
     run_build(paths)
-    report = forget(paths, "linked-0")
+    report = forget(paths, "linked-0", rebuild=run_build)
     assert [r["link"] for r in report.links_removed] == [str(paths.root / "exports" / "x.json")]
     assert _untouched(outside, before)
     assert files_containing(paths.root, MARKER) == []
@@ -90,7 +90,7 @@ def test_an_export_folder_outside_the_project_is_reported_and_left_alone(
     os.rmdir(paths.root / "exports")
     (paths.root / "exports").symlink_to(elsewhere, target_is_directory=True)
     run_build(paths)
-    report = forget(paths, "far-0")
+    report = forget(paths, "far-0", rebuild=run_build)
     assert [f["path"] for f in report.files_outside] == [str(outside)]
     assert report.files_deleted == report.files_rewritten == []
     assert _untouched(outside, before)

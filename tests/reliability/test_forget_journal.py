@@ -14,10 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from synix_assets.cli.main import main
-from synix_assets.engine import forget as forget_module
-from synix_assets.engine.forget import PHASES, forget, pending_forget
-from synix_assets.engine.forget_journal import CRASH_ENV, journal_path
 from synix_assets.engine.runner import run_build
+from synix_assets.forget import PHASES, forget, pending_forget
+from synix_assets.forget import core as forget_core
+from synix_assets.forget import phases as forget_phases
+from synix_assets.forget.journal import CRASH_ENV, journal_path
 from synix_assets.project import ProjectPaths
 from synix_assets.scaffold import init_project
 from synix_resources.store.artifact_store import ArtifactStore
@@ -100,18 +101,18 @@ def test_forget_without_an_id_finishes_the_pending_one(built, files_containing):
 
 def test_a_phase_that_fails_leaves_the_forget_pending_and_a_rerun_finishes_it(
         built, monkeypatch, files_containing):
-    real = forget_module._phase_exports
+    real = forget_phases._phase_exports
 
     def broken(*args):
         raise OSError("disk went away")
 
-    monkeypatch.setattr(forget_module, "_phase_exports", broken)
+    monkeypatch.setattr(forget_phases, "_phase_exports", broken)
     with pytest.raises(OSError):
-        forget(built, "private-0")
+        forget(built, "private-0", rebuild=run_build)
     assert pending_forget(built) == "private-0"
     assert MARKER in (built.root / "exports" / "private.json").read_text()  # not yet rewritten
-    monkeypatch.setattr(forget_module, "_phase_exports", real)
-    report = forget(built, "private-0")
+    monkeypatch.setattr(forget_phases, "_phase_exports", real)
+    report = forget(built, "private-0", rebuild=run_build)
     assert report.resumed and report.rebuild_error is None
     _assert_forgotten(built, files_containing)
 
@@ -121,9 +122,9 @@ def test_the_journal_is_written_before_anything_is_deleted(built, monkeypatch):
     def crash(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(forget_module, "_phase_store", crash)
+    monkeypatch.setattr(forget_phases, "_phase_store", crash)
     with pytest.raises(KeyboardInterrupt):
-        forget(built, "private-0")
+        forget(built, "private-0", rebuild=run_build)
     import json
 
     journal = json.loads(journal_path(built).read_text())
@@ -137,12 +138,12 @@ def test_a_new_forget_finishes_the_pending_one_first(built, monkeypatch, files_c
     def broken(*args):
         raise OSError("disk went away")
 
-    real = forget_module._phase_cache
-    monkeypatch.setattr(forget_module, "_phase_cache", broken)
+    real = forget_phases._phase_cache
+    monkeypatch.setattr(forget_phases, "_phase_cache", broken)
     with pytest.raises(OSError):
-        forget(built, "private-0")
-    monkeypatch.setattr(forget_module, "_phase_cache", real)
-    report = forget(built, "conv-3")
+        forget(built, "private-0", rebuild=run_build)
+    monkeypatch.setattr(forget_phases, "_phase_cache", real)
+    report = forget(built, "conv-3", rebuild=run_build)
     assert report.finished_pending == ["private-0"] and report.conversation_ids == ["conv-3"]
     assert files_containing(built.root, MARKER) == [] and not journal_path(built).exists()
     store = ArtifactStore(built.store)
@@ -159,11 +160,11 @@ def test_the_old_context_document_goes_even_when_the_rebuild_fails(built, monkey
     rebuild, so a failed rebuild cannot leave the forgotten memory in the agent's prompt."""
     context = built.root / "context.md"
     assert context.exists()
-    real = forget_module._phase_rebuild
-    monkeypatch.setattr(forget_module, "_phase_rebuild",
+    real = forget_core._phase_rebuild
+    monkeypatch.setattr(forget_core, "_phase_rebuild",
                         lambda *a: {"rebuild": None, "rebuild_error": "provider down"})
-    report = forget(built, "private-0")
+    report = forget(built, "private-0", rebuild=run_build)
     assert report.rebuild_error == "provider down" and not context.exists()
-    monkeypatch.setattr(forget_module, "_phase_rebuild", real)
+    monkeypatch.setattr(forget_core, "_phase_rebuild", real)
     run_build(built)
     assert context.exists()

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from synix_assets.cli.main import main
-from synix_assets.engine.forget import forget, pending_forget
 from synix_assets.engine.runner import run_build
+from synix_assets.forget import forget, pending_forget
 
 MARKER = "Zqxjarvelmonk"
 READER = """
@@ -76,7 +76,7 @@ def test_a_reader_that_never_lets_go_makes_forget_fail_clearly_within_the_bound(
     assert MARKER.lower().encode() in _raw_index_bytes(built)  # success would have been a lie
     proc.kill()
     proc.wait(timeout=30)
-    report = forget(built)  # no id: finish the pending one
+    report = forget(built, rebuild=run_build)  # no id: finish the pending one
     assert report.resumed and report.target == "private-0"
     assert MARKER.lower().encode() not in _raw_index_bytes(built)
     assert files_containing(built.root, MARKER) == []
@@ -86,17 +86,17 @@ def test_a_reader_that_finishes_within_the_bound_lets_forget_complete_the_purge(
         built, reader, monkeypatch, files_containing):
     """The reader opens its transaction as the purge starts (after the deletions) and holds it
     for 3 s: the purge waits for it instead of skipping the checkpoint."""
-    import synix_assets.engine.forget as forget_module
+    import synix_assets.forget.phases as forget_phases
 
     monkeypatch.setenv("SYNIX_FORGET_WAIT_S", "120")
-    real_purge, procs = forget_module._phase_purge, []
+    real_purge, procs = forget_phases._phase_purge, []
 
     def purge_with_a_reader(*args):
         procs.append(reader(3))
         return real_purge(*args)
 
-    monkeypatch.setattr(forget_module, "_phase_purge", purge_with_a_reader)
-    report = forget(built, "private-0")
+    monkeypatch.setattr(forget_phases, "_phase_purge", purge_with_a_reader)
+    report = forget(built, "private-0", rebuild=run_build)
     assert report.rebuild_error is None and pending_forget(built) is None
     # the reader had already committed when forget returned: the purge waited for it
     assert select.select([procs[0].stdout], [], [], 0)[0]

@@ -7,13 +7,13 @@ distinctive lines used to verify, at the end, that nothing of the conversations 
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
-from synix_assets.engine import forget_files as files
 from synix_assets.engine.ingest import PARSER_VERSION, SourceReader, file_sha256
+from synix_assets.forget import files
+from synix_assets.forget.dagster import dagster_runs_mentioning
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import SynixError
 from synix_resources.fingerprints import sha256_text
@@ -27,9 +27,6 @@ SNIPPET_MAX_CHARS = 200
 SNIPPETS_PER_ARTIFACT = 12
 VERIFY_SNIPPETS = 48
 LEGACY_CACHE_ROUNDS = 50
-# Dagster files events reported outside any run (`report_runless_asset_event`) under this run
-# id; `instance.delete_run` of it deletes them (there is no public constant for it).
-RUNLESS_RUN_ID = ""
 _HEADER_PREFIXES = ("# ", "Conversation: ", "Date: ", "Source: ", "[#")
 
 
@@ -236,32 +233,3 @@ def _answer_lines(cache: ResponseCache, key: str) -> list[str]:
         return []
     return [ln.strip()[:SNIPPET_MAX_CHARS] for ln in response.text.splitlines()
             if len(ln.strip()) >= SNIPPET_MIN_CHARS]
-
-
-def dagster_instance(paths: ProjectPaths):
-    from synix_assets.engine import runner  # runner imports forget: import it late
-
-    return runner.dagster_instance(paths)
-
-
-def has_dagster(paths: ProjectPaths) -> bool:
-    return (paths.dagster_home / "history").exists()
-
-
-def dagster_runs_mentioning(paths: ProjectPaths, journal: dict) -> list[str]:
-    """Dagster runs whose events name a forgotten artifact or contain its text (previews);
-    RUNLESS_RUN_ID stands for the events reported outside any run (restored materializations)."""
-    ids = [a["id"] for a in journal["artifacts"]]
-    texts = [*journal["match_texts"], *journal["verify_texts"]]
-    if not ids or not has_dagster(paths):
-        return []
-    import dagster as dg
-
-    with dagster_instance(paths) as instance:
-        escaped = [json.dumps(t)[1:-1] for t in texts]
-        hits = []
-        for run_id in [run.run_id for run in instance.get_runs()] + [RUNLESS_RUN_ID]:
-            text = "\n".join(dg.serialize_value(e) for e in instance.all_logs(run_id))
-            if any(i in text for i in ids) or any(t in text for t in escaped):
-                hits.append(run_id)
-        return hits

@@ -159,7 +159,7 @@ def in_child(command: str, payload: dict):
     """Run `sqlite-files` or `leftovers` on `payload` in a child process (see the module doc)."""
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-m", "synix_assets.engine.forget_verify", command],
+    proc = subprocess.run([sys.executable, "-m", "synix_assets.forget.verify", command],
                           input=json.dumps(payload), capture_output=True, text=True, env=env,
                           check=False)
     if proc.returncode != 0:

@@ -1,0 +1,23 @@
+"""The project's Dagster instance: Synix's dagster.yaml and tuned SQLite storage under
+`.synix/dagster`. Dagster is imported when it is opened, so importing this module stays cheap."""
+from __future__ import annotations
+
+import os
+
+from synix_assets.dagster_defs.vocabulary import CONVERSATIONS
+from synix_assets.project import ProjectPaths
+
+
+def dagster_instance(paths: ProjectPaths):
+    import dagster as dg
+
+    from synix_assets.dagster_defs import storage
+
+    storage.write_instance_yaml(paths.dagster_home)
+    storage.create_databases(paths.dagster_home)
+    os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
+    storage.tune(paths.dagster_home)
+    instance = dg.DagsterInstance.get()
+    instance.get_dynamic_partitions(CONVERSATIONS)  # creates the databases before we hold them
+    storage.tune(paths.dagster_home)
+    return instance
