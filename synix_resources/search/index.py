@@ -57,7 +57,7 @@ class SearchIndex:
                               hint="delete the file and rebuild the index") from exc
         self.rows = Rows(self.db)
         self.vectors = Vectors(self.db, self.rows, embeddings=embeddings, embedder=embedder)
-        self._writer = IndexWriter(self.db, self.rows, self.vectors)
+        self._writer = IndexWriter(self.db, self.vectors)
         self._reader = IndexReader(self.db, self.path, self.rows, self.vectors)
 
     def _ensure_schema(self) -> None:

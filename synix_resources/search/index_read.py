@@ -121,7 +121,8 @@ class IndexReader:
         include_hidden = restrict is not None or filters.leaves
         # The same query is often ranked twice (per artifact, then per passage): its unit scores
         # are kept for the next call while the index is unchanged (not for drill-downs).
-        key = None if restrict is not None else (parsed.text, used, repr(filters), self.rows.generation())
+        key = None if restrict is not None else (parsed.text, used, repr(filters),
+                                                 self.rows.generation())
         scored = self._scored_units.get(key) if key is not None else None
         if scored is not None:
             self._scored_units.move_to_end(key)
@@ -129,7 +130,7 @@ class IndexReader:
             scored = self.rows.fts_units(parsed, filters, include_hidden, restrict)
         elif used == "semantic":
             scored = self.vectors.vector_units(*self.vectors.similarities(parsed.text), filters,
-                                        include_hidden, restrict)
+                                               include_hidden, restrict)
         else:
             lexical = self.rows.fts_units(parsed, filters, include_hidden, restrict)
             unit_ids, sims = self.vectors.similarities(parsed.text)
@@ -154,7 +155,8 @@ class IndexReader:
         else:
             picked = fusion.with_document_prior(scored, doc_of, fusion.DOCUMENT_PRIOR)
             speakers = {uid: self.rows.speaker(r) for uid, r in unit_rows.items()}
-            picked = fusion.with_speaker_prior(picked, speakers, parsed.terms, fusion.SPEAKER_PRIOR)
+            picked = fusion.with_speaker_prior(picked, speakers, parsed.terms,
+                                               fusion.SPEAKER_PRIOR)
         if dedup:
             # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
             # is dropped (reachable from that hit by drill_down) — when that higher hit answers the

@@ -1,7 +1,8 @@
 """The write side of the index: adding, replacing and forgetting documents.
 
-Every write is one explicit `BEGIN IMMEDIATE` transaction (`_write`) that bumps the index
-generation, so readers, whose caches are keyed by it, never see a half-written change.
+Every write is one explicit `BEGIN IMMEDIATE` transaction (`_write`); one that changes what is
+indexed bumps the index generation in it, so readers, whose caches are keyed by the generation,
+never see a half-written change under an unchanged one.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typing import Iterable, Iterator
 from synix_resources.errors import SearchError
 from synix_resources.search import schema
 from synix_resources.search.documents import IndexDoc, SyncStats
-from synix_resources.search.rows import Rows
 from synix_resources.search.units import UNIT_TITLE_FORMAT, Unit, build_units, unit_title
 from synix_resources.search.vectors import Vectors
 
@@ -23,9 +23,8 @@ SYNC_BATCH = 200              # docs cut into units, embedded and written per tr
 class IndexWriter:
     """Writes of one index connection (`db`, a sqlite_utils Database)."""
 
-    def __init__(self, db, rows: Rows, vectors: Vectors):
+    def __init__(self, db, vectors: Vectors):
         self.db = db
-        self.rows = rows
         self.vectors = vectors
 
     @contextmanager

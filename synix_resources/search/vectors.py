@@ -47,14 +47,15 @@ class Vectors:
         if embedder is None or not texts:
             return
         keys = list(texts)
-        have = {r[0] for r in self.rows.rows_in("SELECT key FROM vectors WHERE key IN ({marks})",
-                                                keys)}
+        have = {r[0] for r in self.rows.rows_in(
+            "SELECT key FROM vectors WHERE key IN ({marks})", keys)}
         todo = [k for k in keys if k not in have]
         if not todo:
             return
         vecs = embedder.embed([texts[k] for k in todo])
-        self.db.conn.executemany("INSERT OR REPLACE INTO vectors(key, model, vec) VALUES (?, ?, ?)",
-                                 [(k, embedder.name, vecs[i].tobytes()) for i, k in enumerate(todo)])
+        self.db.conn.executemany(
+            "INSERT OR REPLACE INTO vectors(key, model, vec) VALUES (?, ?, ?)",
+            [(k, embedder.name, vecs[i].tobytes()) for i, k in enumerate(todo)])
 
     def has_vectors(self) -> bool:
         return self.db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
