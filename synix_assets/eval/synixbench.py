@@ -38,7 +38,7 @@ class _Memory:
         self.levels: dict[int, list[str]] = {}
         for layer, level in self.index.db.execute("SELECT DISTINCT layer, level FROM docs"):
             self.levels.setdefault(int(level), []).append(layer)
-        self.mode = "hybrid" if self.index._has_vectors() else "fts"
+        self.mode = "hybrid" if self.index.vectors.has_vectors() else "fts"
         self._leaves: dict[str, list] = {}
 
     def leaves(self, artifact_id: str) -> list:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from synix_assets.eval.retrieval import fuse_ranks
 from synix_resources.fingerprints import content_hash
 from synix_resources.search.documents import IndexDoc
-from synix_resources.search.index import SearchIndex, message_speaker
+from synix_resources.search.fusion import message_speaker
+from synix_resources.search.index import SearchIndex
 
 
 def _transcript(aid: str, lines: list[tuple[str, str]], *, searchable: bool) -> IndexDoc:

@@ -3,11 +3,13 @@ import numpy as np
 import pytest
 
 from synix_resources.fingerprints import content_hash
-from synix_resources.search import index as index_module
+from synix_resources.search import fusion
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.embeddings import embeddings_available
-from synix_resources.search.index import (SPREAD_WEIGHT, SearchIndex, aggregate_by_doc,
-                                          fuse_scores, unit_title, with_document_prior)
+from synix_resources.search.fusion import (SPREAD_WEIGHT, aggregate_by_doc, fuse_scores,
+                                           with_document_prior)
+from synix_resources.search.index import SearchIndex
+from synix_resources.search.units import unit_title
 
 
 def test_fusion_mixes_normalised_scores_with_the_given_weight():
@@ -50,7 +52,7 @@ def test_artifact_with_several_good_units_outranks_one_lucky_unit():
 
 
 def test_aggregation_counts_at_most_spread_units_and_no_negative_scores(monkeypatch):
-    monkeypatch.setattr(index_module, "SPREAD_UNITS", 2)
+    monkeypatch.setattr(fusion, "SPREAD_UNITS", 2)
     picked = aggregate_by_doc([(1, 0.5), (2, 0.4), (3, 0.4), (4, -0.3)],
                               {1: 7, 2: 7, 3: 7, 4: 8})
     assert dict(picked) == {1: pytest.approx(0.5 + SPREAD_WEIGHT * 0.4), 4: -0.3}
@@ -82,9 +84,9 @@ def test_passage_search_puts_the_answering_conversations_turn_first(tmp_path, mo
         _session("chat", None, ["Tomatoes!", "Then we talked about cars all evening."]),
     ])
     # On words alone the one-word line wins; the conversation about tomatoes lifts its turns.
-    monkeypatch.setattr(index_module, "DOCUMENT_PRIOR", 0.0)
+    monkeypatch.setattr(fusion, "DOCUMENT_PRIOR", 0.0)
     assert index.search("tomatoes", per="passage", limit=4)[0].artifact_id == "chat"
-    monkeypatch.setattr(index_module, "DOCUMENT_PRIOR", 0.5)
+    monkeypatch.setattr(fusion, "DOCUMENT_PRIOR", 0.5)
     hits = index.search("tomatoes", per="passage", limit=4)
     assert [h.artifact_id for h in hits] == ["garden", "garden", "garden", "chat"]
     index.close()

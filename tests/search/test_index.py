@@ -7,7 +7,7 @@ import pytest
 from synix_resources.errors import SearchError
 from synix_resources.fingerprints import content_hash
 from synix_resources.search import embeddings as emb
-from synix_resources.search import index as index_module
+from synix_resources.search import vectors as vectors_module
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 
@@ -223,7 +223,7 @@ def test_semantic_falls_back_to_fts_with_a_notice_when_model_missing(tmp_path, m
                                                                       caplog):
     monkeypatch.setattr(emb, "_cached", {})
     monkeypatch.setattr(emb, "_model_dir", lambda: None)
-    monkeypatch.setattr(index_module, "load_embedder", emb.load_embedder)
+    monkeypatch.setattr(vectors_module, "load_embedder", emb.load_embedder)
     index = SearchIndex(tmp_path / "fb.sqlite")
     index.sync("memory", corpus().values())
     with caplog.at_level(logging.WARNING):
@@ -263,7 +263,7 @@ def test_embeddings_are_reused_across_rebuilds(tmp_path):
     index.sync("memory", docs)
     vectors = index.stats()["vectors"]
     calls = []
-    real = index._get_embedder()
+    real = index.vectors.embedder()
     original = real.embed
     real.embed = lambda texts: calls.append(len(texts)) or original(texts)
     try:

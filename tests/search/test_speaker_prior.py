@@ -1,8 +1,9 @@
 """A query naming a speaker lifts that speaker's messages in passage search."""
 from synix_resources.fingerprints import content_hash
-from synix_resources.search import index as index_module
+from synix_resources.search import fusion
 from synix_resources.search.documents import IndexDoc
-from synix_resources.search.index import SearchIndex, message_speaker, with_speaker_prior
+from synix_resources.search.fusion import message_speaker, with_speaker_prior
+from synix_resources.search.index import SearchIndex
 
 
 def test_message_speaker_reads_the_name_before_the_colon():
@@ -35,8 +36,8 @@ def test_a_question_about_a_person_prefers_that_persons_own_message(tmp_path, mo
                                   ("Alice", "Yes! I went hiking on Saturday."),
                                   ("Bob", "Nice, I stayed home.")])])
     question = "When did Alice go hiking?"
-    monkeypatch.setattr(index_module, "SPEAKER_PRIOR", 0.0)
+    monkeypatch.setattr(fusion, "SPEAKER_PRIOR", 0.0)
     assert index.search(question, per="passage", limit=3)[0].message_ids == ("c1-0",)  # Bob's question
-    monkeypatch.setattr(index_module, "SPEAKER_PRIOR", 0.15)
+    monkeypatch.setattr(fusion, "SPEAKER_PRIOR", 0.15)
     assert index.search(question, per="passage", limit=3)[0].message_ids == ("c1-1",)  # Alice's answer
     index.close()

@@ -1,0 +1,251 @@
+"""The read side of the index: ranked search, drill-down below one artifact and exact phrase
+search. One search reads one snapshot (`_snapshot`), so the generation its caches are keyed by
+and the rows it reads belong to the same committed state."""
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from synix_resources.errors import SearchError
+from synix_resources.search import fusion
+from synix_resources.search.documents import Hit, HitSources, SearchResults
+from synix_resources.search.query import (ParsedQuery, check_filters, check_phrase, parse_query,
+                                          require_text)
+from synix_resources.search.rows import Filters, Rows
+from synix_resources.search.snippets import exact_snippet, fold, highlight, stem
+from synix_resources.search.vectors import Vectors
+
+MODES = ("fts", "semantic", "hybrid")
+EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
+SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
+
+
+class IndexReader:
+    """Reads of one index connection (`db`, a sqlite_utils Database) at `path` (named in errors)."""
+
+    def __init__(self, db, path: Path, rows: Rows, vectors: Vectors):
+        self.db = db
+        self.path = path
+        self.rows = rows
+        self.vectors = vectors
+        self._scored_units: OrderedDict[tuple, list] = OrderedDict()
+
+    def clear_query_cache(self) -> None:
+        self.vectors.clear_query_vectors()
+        self._scored_units.clear()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Every read of one search in one read transaction, so the generation its caches are
+        keyed by and the rows it reads belong to the same committed state. A caller already
+        inside a transaction (the server's pooled readers) keeps its own."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def search(self, query: str, *, layers: Iterable[str] | None = None, mode: str = "fts",
+               exact: bool = False, limit: int = 10, since: str | None = None,
+               until: str | None = None, source: str | None = None,
+               per: str = "artifact", leaves: bool = False) -> SearchResults:
+        """`SearchIndex.search`."""
+        if mode not in MODES:
+            raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
+        if per not in ("artifact", "passage"):
+            raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
+        if limit <= 0:
+            return SearchResults([], mode=mode, requested_mode=mode)
+        layers = check_filters(layers=layers, since=since, until=until, source=source)
+        with self._snapshot():
+            layer_list = self._check_layers(layers)
+            filters = Filters(layer_list, since, until, source, leaves)
+            if exact:
+                return SearchResults(self._exact(check_phrase(query), filters, limit),
+                                     mode="exact", requested_mode="exact")
+            parsed = parse_query(query)
+            return self._ranked(parsed, mode, filters, limit, per,
+                                dedup=layer_list is None and not leaves, restrict=None)
+
+    def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
+                   limit: int = 10, per: str = "artifact") -> SearchResults:
+        """`SearchIndex.drill_down`."""
+        require_text(artifact_id, "artifact id")
+        if per not in ("artifact", "passage"):
+            raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
+        with self._snapshot():
+            row = self.db.execute("SELECT parent_ids, ancestry FROM docs WHERE artifact_id = ?",
+                                  [artifact_id]).fetchone()
+            if row is None:
+                raise SearchError(f"artifact {artifact_id} is not in search index {self.path}")
+            parents, ancestry = json.loads(row[0]), json.loads(row[1])
+            if query is None:
+                hits = [self._doc_hit(aid) for aid in parents]
+                return SearchResults([h for h in hits if h is not None], mode="fts",
+                                     requested_mode="fts")
+            parsed = parse_query(query)
+            restrict = set(ancestry) | set(parents)
+            return self._ranked(parsed, mode, Filters(None, None, None, None), limit, per,
+                                dedup=False, restrict=restrict)
+
+    def _check_layers(self, layers) -> list[str] | None:
+        if layers is None:
+            return None
+        layer_list = [layers] if isinstance(layers, str) else list(layers)
+        known = {r[0] for r in self.db.execute("SELECT DISTINCT layer FROM docs")}
+        unknown = [lay for lay in layer_list if lay not in known]
+        if unknown and known:
+            raise SearchError(f"unknown layer {unknown[0]!r} in search index {self.path}",
+                              hint=f"indexed layers: {', '.join(sorted(known))}")
+        return layer_list
+
+    def _ranked(self, parsed: ParsedQuery, mode: str, filters: Filters, limit: int,
+                per: str, *, dedup: bool, restrict: set | None) -> SearchResults:
+        used, notice = mode, None
+        if mode != "fts" and self.vectors.embedder() is None:
+            used = "fts"
+            notice = (f"{mode} search needs the embedding model, which is not installed; "
+                      "showing full-text results")
+        elif mode != "fts" and not self.vectors.has_vectors():
+            used = "fts"
+            notice = (f"{mode} search needs vectors, and this index has none "
+                      "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
+        include_hidden = restrict is not None or filters.leaves
+        # The same query is often ranked twice (per artifact, then per passage): its unit scores
+        # are kept for the next call while the index is unchanged (not for drill-downs).
+        key = None if restrict is not None else (parsed.text, used, repr(filters),
+                                                 self.rows.generation())
+        scored = self._scored_units.get(key) if key is not None else None
+        if scored is not None:
+            self._scored_units.move_to_end(key)
+        elif used == "fts":
+            scored = self.rows.fts_units(parsed, filters, include_hidden, restrict)
+        elif used == "semantic":
+            scored = self.vectors.vector_units(*self.vectors.similarities(parsed.text), filters,
+                                               include_hidden, restrict)
+        else:
+            lexical = self.rows.fts_units(parsed, filters, include_hidden, restrict)
+            unit_ids, sims = self.vectors.similarities(parsed.text)
+            semantic = self.vectors.vector_units(unit_ids, sims, filters, include_hidden, restrict)
+            scored = fusion.fuse_scores(lexical, semantic, unit_ids, sims, fusion.SEMANTIC_WEIGHT)
+        if key is not None and key not in self._scored_units:
+            self._scored_units[key] = scored
+            if len(self._scored_units) > SCORED_QUERY_CACHE:
+                self._scored_units.popitem(last=False)
+        hits = self._group(scored, parsed, per, limit, dedup)
+        return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+
+    def _group(self, scored: list[tuple[int, float]], parsed: ParsedQuery, per: str,
+               limit: int, dedup: bool) -> list[Hit]:
+        """Unit scores → hits: best unit per artifact (or every unit), altitude dedup."""
+        if not scored:
+            return []
+        unit_rows = self.rows.unit_rows([uid for uid, _ in scored])
+        doc_of = {uid: r["doc_id"] for uid, r in unit_rows.items()}
+        if per == "artifact":
+            picked = fusion.aggregate_by_doc(scored, doc_of)
+        else:
+            picked = fusion.with_document_prior(scored, doc_of, fusion.DOCUMENT_PRIOR)
+            speakers = {uid: self.rows.speaker(r) for uid, r in unit_rows.items()}
+            picked = fusion.with_speaker_prior(picked, speakers, parsed.terms,
+                                               fusion.SPEAKER_PRIOR)
+        if dedup:
+            # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
+            # is dropped (reachable from that hit by drill_down) — when that higher hit answers the
+            # query comparably well. A core memory that summarises everything must not hide the one
+            # episode a query is really about just because it mentions a query word in passing.
+            heads = self.rows.doc_heads({unit_rows[uid]["doc_id"] for uid, _ in picked})
+            covers: dict[str, list[tuple[int, float]]] = {}  # artifact id -> (level, score) above it
+            for uid, score in picked:
+                doc = heads[unit_rows[uid]["doc_id"]]
+                for aid in doc["ancestry"]:
+                    covers.setdefault(aid, []).append((doc["level"], score))
+
+            def hidden(uid: int, score: float) -> bool:
+                doc = heads[unit_rows[uid]["doc_id"]]
+                return any(level > doc["level"] and above >= fusion.COVER_RATIO * score
+                           for level, above in covers.get(doc["artifact_id"], ()))
+
+            picked = [(uid, score) for uid, score in picked if not hidden(uid, score)]
+        picked = picked[:limit]
+        docs = self.rows.doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
+        stems = {stem(t) for t in parsed.terms}
+        return [self._make_hit(docs[unit_rows[uid]["doc_id"]], unit_rows[uid], score, stems)
+                for uid, score in picked]
+
+    def _make_hit(self, doc: dict, unit: dict | None, score: float, stems: set[str],
+                  snippet: str | None = None) -> Hit:
+        sources = [dict(s) for s in doc["sources"]]
+        message_range = None
+        if unit is not None and unit["first_msg"] is not None:
+            message_range = (unit["first_msg"], unit["last_msg"])
+            # A transcript hit: narrow its own source entry to the matched messages.
+            for s in sources:
+                s["message_range"] = [unit["first_msg"], unit["last_msg"]]
+        if snippet is None:
+            snippet = highlight(unit["body"] if unit else doc["content"], stems)
+        return Hit(
+            artifact_id=doc["artifact_id"], layer=doc["layer"], level=doc["level"],
+            score=round(float(score), 6), snippet=snippet, title=doc["title"] or "",
+            date=doc["date"], provenance=tuple(doc["leaf_ids"]) or (doc["artifact_id"],),
+            sources=HitSources(sources, tuple(doc["parent_ids"])), content=doc["content"],
+            parent_ids=tuple(doc["parent_ids"]), message_range=message_range,
+            message_ids=unit["msg_ids"] if unit else (), pii=doc.get("pii"))
+
+    def _doc_hit(self, artifact_id: str) -> Hit | None:
+        row = self.db.execute("SELECT id FROM docs WHERE artifact_id = ?",
+                              [artifact_id]).fetchone()
+        if row is None:
+            return None
+        doc = self.rows.doc_rows([row[0]])[row[0]]
+        return self._make_hit(doc, None, 0.0, set(), snippet=doc["content"][:240])
+
+    # -- exact ------------------------------------------------------------------------------
+
+    def _exact(self, phrase: str, filters: Filters, limit: int) -> list[Hit]:
+        """Leaves containing `phrase` (case-insensitive substring, verified on the content);
+        `phrase` was checked by `check_phrase` (text, no NUL, bounded length)."""
+        needle = fold(phrase)
+        where, args = filters.sql(include_hidden=True, prefix="d")
+        leaf = "(d.level = 0 OR d.searchable = 0)"
+        if len(phrase) >= 3:
+            # trigram MATCH on a quoted string = substring candidates (case-insensitive). FTS5's
+            # cost grows with the square of the phrase; its head already finds a superset of the
+            # documents holding the whole phrase, which the scan below then verifies.
+            probe = phrase[:EXACT_PROBE_CHARS]
+            rows = self.db.execute(
+                f"SELECT d.id FROM leaf_trigram JOIN docs d ON d.id = leaf_trigram.rowid "
+                f"WHERE leaf_trigram MATCH ? AND {leaf} {where} ORDER BY d.id",
+                ['"' + probe.replace('"', '""') + '"', *args]).fetchall()
+        else:
+            rows = self.db.execute(f"SELECT d.id FROM docs d WHERE {leaf} {where} ORDER BY d.id",
+                                   args).fetchall()
+        docs = self.rows.doc_rows([r[0] for r in rows])
+        found = []
+        for doc_id in sorted(docs):
+            doc = docs[doc_id]
+            count = fold(doc["content"]).count(needle)
+            if count:
+                found.append((count, doc_id))
+        found.sort(key=lambda x: (-x[0], docs[x[1]]["artifact_id"]))
+        hits = []
+        for count, doc_id in found[:limit]:
+            unit = self._exact_unit(doc_id, needle)
+            hits.append(self._make_hit(docs[doc_id], unit, float(count), set(),
+                                       snippet=exact_snippet(docs[doc_id]["content"], needle)))
+        return hits
+
+    def _exact_unit(self, doc_id: int, needle: str) -> dict | None:
+        for r in self.db.execute("SELECT id FROM units WHERE doc_id = ? ORDER BY ord", [doc_id]):
+            unit = self.rows.unit_rows([r[0]])[r[0]]
+            if unit["first_msg"] is not None and needle in fold(unit["body"]):
+                return unit
+        return None

@@ -1,0 +1,159 @@
+"""Row access shared by both sides of the index: the SQL of search filters, the BM25 candidates of
+a query, and the unit and document rows that hits are made of (units cached per generation)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from synix_resources.search import fusion, schema
+from synix_resources.search.query import ParsedQuery, fts_match
+
+CANDIDATE_UNITS = 400         # units fetched per ranker before grouping by artifact
+UNIT_ROW_CACHE = 50_000       # unit rows kept between queries (cleared when the index changes)
+
+
+@dataclass(frozen=True)
+class Filters:
+    layers: list[str] | None
+    since: str | None
+    until: str | None
+    source: str | None
+    leaves: bool = False  # only level-0 artifacts and hidden leaves
+
+    def sql(self, include_hidden: bool, prefix: str = "d") -> tuple[str, list]:
+        parts, args = [], []
+        if not include_hidden:
+            parts.append(f"{prefix}.searchable = 1")
+        if self.leaves:
+            parts.append(f"({prefix}.level = 0 OR {prefix}.searchable = 0)")
+        if self.layers is not None:
+            parts.append(f"{prefix}.layer IN ({','.join('?' * len(self.layers))})")
+            args.extend(self.layers)
+        if self.since:
+            parts.append(f"substr({prefix}.date, 1, ?) >= ?")
+            args.extend([len(self.since), self.since])
+        if self.until:
+            parts.append(f"substr({prefix}.date, 1, ?) <= ?")
+            args.extend([len(self.until), self.until])
+        if self.source:
+            parts.append(f"{prefix}.source = ?")
+            args.append(self.source)
+        return ("AND " + " AND ".join(parts)) if parts else "", args
+
+
+class Rows:
+    """Reads of one index connection (`db`, a sqlite_utils Database)."""
+
+    def __init__(self, db):
+        self.db = db
+        self._unit_cache: dict[int, dict] = {}
+        self._unit_cache_generation: str | None = None
+
+    def generation(self) -> str:
+        return self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
+
+    def rows_in(self, sql: str, ids: Iterable, args: Iterable = ()) -> Iterator[tuple]:
+        """Rows of `sql` for `ids`, whose `{marks}` is the IN list: 500 ids per statement, under
+        SQLite's bound-parameter limit."""
+        ids, args = list(ids), list(args)
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            yield from self.db.execute(sql.format(marks=",".join("?" * len(part))),
+                                       [*part, *args])
+
+    # -- candidates -------------------------------------------------------------------------
+
+    def fts_units(self, parsed: ParsedQuery, filters: Filters, include_hidden: bool,
+                  restrict: set | None) -> list[tuple[int, float]]:
+        match = fts_match(parsed)
+        if match is None:  # symbols only (emoji): a plain substring scan of unit text
+            where, args = filters.sql(include_hidden, prefix="u")
+            rows = self.db.execute(
+                f"SELECT u.id, 1.0 FROM units u "
+                f"WHERE instr(u.body, ?) > 0 {where} ORDER BY u.id LIMIT ?",
+                [parsed.literal, *args, CANDIDATE_UNITS]).fetchall()
+        else:
+            # Which FTS table is read decides searchable vs hidden; drill-down reads both.
+            tables = [schema.SEARCHABLE_FTS] + ([schema.HIDDEN_FTS] if include_hidden else [])
+            limit = CANDIDATE_UNITS if restrict is None else 100000
+            rows = sorted((row for table in tables
+                           for row in self.bm25(table, match, filters, limit)),
+                          key=lambda r: (-r[1], r[0]))[:limit]
+        if restrict is not None:
+            rows = self.restrict(rows, restrict)
+        return [(r[0], float(r[1])) for r in rows]
+
+    def bm25(self, table: str, match: str, filters: Filters, limit: int) -> list:
+        """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""
+        w = fusion.BM25_WEIGHTS
+        score = f"-bm25({table}, {w[0]}, {w[1]}, {w[2]})"
+        if table == schema.HIDDEN_FTS and filters.leaves:  # every hidden unit is a leaf's
+            filters = dataclasses.replace(filters, leaves=False)
+        where, args = filters.sql(include_hidden=True, prefix="u")
+        if not where:  # nothing to filter on: FTS alone, no join with units
+            return self.db.execute(
+                f"SELECT rowid, {score} AS s FROM {table} WHERE {table} MATCH ? "
+                f"ORDER BY s DESC, rowid LIMIT ?", [match, limit]).fetchall()
+        # Units carry their document's layer/date/source: filtering needs no join with docs.
+        return self.db.execute(
+            f"SELECT u.id, {score} AS s FROM {table} JOIN units u ON u.id = {table}.rowid "
+            f"WHERE {table} MATCH ? {where} ORDER BY s DESC, u.id LIMIT ?",
+            [match, *args, limit]).fetchall()
+
+    def restrict(self, rows, restrict: set) -> list:
+        if not rows:
+            return rows
+        allowed = {uid for uid, aid in self.rows_in(
+            "SELECT u.id, d.artifact_id FROM units u JOIN docs d ON d.id = u.doc_id "
+            "WHERE u.id IN ({marks})", [r[0] for r in rows]) if aid in restrict}
+        return [r for r in rows if r[0] in allowed][:CANDIDATE_UNITS]
+
+    def filter_units(self, unit_ids: list[int], filters: Filters,
+                     include_hidden: bool) -> set[int]:
+        where, args = filters.sql(include_hidden, prefix="u")
+        return {r[0] for r in self.rows_in(
+            "SELECT u.id FROM units u WHERE u.id IN ({marks}) " + where, unit_ids, args)}
+
+    # -- rows of hits -----------------------------------------------------------------------
+
+    def doc_heads(self, doc_ids: Iterable[int]) -> dict[int, dict]:
+        """What altitude dedup needs of each candidate document (no content, no sources)."""
+        return {r[0]: {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3])}
+                for r in self.rows_in(
+                    "SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
+                    doc_ids)}
+
+    @staticmethod
+    def speaker(row: dict) -> str | None:
+        if "speaker" not in row:  # rows are cached: parse the body once
+            row["speaker"] = (fusion.message_speaker(row["body"])
+                              if row["first_msg"] is not None else None)
+        return row["speaker"]
+
+    def unit_rows(self, unit_ids: list[int]) -> dict[int, dict]:
+        # A query groups hundreds of candidate units, and the next query mostly the same ones:
+        # reading and JSON-decoding them again was a third of a hybrid query's CPU time.
+        generation = self.generation()
+        if generation != self._unit_cache_generation or len(self._unit_cache) > UNIT_ROW_CACHE:
+            self._unit_cache = {}
+            self._unit_cache_generation = generation
+        cache = self._unit_cache
+        missing = [uid for uid in unit_ids if uid not in cache]
+        for r in self.rows_in("SELECT id, doc_id, first_msg, last_msg, msg_ids, body "
+                              "FROM units WHERE id IN ({marks})", missing):
+            cache[r[0]] = {"doc_id": r[1], "first_msg": r[2], "last_msg": r[3],
+                           "msg_ids": tuple(json.loads(r[4])), "body": r[5]}
+        return {uid: cache[uid] for uid in unit_ids if uid in cache}
+
+    def doc_rows(self, doc_ids: Iterable[int]) -> dict[int, dict]:
+        return {r[0]: {"artifact_id": r[1], "layer": r[2], "level": r[3], "title": r[4],
+                       "date": r[5], "content": r[6], "parent_ids": json.loads(r[7]),
+                       "leaf_ids": json.loads(r[8]), "ancestry": set(json.loads(r[9])),
+                       "sources": json.loads(r[10]),
+                       "pii": (json.loads(r[11] or "{}") or {}).get("meta.custom.pii") or None}
+                for r in self.rows_in(
+                    "SELECT id, artifact_id, layer, level, title, date, content, parent_ids, "
+                    "leaf_ids, ancestry, sources, metadata FROM docs WHERE id IN ({marks})",
+                    doc_ids)}

@@ -1,0 +1,115 @@
+"""The semantic side of the index: the embedder (loaded on first use), the vectors stored per
+(model, text) key, the matrix of every unit's vector (loaded once per index generation) and the
+cosine candidates of a query."""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from synix_resources.fingerprints import sha256_text
+from synix_resources.search.embeddings import load_embedder
+from synix_resources.search.rows import CANDIDATE_UNITS, Filters, Rows
+
+QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
+
+
+class Vectors:
+    """`embeddings="auto"` loads the MiniLM model when it is installed, False never embeds;
+    `embedder`, when given, is used instead of MiniLM."""
+
+    def __init__(self, db, rows: Rows, *, embeddings: bool | str, embedder):
+        self.db = db
+        self.rows = rows
+        self._want_embeddings = embeddings
+        self._embedder = embedder
+        self._embedder_loaded = embedder is not None
+        self._matrix: np.ndarray | None = None
+        self._matrix_units: np.ndarray | None = None
+        self._matrix_generation: str | None = None
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embedder(self):
+        if self._want_embeddings is False:
+            return None
+        if not self._embedder_loaded:
+            self._embedder = load_embedder()
+            self._embedder_loaded = True
+        return self._embedder
+
+    @staticmethod
+    def key(model: str, text: str) -> str:
+        return sha256_text(model + "\x00" + text)
+
+    def embed_missing(self, texts: dict[str, str]) -> None:
+        """Embed the texts (key → text) that have no stored vector yet."""
+        embedder = self.embedder()
+        if embedder is None or not texts:
+            return
+        keys = list(texts)
+        have = {r[0] for r in self.rows.rows_in(
+            "SELECT key FROM vectors WHERE key IN ({marks})", keys)}
+        todo = [k for k in keys if k not in have]
+        if not todo:
+            return
+        vecs = embedder.embed([texts[k] for k in todo])
+        self.db.conn.executemany(
+            "INSERT OR REPLACE INTO vectors(key, model, vec) VALUES (?, ?, ?)",
+            [(k, embedder.name, vecs[i].tobytes()) for i, k in enumerate(todo)])
+
+    def has_vectors(self) -> bool:
+        return self.db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
+
+    def _load_matrix(self) -> None:
+        """All unit vectors as one contiguous float32 matrix, loaded once per generation."""
+        generation = self.rows.generation()
+        if self._matrix is not None and self._matrix_generation == generation:
+            return
+        embedder = self.embedder()
+        rows = self.db.execute(
+            "SELECT u.id, v.vec FROM units u JOIN vectors v ON v.key = u.vec_key "
+            "WHERE v.model = ? ORDER BY u.id", [embedder.name]).fetchall()
+        dim = embedder.dim
+        matrix = np.empty((len(rows), dim), dtype=np.float32)
+        for i, (_, blob) in enumerate(rows):
+            matrix[i] = np.frombuffer(blob, dtype=np.float32)
+        self._matrix = matrix
+        self._matrix_units = np.array([r[0] for r in rows], dtype=np.int64)
+        self._matrix_generation = generation
+
+    def clear_query_vectors(self) -> None:
+        self._query_vectors.clear()
+
+    def _query_vector(self, text: str) -> np.ndarray:
+        vec = self._query_vectors.get(text)
+        if vec is None:
+            vec = self.embedder().embed([text])[0]
+            self._query_vectors[text] = vec
+            if len(self._query_vectors) > QUERY_VECTOR_CACHE:
+                self._query_vectors.popitem(last=False)
+        else:
+            self._query_vectors.move_to_end(text)
+        return vec
+
+    def similarities(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(unit ids sorted ascending, cosine of each with the query) over every vector."""
+        self._load_matrix()
+        if self._matrix is None or not len(self._matrix):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return self._matrix_units, self._matrix @ self._query_vector(text)
+
+    def vector_units(self, unit_ids: np.ndarray, sims: np.ndarray, filters: Filters,
+                     include_hidden: bool, restrict: set | None) -> list[tuple[int, float]]:
+        if not len(sims):
+            return []
+        # Take a generous top slice, then filter: filters are applied in SQL on that slice.
+        take = min(len(sims), CANDIDATE_UNITS * 4 if restrict is None else len(sims))
+        top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
+            len(sims))
+        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), int(unit_ids[i])))
+        candidates = [(int(unit_ids[i]), float(sims[i])) for i in order]
+        allowed = self.rows.filter_units([c[0] for c in candidates], filters, include_hidden)
+        kept = [c for c in candidates if c[0] in allowed]
+        if restrict is not None:
+            kept = self.rows.restrict(kept, restrict)
+        return kept[:CANDIDATE_UNITS]
