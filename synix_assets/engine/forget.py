@@ -28,11 +28,11 @@ from synix_assets.engine import forget_files as files
 from synix_assets.engine import forget_journal as journaling
 from synix_assets.engine import forget_plan as planning
 from synix_assets.engine import forget_verify as verifying
-from synix_assets.engine.locking import project_lock
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import BuildFailed, ForgetUnverified, StoreError
 from synix_resources.folders import remove_inside
 from synix_resources.llm.cache import ResponseCache
+from synix_resources.process.locking import project_lock
 from synix_resources.settings import settings
 from synix_resources.store.artifact_store import ArtifactStore
 

@@ -81,7 +81,7 @@ def drain(paths, *, max_batches: int = MAX_BATCHES, lock_timeout_s: float = 0.0)
     """Close idle sessions and build every due batch of one memory; returns what happened."""
     from synix_assets.dagster_defs.build import build_defs
     from synix_assets.dagster_defs.jobs import BUILD_ALL
-    from synix_assets.engine.locking import project_lock
+    from synix_resources.process.locking import project_lock
     from synix_assets.engine.runner import QUIET_LOGS, dagster_instance
 
     out: dict = {"memory": str(paths.root), "builds": []}
