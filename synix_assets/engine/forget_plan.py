@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 from synix_assets.engine import forget_files as files
-from synix_assets.engine.ingest import PARSER_VERSION, SourceReader, file_sha256
 from synix_assets.project import ProjectPaths
+from synix_assets.sources.model import PARSER_VERSION, file_sha256
+from synix_assets.sources.reader import SourceReader
 from synix_resources.errors import SynixError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.cache import ResponseCache

@@ -22,8 +22,8 @@ from synix_assets.dagster_defs.jobs import BRANCH_TAG
 from synix_assets.dagster_defs.records import TRIGGER_TAG, register_partitions
 from synix_assets.dagster_defs.sensors import new_partitions
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.ingest import SourceReader
 from synix_assets.project import MAIN
+from synix_assets.sources.reader import SourceReader
 from synix_resources.live.inbox import Inbox
 from synix_resources.store.resource import ArtifactStoreResource
 
