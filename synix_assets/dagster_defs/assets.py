@@ -23,6 +23,7 @@ from datetime import timedelta
 import dagster as dg
 
 from synix_assets.dagster_defs.checks import CHECK_NAME, check_result
+from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
@@ -31,7 +32,6 @@ from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer,
 from synix_assets.engine.projections import run_projection
 from synix_assets.engine.schedule import arrivals, plan_for_check, take
 from synix_assets.pipeline.prompts import prompt_identity
-from synix_assets.scale.executor import backfill_policy
 from synix_resources.llm.resource import LLMResource
 from synix_resources.process.locking import project_lock
 from synix_resources.settings import settings

@@ -9,7 +9,7 @@ period partitions the build will need, and requests one `synix_build_all` run (t
 export sensor launches: one road to a build). The layers above follow in that run.
 
 Under `dagster dev` the daemon evaluates it; `synix serve --home` / `synix live work` evaluate the
-same sensor for each tenant and execute the run it requests (live/worker.py).
+same sensor for each tenant and execute the run it requests (synix_assets/live/worker.py).
 """
 from __future__ import annotations
 
