@@ -88,7 +88,7 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
       synix run --json
     """
     from synix_assets.cli.common import quick_exit
-    from synix_assets.engine import interrupts
+    from synix_resources.process import interrupts
 
     quick_exit()
     # Watched from the first line: Ctrl-C or SIGTERM anywhere in `synix run` ends with the resume
@@ -99,7 +99,7 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     from synix_assets.cli import render
-    from synix_assets.engine import interrupts
+    from synix_resources.process import interrupts
     from synix_assets.engine.runner import INTERRUPTED, RESUME_HINT, run_build
     from synix_assets.reports.plan import require_exports
     from synix_resources.errors import BuildFailed, BuildInterrupted

@@ -23,6 +23,7 @@ from datetime import timedelta
 import dagster as dg
 
 from synix_assets.dagster_defs.checks import check_result
+from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
@@ -33,12 +34,11 @@ from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_N
                                                  SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer, settle_failures
-from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import run_projection
 from synix_assets.engine.schedule import arrivals, plan_for_check, take
 from synix_assets.pipeline.prompts import prompt_identity
-from synix_assets.scale.executor import backfill_policy
 from synix_resources.llm.resource import LLMResource
+from synix_resources.process.locking import project_lock
 from synix_resources.settings import settings
 from synix_resources.store.resource import ArtifactStoreResource
 

@@ -18,15 +18,15 @@ import dagster as dg
 
 from synix_assets.dagster_defs import storage
 from synix_assets.dagster_defs.assets import layer_asset, projection_asset, source_specs
+from synix_assets.dagster_defs.executor import executor_for, sensor_running
 from synix_assets.dagster_defs.graph import Names, code_versions
 from synix_assets.dagster_defs.jobs import build_all_job, layer_jobs
+from synix_assets.dagster_defs.live_sensor import live_sensors
 from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
-from synix_assets.live.sensor import live_sensors
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.project.branches import branch_names
-from synix_assets.scale.executor import executor_for, sensor_running
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
 from synix_resources.settings import settings

@@ -25,11 +25,12 @@ from synix_assets.dagster_defs.records import (register_partitions, sync_instanc
 from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, EXPORTS_SENSOR, TRIGGER_EXPORTS_SENSOR,
                                                  TRIGGER_TAG)
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.ingest import SourceReader, file_sha256
 from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer
 from synix_assets.engine.periods import period_of
 from synix_assets.project import MAIN
 from synix_assets.project.branches import branch_names
+from synix_assets.sources.model import file_sha256
+from synix_assets.sources.reader import SourceReader
 from synix_resources.errors import LLMConfigError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.resource import LLMResource

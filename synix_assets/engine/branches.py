@@ -15,12 +15,12 @@ import os
 import sqlite3
 from pathlib import Path
 
-from synix_assets.engine.locking import project_lock
 from synix_assets.project import CURRENT_BRANCH_FILE, MAIN, ProjectPaths
 from synix_resources.errors import BranchError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.folders import new_folder, remove_inside
 from synix_resources.names import check_branch
+from synix_resources.process.locking import project_lock
 from synix_resources.settings import settings
 from synix_resources.store.branches import PREVIOUS
 

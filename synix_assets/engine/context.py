@@ -5,9 +5,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from synix_assets.engine.ingest import SourceReader
 from synix_assets.engine.projections import tighten_context_docs
 from synix_assets.project import ProjectPaths
+from synix_assets.sources.reader import SourceReader
 
 
 @dataclass

@@ -7,7 +7,6 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 """
 from __future__ import annotations
 
-from synix_assets.engine import progress
 from synix_assets.engine.llm_step import apply_pii, call_prompt, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
@@ -17,6 +16,7 @@ from synix_assets.pipeline.records import Record
 from synix_resources.errors import LLMError, LLMRefusal, PromptError
 from synix_resources.fingerprints import fold_key, sequence_fingerprint
 from synix_resources.llm.mapreduce import estimate_tokens
+from synix_resources.process import progress
 
 GROUP = "all"
 EMPTY_STATE = "(no memory yet)"

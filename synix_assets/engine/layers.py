@@ -4,9 +4,9 @@ from __future__ import annotations
 import time
 
 from synix_assets.engine import aggregate, fold, merge, transcripts, transform
-from synix_assets.engine.ingest import IngestResult
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
 from synix_assets.engine.upstream import remember_avg_out, remember_version
+from synix_assets.sources.model import IngestResult
 
 # Meta key of the last build that finished every layer and projection: `synix run` returns at once
 # while it matches. Anything that changes a layer removes it first, so a build that stops half-way

@@ -4,12 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from synix_assets.engine import pii, progress
+from synix_assets.engine import pii
 from synix_assets.engine.outcomes import PartitionOutcome
 from synix_assets.pipeline.prompts import prompt_identity, prompt_name
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import LLMError, LLMRefusal, PromptError, SynixError
 from synix_resources.llm.types import LLMRequest, LLMResponse
+from synix_resources.process import progress
 from synix_resources.settings import settings
 
 INHERITED_PREFIXES = ("meta.time.", "meta.chat.", "meta.source.")

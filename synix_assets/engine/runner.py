@@ -31,12 +31,11 @@ from synix_assets.dagster_defs.instance import dagster_instance
 from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, EMIT_TAG,
                                                  FULL_LAYER_TAG, LAYER_TAG, RUN_ID_TAG, TRIGGER_CLI,
                                                  TRIGGER_TAG, TRIGGER_VERIFIED)
-from synix_assets.engine import interrupts, progress, schedule
+from synix_assets.engine import schedule
 from synix_assets.engine.branches import drop_undeclared_layers, finish_pending_promote
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.dagster_runs import close_open_runs, settle_abandoned_runs
 from synix_assets.engine.layers import CLEAN_BUILD_KEY, plan_layer, settle_failures
-from synix_assets.engine.locking import project_lock
 from synix_assets.engine.projections import outputs_exist, projection_stale
 from synix_assets.forget import finish_pending_forget
 from synix_assets.project import ProjectPaths
@@ -44,6 +43,8 @@ from synix_assets.scale.config import load_scale_config
 from synix_resources.errors import BuildFailed, BuildInterrupted, PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.factory import make_client
+from synix_resources.process import interrupts, progress
+from synix_resources.process.locking import project_lock
 from synix_resources.settings import settings
 
 log = logging.getLogger("synix.run")

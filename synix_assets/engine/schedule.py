@@ -30,12 +30,13 @@ import threading
 from concurrent.futures import CancelledError, Future, as_completed
 from typing import Callable
 
-from synix_assets.engine import aggregate, fold, interrupts, progress
+from synix_assets.engine import aggregate, fold
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
 from synix_assets.engine.periods import period_of
 from synix_resources.errors import LLMError
+from synix_resources.process import interrupts, progress
 
 log = logging.getLogger("synix.schedule")
 WAIT_S = 0.2  # the main thread wakes this often while it waits, so Ctrl-C is handled at once

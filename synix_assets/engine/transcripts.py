@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from synix_assets.engine import pii
-from synix_assets.engine.ingest import ConversationSummary, IngestResult, dedupe
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.periods import period_of
+from synix_assets.sources.model import ConversationSummary, IngestResult
+from synix_assets.sources.reader import dedupe
 from synix_resources.fingerprints import source_key
 
 STORE_BATCH = 500  # transcripts per store transaction

@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from synix_assets.engine.locking import project_lock
+from synix_resources.process.locking import project_lock
 from synix_assets.forget import dagster as dagster_phases
 from synix_assets.forget import files
 from synix_assets.forget import journal as journaling

@@ -11,10 +11,11 @@ import os
 import time
 from pathlib import Path
 
-from synix_assets.engine.ingest import PARSER_VERSION, SourceReader, file_sha256
 from synix_assets.forget import files
 from synix_assets.forget.dagster import dagster_runs_mentioning
 from synix_assets.project import ProjectPaths
+from synix_assets.sources.model import PARSER_VERSION, file_sha256
+from synix_assets.sources.reader import SourceReader
 from synix_resources.errors import SynixError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.llm.cache import ResponseCache

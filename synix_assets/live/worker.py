@@ -18,8 +18,8 @@ import time
 
 import dagster as dg
 
+from synix_assets.dagster_defs.live_sensor import BATCH_TAG, SENSOR_NAME, live_inboxes, settle
 from synix_assets.pipeline.steps import LIVE_INBOX
-from synix_assets.live.sensor import BATCH_TAG, SENSOR_NAME, live_inboxes, settle
 from synix_resources.errors import StoreLockedError, SynixError
 from synix_resources.live.inbox import Inbox
 
@@ -81,7 +81,7 @@ def drain(paths, *, max_batches: int = MAX_BATCHES, lock_timeout_s: float = 0.0)
     """Close idle sessions and build every due batch of one memory; returns what happened."""
     from synix_assets.dagster_defs.build import build_defs
     from synix_assets.dagster_defs.jobs import BUILD_ALL
-    from synix_assets.engine.locking import project_lock
+    from synix_resources.process.locking import project_lock
     from synix_assets.engine.runner import QUIET_LOGS, dagster_instance
 
     out: dict = {"memory": str(paths.root), "builds": []}

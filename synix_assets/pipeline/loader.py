@@ -9,9 +9,9 @@ import threading
 import traceback
 from pathlib import Path
 
-from synix_assets.engine import interrupts
 from synix_assets.pipeline.api import Pipeline
 from synix_resources.errors import PipelineDefinitionError, SynixError
+from synix_resources.process import interrupts
 
 
 def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pipeline:

@@ -68,7 +68,7 @@ class PlanReport:
 
 def require_exports(pipeline) -> None:
     """A clean error before a build that could only produce an empty memory."""
-    from synix_assets.engine.ingest import SourceReader
+    from synix_assets.sources.reader import SourceReader
 
     if SourceReader(pipeline, None).files():
         return

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from synix_assets.dagster_defs.jobs import layer_job_name
 from synix_assets.dagster_defs.vocabulary import DISTRIBUTED_TAG, FULL_LAYER_TAG, LAYER_TAG, STATUS_KEY
-from synix_assets.engine import interrupts
 from synix_assets.engine.runner import LayerIncomplete, _Launcher, range_tags
 from synix_resources.errors import ScaleDeploymentError
+from synix_resources.process import interrupts
 
 POLL_S = 0.5
 SUBMIT_THREADS = 8

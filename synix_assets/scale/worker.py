@@ -15,9 +15,9 @@ import os
 import sys
 from pathlib import Path
 
+from synix_assets.dagster_defs.executor import celery_settings
 from synix_assets.project import ProjectPaths
 from synix_assets.scale.config import load_scale_config
-from synix_assets.scale.executor import celery_settings
 from synix_resources.errors import ScaleDeploymentError
 from synix_resources.settings import Settings
 

@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from synix_assets.engine import ingest, transcripts, transform
+from synix_assets.engine import transcripts, transform
 from synix_assets.engine.context import BuildContext
 from synix_assets.project import ProjectPaths
 from synix_assets.scaffold import init_project
+from synix_assets.sources import reader
 from synix_resources.errors import ExportFormatError
 from synix_resources.llm.factory import make_client
 
@@ -34,13 +35,13 @@ def project(tmp_path, claude_export, conversation):
 def _count_parsed(monkeypatch) -> list[int]:
     """A counter of the conversations the parser has handed out so far."""
     parsed = [0]
-    real = ingest.iter_conversations
+    real = reader.iter_conversations
 
     def counting(*args, **kwargs):
         for conv in real(*args, **kwargs):
             parsed[0] += 1
             yield conv
-    monkeypatch.setattr(ingest, "iter_conversations", counting)
+    monkeypatch.setattr(reader, "iter_conversations", counting)
     return parsed
 
 

@@ -10,15 +10,15 @@ import threading
 
 import pytest
 
-from synix_assets.engine.locking import project_lock
 from synix_resources.errors import StoreLockedError
+from synix_resources.process.locking import project_lock
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The holder restores SIGTERM's default action: a launcher that ignores or blocks it (a detached CI
 # shell) would otherwise leave the holder sleeping after _stop.
 HOLDER = """
 import signal, sys, time
-from synix_assets.engine.locking import project_lock
+from synix_resources.process.locking import project_lock
 signal.signal(signal.SIGTERM, signal.SIG_DFL)
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 with project_lock(sys.argv[1], timeout_s=30):

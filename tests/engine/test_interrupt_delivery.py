@@ -11,8 +11,8 @@ from concurrent.futures import as_completed
 
 import pytest
 
-from synix_assets.engine import interrupts
 from synix_assets.engine.schedule import _PriorityPool
+from synix_resources.process import interrupts
 
 
 def test_an_interrupt_swallowed_by_a_weakref_callback_is_delivered_again_without_a_traceback(capfd):
@@ -97,7 +97,7 @@ def test_stop_drops_queued_calls_and_a_call_submitted_after_it_is_cancelled_at_o
 
 LOGS_THE_INTERRUPT = """
 import logging, signal
-from synix_assets.engine import interrupts
+from synix_resources.process import interrupts
 log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")  # no handler anywhere: Python's last resort
 try:
     with interrupts.watching():

@@ -146,7 +146,7 @@ def disk_filled_up(folder: Path, mechanism: str):
 
 def _write_with_each_writer(paths, writer: str) -> None:
     from synix_assets.engine.context import BuildContext
-    from synix_assets.engine.locking import project_lock
+    from synix_resources.process.locking import project_lock
     from synix_assets.engine.projections import run_projection
     from synix_assets.pipeline.loader import load_pipeline
     from synix_resources.fingerprints import content_hash

@@ -9,7 +9,7 @@ period partitions the build will need, and requests one `synix_build_all` run (t
 export sensor launches: one road to a build). The layers above follow in that run.
 
 Under `dagster dev` the daemon evaluates it; `synix serve --home` / `synix live work` evaluate the
-same sensor for each tenant and execute the run it requests (live/worker.py).
+same sensor for each tenant and execute the run it requests (synix_assets/live/worker.py).
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from synix_assets.dagster_defs.sensors import new_partitions
 from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, LIVE_BATCH_TAG, LIVE_SENSOR, TRIGGER_LIVE_SENSOR,
                                                  TRIGGER_TAG)
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.ingest import SourceReader
 from synix_assets.project import MAIN
+from synix_assets.sources.reader import SourceReader
 from synix_resources.live.inbox import Inbox
 from synix_resources.store.resource import ArtifactStoreResource
 

@@ -7,55 +7,19 @@ actually has to be (re)built, and files are streamed, never held whole (`SourceR
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from synix_assets.parsers.detect import check_file_name, iter_conversations
 from synix_assets.parsers.model import Conversation, ParseReport, printable_path
+from synix_assets.sources.live import live_conversation, live_summaries
+from synix_assets.sources.model import (EXPORT_SUFFIXES, PARSER_VERSION, ConversationSummary, IngestResult,
+                                        file_sha256, partition_key, summarise)
 from synix_resources.errors import ExportFormatError
 from synix_resources.fingerprints import sha256_text
 
 log = logging.getLogger("synix.ingest")
-EXPORT_SUFFIXES = (".json", ".jsonl", ".zip")
-# Bumped when parsing changes what a file yields: cached summaries of older parsers are not reused.
-PARSER_VERSION = "parsers-2"
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def partition_key(conversation_id: str) -> str:
-    """A Dagster-safe partition key for a conversation id (stable, readable when possible)."""
-    clean = _SAFE.sub("_", conversation_id.strip())[:80]
-    if clean != conversation_id or not clean:
-        clean = f"{clean[:60]}-{sha256_text(conversation_id)[:10]}".lstrip("-")
-    return clean
-
-
-@dataclass(frozen=True)
-class ConversationSummary:
-    key: str
-    conversation_id: str
-    title: str
-    created_at: str | None
-    updated_at: str | None
-    content_hash: str
-    message_count: int
-    source: str
-    file: str
-    format: str
-    chars: int
-
-
-@dataclass
-class IngestResult:
-    summaries: list[ConversationSummary] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    failed_files: list[tuple[str, str]] = field(default_factory=list)  # (file, one-line error)
-    skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (file, conversation, reason)
-    fingerprint: str = ""
 
 
 def export_files(path: Path) -> list[Path]:
@@ -66,24 +30,6 @@ def export_files(path: Path) -> list[Path]:
         return sorted(p for p in path.iterdir()
                       if p.is_file() and p.suffix.lower() in EXPORT_SUFFIXES and not p.name.startswith("."))
     return []
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def summarise(conv: Conversation, source: str, fmt: str) -> ConversationSummary:
-    transcript = conv.transcript()
-    return ConversationSummary(
-        key=partition_key(conv.conversation_id), conversation_id=conv.conversation_id,
-        title=conv.title or "", created_at=conv.created_at or conv.first_message_at,
-        updated_at=conv.updated_at or conv.last_message_at, content_hash=conv.content_hash(),
-        message_count=conv.message_count, source=source, file=conv.source_path, format=fmt,
-        chars=len(transcript))
 
 
 class SourceReader:
@@ -126,8 +72,6 @@ class SourceReader:
             result.skipped.extend((str(path), cid, why) for cid, why in skipped)
         for src in self.pipeline.sources.values():
             if src.kind == "live":
-                from synix_assets.live.source import live_summaries
-
                 summaries, digest = live_summaries(self, src.name, self.pipeline.resolve(src.path))
                 result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)
                 parts.append(f"live:{src.name}:{digest}")
@@ -145,8 +89,6 @@ class SourceReader:
         files: dict[tuple[str, str], dict[str, list[tuple[str, ConversationSummary]]]] = {}
         for tag, summary in wanted:
             if summary.format == "live":
-                from synix_assets.live.source import live_conversation
-
                 yield tag, live_conversation(summary)
                 continue
             files.setdefault((summary.file, summary.format or "auto"), {}).setdefault(

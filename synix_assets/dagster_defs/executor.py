@@ -12,7 +12,7 @@ from synix_assets.scale.config import ScaleConfig, load_scale_config
 
 
 def celery_settings(config: ScaleConfig) -> dict:
-    """The celery executor's config, also what every worker is started with (worker.py).
+    """The celery executor's config, also what every worker is started with (scale/worker.py).
 
     A task is acknowledged only when its step finished (`task_acks_late`), so the task of a worker
     that dies mid-step goes back to the queue — at once when its pool process is lost, after

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from synix_assets.parsers.model import Conversation, Message
+from synix_assets.sources.model import ConversationSummary, summarise
 from synix_resources.fingerprints import sha256_text
 from synix_resources.live.inbox import Inbox
 
@@ -44,8 +45,6 @@ def open_inbox(path: Path) -> Inbox | None:
 
 def live_summaries(reader, source: str, path: Path) -> tuple[list, str]:
     """(summaries of the handed sessions, a fingerprint of what was handed)."""
-    from synix_assets.engine.ingest import ConversationSummary, summarise
-
     inbox = open_inbox(path)
     if inbox is None:
         return [], "live:empty"
