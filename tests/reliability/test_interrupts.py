@@ -233,10 +233,13 @@ def test_sigint_at_varied_moments_prints_one_message_and_starts_no_queued_call(t
 
     template = init_project(tmp_path / "template", exports=demo_exports())
     concurrency = 2
+    # Each call takes 1.5 s: on a loaded machine the build may see the signal a few hundred ms
+    # after it was sent, and a call it started in that gap must not look like a queued call
+    # started after the interrupt (it would need a delay of over 1.5 s to finish before exit).
     for attempt, answers_before in enumerate((1, 2, 4, 6, 9, 12)):  # bounded: 6 builds
         paths = ProjectPaths(shutil.copytree(template, tmp_path / f"mem-{attempt}"))
         proc = subprocess.Popen([PY, "-m", "synix_assets.cli.main", "-p", str(paths.root), "run"],
-                                env=_env(SYNIX_FAKE_LATENCY_S="0.5", SYNIX_LLM_CONCURRENCY=str(concurrency)),
+                                env=_env(SYNIX_FAKE_LATENCY_S="1.5", SYNIX_LLM_CONCURRENCY=str(concurrency)),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _wait_until(proc, lambda: _responses(paths) >= answers_before, f"{answers_before} answers")
         signalled_at = time.time()
