@@ -66,7 +66,7 @@ def project(tmp_path_factory):
     from synix_assets.app.memory import MemoryService
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
     from synix_assets.serve.app import create_app
     from synix_assets.serve.mcp_server import build_server
     from starlette.testclient import TestClient

@@ -19,7 +19,7 @@ from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
 from synix_assets.app.memory.readers import Reader, ReaderPool
 from synix_assets.project import ProjectPaths
-from synix_assets.reports.query import NOT_BUILT_HINT
+from synix_assets.app.query import NOT_BUILT_HINT
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import check_branch
 
