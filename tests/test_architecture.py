@@ -80,7 +80,6 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.vocabulary"),  # step 7: was .assets
     ("synix_assets.engine.runner", "synix_assets.scale.config"),
     ("synix_assets.engine.runner", "synix_assets.scale.launcher"),
-    ("synix_assets.live.serve", "synix_assets.cli.render"),
     ("synix_assets.pipeline.api", "synix_assets.engine.branch_api"),
     ("synix_assets.pipeline.loader", "synix_assets.engine.interrupts"),
 })

@@ -92,9 +92,9 @@ def project(tmp_path_factory):
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     """A tenants home with tenant `t0` (and its token) and its HTTP app."""
-    from synix_assets.live.home import TenantHome
-    from synix_assets.live.http import HomeApp
-    from synix_assets.live.service import TenantServices
+    from synix_assets.app.tenants import TenantHome
+    from synix_assets.serve.live_api import HomeApp
+    from synix_assets.app.live import TenantServices
     from starlette.testclient import TestClient
 
     root = tmp_path_factory.mktemp("home")
