@@ -19,22 +19,9 @@ from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
 from synix_assets.app.memory.readers import Reader, ReaderPool
 from synix_assets.app.query import NOT_BUILT_HINT
+from synix_assets.app.workspace import readable_branches, resolve_branch
 from synix_assets.project import ProjectPaths
-from synix_assets.project.branches import branch_names
 from synix_resources.errors import ArtifactNotFound
-from synix_resources.names import check_branch
-
-
-def resolve_branch(paths: ProjectPaths, branch: str) -> ProjectPaths:
-    """The branch a read names (a `?branch=` of the HTTP API or the explorer), as the paths to
-    serve: the name checked by `synix_resources.names`, then refused unless this project has
-    that branch."""
-    check_branch(branch)
-    names = branch_names(paths, snapshots=True, read_only=True)
-    if branch not in names:
-        raise ArtifactNotFound(f"no branch {branch!r} in this project",
-                               hint=f"branches here: {', '.join(names)}")
-    return paths.on_branch(branch)
 
 
 class BranchServices:
@@ -47,7 +34,7 @@ class BranchServices:
 
     def names(self) -> list[str]:
         """main, then every branch that has a pipeline file (snapshots included)."""
-        return branch_names(self.main.paths, snapshots=True, read_only=True)
+        return readable_branches(self.main.paths)
 
     def get(self, branch: str) -> "MemoryService":
         """The service reading `branch` (see `resolve_branch`); every HTTP handler asks here."""
