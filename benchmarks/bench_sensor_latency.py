@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 from tests.conftest import _conversation, _make_claude_export  # noqa: E402
 from tests.dagster.live import DagsterDev, synix  # noqa: E402
 
-from synix_assets.scaffold import demo_exports, init_project  # noqa: E402
+from synix_assets.app.init import demo_exports, init_project  # noqa: E402
 
 
 def _found(root: Path, conv_id: str, words: str) -> bool:

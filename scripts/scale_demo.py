@@ -72,7 +72,7 @@ if __name__ == "__main__":
         sys.exit(2)
 
 from synix_assets.project import ProjectPaths  # noqa: E402
-from synix_assets.scaffold import init_project  # noqa: E402
+from synix_assets.app.init import init_project  # noqa: E402
 from synix_assets.scale.worker import worker_argv, worker_env  # noqa: E402
 from synix_assets.web.process_tree import start_group, stop_group  # noqa: E402
 from synix_resources.llm import shared_limit  # noqa: E402

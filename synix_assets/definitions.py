@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from synix_assets.dagster_defs.build import build_defs
-from synix_assets.scaffold import demo_exports, init_project
+from synix_assets.app.init import demo_exports, init_project
 from synix_resources.settings import settings
 
 CHECKOUT_DEMO_DIR = Path(__file__).resolve().parents[1] / ".synix-demo"

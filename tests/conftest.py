@@ -70,7 +70,7 @@ def _conversation(uuid: str, name: str, day: str, topic_words: str, n: int = 4) 
 def demo_project(tmp_path):
     """A fresh project made by `synix init` with the bundled demo exports."""
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     return ProjectPaths(init_project(tmp_path / "mem", exports=demo_exports()))
 

@@ -40,7 +40,7 @@ FLOORS: list[tuple[str, list[str]]] = [
     ("engine", ["synix_assets.engine"]),
     ("Dagster compiler", ["synix_assets.dagster_defs"]),
     ("Dagster-driving operations", ["synix_assets.orchestration", "synix_assets.forget"]),
-    ("application", ["synix_assets.app", "synix_assets.reports", "synix_assets.scaffold"]),
+    ("application", ["synix_assets.app"]),
     ("processes", ["synix_assets.eval", "synix_assets.serve", "synix_assets.live",
                    "synix_assets.scale"]),
     ("doors", ["synix_assets.cli", "synix_assets.python_api"]),
@@ -61,10 +61,10 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
     # step 12 moved scale/executor.py into dagster_defs (two pairs into scale.executor became
     # this one); it goes when scale/config.py moves to project/scale_config.py (step 13)
     ("synix_assets.dagster_defs.executor", "synix_assets.scale.config"),
-    ("synix_assets.engine.branch_api", "synix_assets.reports.plan"),
+    ("synix_assets.engine.branch_api", "synix_assets.app.plan"),  # step 17: was reports.plan
     ("synix_assets.engine.branches", "synix_assets.dagster_defs.build"),
     ("synix_assets.engine.branches", "synix_assets.dagster_defs.records"),
-    ("synix_assets.engine.branches", "synix_assets.reports.plan"),
+    ("synix_assets.engine.branches", "synix_assets.app.plan"),  # step 17: was reports.plan
     ("synix_assets.engine.dagster_runs", "synix_assets.dagster_defs.vocabulary"),  # step 7: was .assets
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.build"),
     # step 15 re-pointed the runner's forget/instance imports (engine.forget and forget_plan's
@@ -79,7 +79,6 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
     ("synix_assets.engine.runner", "synix_assets.dagster_defs.vocabulary"),  # step 7: was .assets
     ("synix_assets.engine.runner", "synix_assets.scale.config"),
     ("synix_assets.engine.runner", "synix_assets.scale.launcher"),
-    ("synix_assets.live.serve", "synix_assets.cli.render"),
     ("synix_assets.pipeline.api", "synix_assets.engine.branch_api"),
 })
 
@@ -108,13 +107,14 @@ KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
         "synix_assets.forget.phases",
         "synix_assets.forget.plan",
         "synix_assets.dagster_defs.live_sensor",  # step 12: was live.sensor
+        # step 17: reports/plan.py moved to app/plan.py
+        "synix_assets.app.plan",
         "synix_assets.pipeline.api",
         "synix_assets.pipeline.loader",
         "synix_assets.pipeline.toml_io",
         "synix_assets.project",
         # step 8: project.py became the package project/ (its __init__ re-exports paths.py)
         "synix_assets.project.paths",
-        "synix_assets.reports.plan",
         "synix_assets.scale.launcher",
     }),
 )

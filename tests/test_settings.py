@@ -30,8 +30,8 @@ ENVIRON_USERS = {
     "synix_assets/cli/ui_cmd.py": "the `dagster dev` child's environment",
     "synix_assets/cli/branch_cmd.py": "EDITOR, read where the other team edits (step 17)",
     "synix_assets/dagster_defs/storage.py": "sets and restores DAGSTER_HOME and a Dagster switch",
-    "synix_assets/reports/demo.py": "sets the offline provider for the demo's own builds",
-    "synix_assets/live/serve.py": "drops an inherited DAGSTER_HOME",
+    "synix_assets/app/demo.py": "sets the offline provider for the demo's own builds",
+    "synix_assets/serve/home.py": "drops an inherited DAGSTER_HOME",
 }
 
 

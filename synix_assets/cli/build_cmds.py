@@ -1,8 +1,6 @@
 """Commands that create or build a project: init, run, plan, demo."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from synix_assets.cli.common import debug_enabled, echo_json, json_option, project_option, project_paths
@@ -33,28 +31,15 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
       synix init mem --demo --store postgresql://synix@127.0.0.1/synix \\
                      --dagster-storage postgresql://synix@127.0.0.1/dagster
     """
-    from synix_assets import scaffold
-    from synix_assets.parsers.detect import detect_format
+    from synix_assets.app.init import create_project, describe_project
     from synix_assets.cli import render
     from synix_assets.cli.render import console
 
-    sources = [Path(e) for e in exports]
-    for src in sources:
-        if src.is_file():
-            detect_format(src)  # a bad export fails here, naming the file, not at the first build
-    if demo:
-        sources += scaffold.demo_exports()
-    root = scaffold.init_project(directory, exports=sources, template=template, force=force,
-                                 store=store_url, dagster_storage=dagster_storage)
+    root, sources = create_project(directory, exports=exports, template=template, demo=demo,
+                                   force=force, store=store_url, dagster_storage=dagster_storage)
     if as_json:
-        from synix_assets.project import ProjectPaths
-        from synix_resources.store.postgres import display_url
-
-        paths = ProjectPaths(root)
-        echo_json({"project": str(root), "template": template, "exports": len(sources),
-                    "store": display_url(str(paths.store)),
-                    "dagster_yaml": str(paths.dagster_home / "dagster.yaml"),
-                    "dagster_storage": "postgresql" if dagster_storage else "sqlite"})
+        echo_json(describe_project(root, template=template, exports=len(sources),
+                                   dagster_storage=dagster_storage))
         return
     out = console()
     out.print(f"Created [bold]{render.safe(root)}[/] ({template} pipeline, {len(sources)} export file(s)).")
@@ -101,7 +86,7 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
     from synix_assets.cli import render
     from synix_resources.process import interrupts
     from synix_assets.engine.runner import INTERRUPTED, RESUME_HINT, run_build
-    from synix_assets.reports.plan import require_exports
+    from synix_assets.app.plan import require_exports
     from synix_resources.errors import BuildFailed, BuildInterrupted
 
     out = render.console()
@@ -167,7 +152,7 @@ def plan(ctx, batch, as_json) -> None:
       synix plan --json | jq .cost_usd
     """
     from synix_assets.cli import render
-    from synix_assets.reports.plan import make_plan
+    from synix_assets.app.plan import make_plan
 
     report = make_plan(project_paths(ctx), batch=batch).to_json()
     if as_json:
@@ -190,7 +175,7 @@ def demo(directory: str, query: str) -> None:
       synix demo /tmp/mem-demo --query "sourdough"
     """
     from synix_assets.cli.demo_view import DemoView
-    from synix_assets.reports.demo import fresh_dir, run_demo
+    from synix_assets.app.demo import fresh_dir, run_demo
 
     view = DemoView()
     root = fresh_dir(directory)

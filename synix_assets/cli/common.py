@@ -55,20 +55,17 @@ def debug_enabled(ctx: click.Context) -> bool:
     return bool((ctx.obj or {}).get("debug")) or settings().debug
 
 
-def project_paths(ctx: click.Context):
-    from synix_assets.engine.branches import check_branch_usable
-    from synix_assets.project import find_project
-    from synix_resources.names import check_branch
+def project_paths(ctx: click.Context, *, branch: str | None = None):
+    """The project and branch a command works on (`app.workspace.open_project`): -p/--project
+    or SYNIX_PROJECT, and `branch` if given, else --branch or SYNIX_BRANCH."""
+    from synix_assets.app.workspace import open_project
 
     obj = ctx.obj or {}
     config = settings()
-    # `--branch ''` is a bad name, not "no branch given" (an empty SYNIX_BRANCH is unset)
-    branch = obj["branch"] if "branch" in obj else config.branch
-    if branch is not None:
-        check_branch(branch)
-    paths = find_project(obj.get("project") or config.project, branch)
-    check_branch_usable(paths)
-    return paths
+    if branch is None:
+        # `--branch ''` is a bad name, not "no branch given" (an empty SYNIX_BRANCH is unset)
+        branch = obj["branch"] if "branch" in obj else config.branch
+    return open_project(obj.get("project") or config.project, branch)
 
 
 def _no_final_collections() -> None:

@@ -1,4 +1,4 @@
-"""How `synix demo` shows each step of `reports.demo.run_demo` as it happens."""
+"""How `synix demo` shows each step of `app.demo.run_demo` as it happens."""
 from __future__ import annotations
 
 from pathlib import Path

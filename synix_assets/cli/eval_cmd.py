@@ -56,12 +56,12 @@ def _common(fn):
     return fn
 
 
-def _project(ctx, required: bool):
+def _project(ctx, required: bool, branch: str | None = None):
     from synix_assets.cli.common import project_paths
     from synix_resources.errors import ProjectNotFound
 
     try:
-        return project_paths(ctx)
+        return project_paths(ctx, branch=branch)
     except ProjectNotFound:
         if required:
             raise
@@ -78,9 +78,7 @@ def _branches(ctx, names: tuple[str, ...], no_memory: bool, name: str | None) ->
         raise click.UsageError("--name names one branch's results; with several --branch each keeps its own name")
     out = []
     for branch in dict.fromkeys(names) or [None]:
-        if branch is not None:
-            ctx.ensure_object(dict)["branch"] = branch
-        project = _project(ctx, required=True)
+        project = _project(ctx, required=True, branch=branch)
         label = name or branch or (project.root.name if project.branch == "main" else project.branch)
         out.append((label, project))
     return out

@@ -16,7 +16,7 @@ def _home_option(required: bool):
 
 
 def _home(path):
-    from synix_assets.live.home import TenantHome
+    from synix_assets.app.tenants import TenantHome
 
     return TenantHome(path)
 
@@ -69,7 +69,7 @@ def list_(home, as_json) -> None:
     Example:
       synix tenant list --home ~/synix-home
     """
-    from synix_assets.live.status import home_status
+    from synix_assets.app.live_status import home_status
 
     rows = home_status(_home(home))
     if as_json:
@@ -126,7 +126,7 @@ def status(ctx, home, as_json) -> None:
     Example:
       synix live status --home ~/synix-home --json
     """
-    from synix_assets.live.status import home_status, project_status
+    from synix_assets.app.live_status import home_status, project_status
 
     rows = home_status(_home(home)) if home else [project_status(_paths(ctx))]
     if as_json:

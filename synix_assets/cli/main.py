@@ -1,4 +1,4 @@
-"""The `synix` command: a thin click layer over `synix_assets.reports` and the engine.
+"""The `synix` command: a thin click layer over `synix_assets.app` and the engine.
 
 Importing this module stays cheap (no Dagster, no engine): commands import what they need when
 they run, so `synix --help` answers at once.

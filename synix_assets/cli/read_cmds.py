@@ -19,7 +19,7 @@ def status(ctx, as_json) -> None:
       synix status --json
     """
     from synix_assets.cli import render
-    from synix_assets.reports.status import project_status
+    from synix_assets.app.status import project_status
 
     data = project_status(project_paths(ctx))
     if as_json:
@@ -53,7 +53,7 @@ def search(ctx, query, layers, mode, exact, leaves, limit, since, until, as_json
       synix search "which crampons" --leaves --mode hybrid
     """
     from synix_assets.cli import render
-    from synix_assets.reports.query import search_view
+    from synix_assets.app.query import search_view
     from synix_resources.search.query import check_filters
 
     check_filters(since=since, until=until)  # a bad date is wrong whatever the project holds
@@ -87,7 +87,7 @@ def lineage(ctx, artifact_id, as_json) -> None:
       synix lineage core-3f2a9c
     """
     from synix_assets.cli import render
-    from synix_assets.reports.query import lineage_view
+    from synix_assets.app.query import lineage_view
 
     tree = lineage_view(project_paths(ctx), artifact_id)
     if as_json:
@@ -111,7 +111,7 @@ def get(ctx, artifact_id, as_json) -> None:
       synix get episodes-1a2b3c
     """
     from synix_assets.cli import render
-    from synix_assets.reports.query import artifact_view
+    from synix_assets.app.query import artifact_view
 
     art = artifact_view(project_paths(ctx), artifact_id)
     if as_json:
@@ -135,7 +135,7 @@ def runs(ctx, run_id, limit, as_json) -> None:
       synix runs 9f3c2a
     """
     from synix_assets.cli import render
-    from synix_assets.reports.query import runs_view
+    from synix_assets.app.query import runs_view
 
     data = runs_view(project_paths(ctx), run_id, limit=limit)
     if as_json:

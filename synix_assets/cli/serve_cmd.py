@@ -64,9 +64,14 @@ def serve(ctx, host, port, token, allow_hosts, home, no_build) -> None:
     from synix_assets.serve.app import run_server
 
     if home is not None:
-        from synix_assets.live.serve import serve_home
+        from synix_assets.serve.home import open_home, serve_home
 
-        return serve_home(home, host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts),
+        tenants = open_home(home, host=host, port=port, token=token)
+        names = tenants.names()
+        console().print(f"Synix tenants of {tenants.root} ({len(names)}) at "
+                        f"[bold]http://{host}:{port}/v1/tenants/…[/] "
+                        f"({'building closed sessions' if not no_build else 'not building'}; Ctrl-C to stop)")
+        return serve_home(tenants, host=host, port=port, allowed_hosts=tuple(allow_hosts),
                           build=not no_build)
     _check_listen(host, port, token)
     svc = _service(ctx)

@@ -55,13 +55,13 @@ def ui(ctx, port, no_open, allow_hosts) -> None:
     Example:
       synix ui --port 3001 --no-open
     """
-    from synix_assets import scaffold
+    from synix_assets.app.init import write_dagster_files
     from synix_assets.cli.render import console
     from synix_assets.web.serving import check_port_free, free_port
     from synix_assets.web.ui_server import run_guarded_ui
 
     paths = project_paths(ctx)
-    scaffold.write_dagster_files(paths.root)  # a moved project gets its .env fixed
+    write_dagster_files(paths.root)  # a moved project gets its .env fixed
     check_port_free(HOST, port)
     # Dagster listens on an internal loopback port; only the guarded proxy is exposed.
     upstream = free_port(HOST)

@@ -107,7 +107,7 @@ class PipelineBranch:
 
     def plan(self, **kwargs: Any):
         """What `synix plan --branch` reports: calls, tokens, $ and the cost ratio to main."""
-        from synix_assets.reports.plan import make_plan
+        from synix_assets.app.plan import make_plan
 
         return make_plan(self.paths, **kwargs)
 

@@ -315,7 +315,7 @@ def _unfinished(paths: ProjectPaths) -> str | None:
     """What the branch's memory still lacks according to its plan (None: nothing). Complete is
     a fact about its artifacts and projections, not about how its last build was invoked: a
     `run(from_layer=..., full=True)` records no whole-build fingerprint yet leaves it complete."""
-    from synix_assets.reports.plan import make_plan
+    from synix_assets.app.plan import make_plan
 
     plan = make_plan(paths, compare=False)
     parts = []

@@ -13,18 +13,19 @@ if TYPE_CHECKING:
     from synix_assets.project.paths import ProjectPaths
 
 
-def registered_branches(paths: ProjectPaths, *, snapshots: bool) -> list[str]:
+def registered_branches(paths: ProjectPaths, *, snapshots: bool, read_only: bool = False) -> list[str]:
     """Every branch in the store (main first, then by name), with the snapshots or without;
-    just main before the store exists."""
+    just main before the store exists. `read_only`: open the store for reading only, as the
+    servers that must never change the memory do."""
     if not paths.has_store():
         return [MAIN]
-    with paths.on_branch(MAIN).open_store() as store:
+    with paths.on_branch(MAIN).open_store(read_only=read_only) as store:
         names = [b.name for b in store.branches()]
     return names if snapshots else [n for n in names if "@" not in n]
 
 
-def branch_names(paths: ProjectPaths, *, snapshots: bool) -> list[str]:
+def branch_names(paths: ProjectPaths, *, snapshots: bool, read_only: bool = False) -> list[str]:
     """main, then every other branch that has its pipeline file (`snapshots`: restore points
-    such as main@previous too)."""
-    return [n for n in registered_branches(paths, snapshots=snapshots)
-            if n == MAIN or paths.on_branch(n).pipeline_file.exists()]
+    such as main@previous too; `read_only`: see `registered_branches`)."""
+    return [n for n in registered_branches(paths, snapshots=snapshots, read_only=read_only)
+            if n == MAIN or paths.on_branch(n).pipeline_file.is_file()]

@@ -2,5 +2,6 @@
 
 `synix_assets.app.memory.MemoryService` holds the logic; the HTTP API (`api.py`), the explorer
 (`explorer.py`), the MCP server (`mcp_server.py`) and the ask agent (`ask.py`) are thin layers
-over it.
+over it. `synix serve --home` (`home.py`, `live_api.py`) serves every tenant of a home over
+`synix_assets.app.live.TenantServices`.
 """

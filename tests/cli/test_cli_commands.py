@@ -354,7 +354,7 @@ def test_internal_error_is_one_line_and_debug_shows_it(built, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("synix_assets.reports.status.project_status", boom)
+    monkeypatch.setattr("synix_assets.app.status.project_status", boom)
     text = clean_error(invoke("status", cwd=root), "internal error: RuntimeError: boom", "--debug", code=70)
     assert len(text.splitlines()) == 1
     result = invoke("--debug", "status", cwd=root)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from synix_assets import scaffold
+from synix_assets.app.init import switch_template
 from synix_assets.cli.main import main
 
 
@@ -80,7 +80,7 @@ def test_demo_flow(tmp_path):
     assert plan["nothing_to_do"] and run["llm_calls"] == 0
     assert built_cached(run) == {"transcripts": (0, 24), "episodes": (0, 24), "monthly": (0, 6), "core": (0, 1)}
 
-    scaffold.switch_template(root, "topical")
+    switch_template(root, "topical")
     plan, run, _ = planned_then_run(root)
     assert built_cached(run) == {"transcripts": (0, 24), "episodes": (0, 24), "topics": (6, 0), "core": (1, 0)}
     assert run["llm_calls"] == 12

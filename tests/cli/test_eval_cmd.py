@@ -201,7 +201,7 @@ def test_report_without_results_is_one_clean_error(tmp_path):
 def test_two_branches_and_raw_rag_are_evaluated_side_by_side_in_one_command(data_file, tmp_path, monkeypatch):
     from synix_assets.engine.branches import create_branch
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
 
     for var in ("ANTHROPIC_API_KEY", "SYNIX_LLM_API_KEY", "SYNIX_PROJECT", "SYNIX_STORE_PATH", "SYNIX_BRANCH"):
         monkeypatch.delenv(var, raising=False)
@@ -237,7 +237,7 @@ def test_two_branches_and_raw_rag_are_evaluated_side_by_side_in_one_command(data
 
 
 def test_unknown_branch_is_one_clean_error(data_file, tmp_path, monkeypatch):
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
 
     monkeypatch.delenv("SYNIX_PROJECT", raising=False)
     init_project(tmp_path / "proj", template="monthly")

@@ -54,7 +54,7 @@ def built(tmp_path_factory):
     from synix_assets.engine.branches import create_branch
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     work = tmp_path_factory.mktemp("work")
     saved = os.environ.get("SYNIX_LLM_PROVIDER")

@@ -19,7 +19,7 @@ WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     root = tmp_path_factory.mktemp("live") / "mem"
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     init_project(root, exports=demo_exports())
     built = synix(root, "run", "--json")
@@ -124,7 +124,7 @@ def test_a_prompt_edit_is_stale_in_dagster_exactly_where_synix_plan_would_rebuil
 
 
 def test_monthly_to_topical_leaves_no_orphan_asset_and_everything_fresh(live):
-    from synix_assets.scaffold import switch_template
+    from synix_assets.app.init import switch_template
 
     root, dev = live
     switch_template(root, "topical")

@@ -12,7 +12,7 @@ import pytest
 from synix_assets.engine import transcripts, transform
 from synix_assets.engine.context import BuildContext
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_assets.sources import reader
 from synix_resources.errors import ExportFormatError
 from synix_resources.llm.factory import make_client

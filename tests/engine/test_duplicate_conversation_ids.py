@@ -8,7 +8,7 @@ import pytest
 
 from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_resources.store.artifact_store import ArtifactStore
 
 OLD_TIME, NEW_TIME = 1_700_000_000.0, 1_700_900_000.0

@@ -7,7 +7,7 @@ import pytest
 from synix_assets.engine.reduction import parts_layer
 from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_resources.errors import LLMConfigError
 from synix_resources.llm.factory import make_client
 from synix_resources.llm.fake import FakeClient

@@ -66,7 +66,7 @@ def project(tmp_path_factory):
     from synix_assets.app.memory import MemoryService
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
     from synix_assets.serve.app import create_app
     from synix_assets.serve.mcp_server import build_server
     from starlette.testclient import TestClient
@@ -92,9 +92,9 @@ def project(tmp_path_factory):
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     """A tenants home with tenant `t0` (and its token) and its HTTP app."""
-    from synix_assets.live.home import TenantHome
-    from synix_assets.live.http import HomeApp
-    from synix_assets.live.service import TenantServices
+    from synix_assets.app.tenants import TenantHome
+    from synix_assets.serve.live_api import HomeApp
+    from synix_assets.app.live import TenantServices
     from starlette.testclient import TestClient
 
     root = tmp_path_factory.mktemp("home")

@@ -11,7 +11,7 @@ from synix_assets.engine import projections
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.projections import _search_source, sync_search_index
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 from synix_resources.store.artifact_store import ArtifactStore

@@ -13,7 +13,7 @@ from pathlib import Path
 from synix_assets.engine import schedule
 from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import demo_exports, init_project
+from synix_assets.app.init import demo_exports, init_project
 from synix_resources.store.artifact_store import ArtifactStore
 
 LAYERS = ("transcripts", "episodes", "monthly", "core")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from eval_fixtures import LOCOMO_TINY, longmemeval_items
 
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from synix_assets.eval.results import ResultsStore, results_path
 from synix_assets.eval.retrieval import MemoryRetriever
 from synix_assets.eval.runner import EvalSettings, run_eval
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_resources.store.artifact_store import ArtifactStore
 
 SETTINGS = EvalSettings(modes=("fts",), systems=("memory", "raw-rag"))

@@ -24,7 +24,7 @@ def post(inbox: Inbox, session: str, *texts: str, day: str = "2025-06-01", now: 
 @pytest.fixture
 def live_project(tmp_path, monkeypatch):
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
 
     monkeypatch.setenv("SYNIX_LIVE_BACKOFF_S", "0")
     return ProjectPaths(init_project(tmp_path / "livemem", template="live"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from live_helpers import post
 
-from synix_assets.live.home import TenantHome
-from synix_assets.live.service import TenantServices
+from synix_assets.app.tenants import TenantHome
+from synix_assets.app.live import TenantServices
 
 
 def test_the_brief_keeps_the_newest_unbuilt_turns_within_the_budget(tmp_path):

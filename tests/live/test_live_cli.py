@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from live_helpers import post
 
 from synix_assets.cli.main import main
-from synix_assets.live.home import TenantHome
+from synix_assets.app.tenants import TenantHome
 
 
 def invoke(*args, env=None):

@@ -8,7 +8,7 @@ from synix_assets.pipeline.api import Pipeline
 from synix_assets.pipeline import builtin_prompts as prompts
 from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.pipeline.prompts import prompt, template
-from synix_assets.scaffold import EXAMPLES
+from synix_assets.app.init import EXAMPLES
 from synix_resources.errors import PipelineDefinitionError
 
 

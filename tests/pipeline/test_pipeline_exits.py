@@ -40,7 +40,7 @@ def test_exit_or_interrupt_while_loading_is_a_definition_error_naming_the_file(t
 
 @pytest.mark.parametrize("ending", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n"])
 def test_synix_run_with_an_exiting_pipeline_file_fails_with_the_error(tmp_path, ending):
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     root = init_project(tmp_path / "mem", exports=demo_exports())
     pipeline = root / "pipeline.py"

@@ -97,7 +97,7 @@ TEMPLATES = {
 def built(tmp_path_factory):
     """The project built once; every request the fake LLM received, as (layer, prompt, system)."""
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
 
     root = init_project(tmp_path_factory.mktemp("forms") / "mem")
     (root / "pipeline.py").write_text(PIPELINE, encoding="utf-8")

@@ -26,7 +26,7 @@ def _make_conversations(conversation, n: int, *, prefix: str = "conv", months=("
 def small_project(tmp_path, claude_export, conversation):
     """make(n=4, **kw) → a project with one Claude export of n small conversations."""
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
 
     def make(n: int = 4, name: str = "mem", file: str = "talks.json", **kw) -> ProjectPaths:
         paths = ProjectPaths(init_project(tmp_path / name))

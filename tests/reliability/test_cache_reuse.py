@@ -15,7 +15,7 @@ import pytest
 
 from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_resources.llm.cache import cache_key
 from synix_resources.llm.fake import FakeClient
 from synix_resources.store.artifact_store import ArtifactStore

@@ -53,7 +53,7 @@ def _episode_responses(cache_path) -> int:
 def killed(tmp_path_factory):
     """A build SIGKILLed while its episodes layer is half done, and the numbers seen at the kill."""
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
 
     paths = ProjectPaths(init_project(tmp_path_factory.mktemp("kill") / "mem"))
     (paths.root / "exports" / "talks.json").write_text(json.dumps([

@@ -20,7 +20,7 @@ from synix_assets.forget import core as forget_core
 from synix_assets.forget import phases as forget_phases
 from synix_assets.forget.journal import CRASH_ENV, journal_path
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import init_project
+from synix_assets.app.init import init_project
 from synix_resources.store.artifact_store import ArtifactStore
 
 MARKER = "Zqxjarvelmonk"  # appears only in the forgotten conversation

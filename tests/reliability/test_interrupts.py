@@ -229,7 +229,7 @@ def test_sigint_at_varied_moments_prints_one_message_and_starts_no_queued_call(t
     import shutil
 
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     template = init_project(tmp_path / "template", exports=demo_exports())
     concurrency = 2

@@ -61,7 +61,7 @@ def _owner_values(raw: str) -> tuple[set[str], set[str]]:
 def redacted_build(tmp_path_factory):
     """The pkuppens export built with pii="redact" on the transcripts; every prompt recorded."""
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
     from synix_resources.llm.fake import FakeClient
     source = Path(__file__).resolve().parents[3] / "shared" / "data" / PKUPPENS
     paths = ProjectPaths(init_project(tmp_path_factory.mktemp("pii") / "mem"))
@@ -182,7 +182,7 @@ def test_search_hits_carry_the_pii_flag_of_their_artifact(tmp_path, claude_expor
     from synix_assets.cli.main import main
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import init_project
+    from synix_assets.app.init import init_project
     from synix_resources.search.index import SearchIndex
 
     conv = conversation("pii-1", "Contact details", "2025-02-03", "kayak club membership")

@@ -33,7 +33,7 @@ def served_project(tmp_path_factory):
     """A built project: the bundled demo exports plus one export whose text is HTML/script."""
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     base = tmp_path_factory.mktemp("serve")
     hostile = _hostile_export(base / "hostile_claude.json")

@@ -64,9 +64,9 @@ def test_an_unexpected_error_in_the_memory_api_is_a_json_500_with_one_line(serve
 
 
 def test_an_unexpected_error_in_the_home_server_is_a_json_500_with_one_line(tmp_path, serve_app, monkeypatch):
-    from synix_assets.live.home import TenantHome
-    from synix_assets.live.http import HomeApp
-    from synix_assets.live.service import TenantServices
+    from synix_assets.app.tenants import TenantHome
+    from synix_assets.serve.live_api import HomeApp
+    from synix_assets.app.live import TenantServices
     from synix_assets.serve.errors import json_errors
 
     services = TenantServices(TenantHome(tmp_path / "home"))

@@ -26,7 +26,7 @@ def own_project(tmp_path):
     """A built demo project of this test's own: the writer changes its index."""
     from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project
+    from synix_assets.app.init import demo_exports, init_project
 
     paths = ProjectPaths(init_project(tmp_path / "mem", exports=demo_exports()))
     run_build(paths)

@@ -6,7 +6,7 @@ import pytest
 from synix_assets.app.memory import MemoryService
 from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
-from synix_assets.scaffold import demo_exports, init_project
+from synix_assets.app.init import demo_exports, init_project
 from synix_resources.errors import StoreError
 from synix_resources.store.artifact_store import ArtifactStore
 

@@ -180,7 +180,7 @@ def make_project(kind: str, root: Path) -> Path:
     project, or `branch`: the monthly project with a branch `exp` holding the topical pipeline."""
     from synix_assets.engine.branches import create_branch
     from synix_assets.project import ProjectPaths
-    from synix_assets.scaffold import demo_exports, init_project, template_file
+    from synix_assets.app.init import demo_exports, init_project, template_file
 
     if kind not in PROJECTS:
         raise ValueError(f"unknown snapshot project {kind!r}: use one of {', '.join(PROJECTS)}")

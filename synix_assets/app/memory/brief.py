@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 from synix_assets.app.memory.params import BadRequest, check_limit, record_summary
-from synix_assets.reports.query import NOT_BUILT_HINT
+from synix_assets.app.query import NOT_BUILT_HINT
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.llm.mapreduce import estimate_tokens
 

@@ -6,8 +6,8 @@ import re
 from typing import TYPE_CHECKING
 
 from synix_assets.app.memory.params import FILTERS, BadRequest, check_date, check_limit, record_summary
+from synix_assets.app.query import artifact_dict, focus_tree, source_of, tree_of
 from synix_assets.engine.projections import artifact_title, transcript_messages
-from synix_assets.reports.query import artifact_dict, focus_tree, source_of, tree_of
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import check_layer
 

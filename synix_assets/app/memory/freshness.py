@@ -51,7 +51,7 @@ class ProjectStatus:
     def get(self) -> dict:
         """`synix status` (a full plan: seconds on a large project), recomputed only when the
         project changed since the last time."""
-        from synix_assets.reports.status import project_status
+        from synix_assets.app.status import project_status
 
         with self._lock:
             state = self._project_state()

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from synix_assets.app.memory.params import MODES, BadRequest, check_date, check_limit
 from synix_assets.app.memory.readers import Reader
-from synix_assets.reports.query import NOT_BUILT_HINT, hit_dict
+from synix_assets.app.query import NOT_BUILT_HINT, hit_dict
 from synix_resources.errors import SearchError
 
 if TYPE_CHECKING:

@@ -18,33 +18,10 @@ from synix_assets.app.memory import browse
 from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
 from synix_assets.app.memory.readers import Reader, ReaderPool
+from synix_assets.app.query import NOT_BUILT_HINT
+from synix_assets.app.workspace import readable_branches, resolve_branch
 from synix_assets.project import ProjectPaths
-from synix_assets.reports.query import NOT_BUILT_HINT
 from synix_resources.errors import ArtifactNotFound
-from synix_resources.names import check_branch
-
-
-def branch_names(paths: ProjectPaths) -> list[str]:
-    """main, then every branch of the project that has a pipeline file (snapshots included)."""
-    from synix_resources.store.artifact_store import ArtifactStore
-
-    store = ArtifactStore(paths.store, read_only=True)
-    try:
-        names = [b.name for b in store.branches()]
-    finally:
-        store.close()
-    return [n for n in names if n == "main" or paths.on_branch(n).pipeline_file.is_file()]
-
-
-def resolve_branch(paths: ProjectPaths, branch: str) -> ProjectPaths:
-    """The branch a read names (a `?branch=` of the HTTP API or the explorer), as the paths to
-    serve: the name checked by `synix_resources.names`, then refused unless this project has
-    that branch."""
-    check_branch(branch)
-    if branch not in branch_names(paths):
-        raise ArtifactNotFound(f"no branch {branch!r} in this project",
-                               hint=f"branches here: {', '.join(branch_names(paths))}")
-    return paths.on_branch(branch)
 
 
 class BranchServices:
@@ -56,7 +33,8 @@ class BranchServices:
         self._lock = threading.Lock()
 
     def names(self) -> list[str]:
-        return branch_names(self.main.paths)
+        """main, then every branch that has a pipeline file (snapshots included)."""
+        return readable_branches(self.main.paths)
 
     def get(self, branch: str) -> "MemoryService":
         """The service reading `branch` (see `resolve_branch`); every HTTP handler asks here."""

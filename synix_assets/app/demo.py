@@ -51,9 +51,9 @@ def rollup_layer(pipeline) -> str | None:
 def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
              notify: Callable[[str, dict], None] | None = None,
              progress: Callable[[str, str, dict], None] | None = None) -> dict:
-    from synix_assets import scaffold
+    from synix_assets.app.init import demo_exports, init_project
+    from synix_assets.app.query import search_view
     from synix_assets.engine.runner import run_build
-    from synix_assets.reports.query import search_view
 
     tell = notify or (lambda step, data: None)
     record: dict = {"root": None, "runs": [], "searches": []}
@@ -79,10 +79,10 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
         return data
 
     with offline_provider() as provider:
-        root = scaffold.init_project(root, exports=scaffold.demo_exports())
+        root = init_project(root, exports=demo_exports())
         paths = ProjectPaths(root)
         record["root"] = str(root)
-        tell("init", {"root": str(root), "exports": [p.name for p in scaffold.demo_exports()],
+        tell("init", {"root": str(root), "exports": [p.name for p in demo_exports()],
                       "provider": provider})
         build("First build: every layer from scratch")
         search(f'Search "{query}"')
@@ -104,10 +104,10 @@ def _context_text(paths: ProjectPaths) -> str:
 
 def branch_flow(paths: ProjectPaths, record: dict, tell, build, search, query: str) -> None:
     """Try topical rollups on a branch beside main, compare, diff, promote."""
-    from synix_assets import scaffold
+    from synix_assets.app.init import template_file
     from synix_assets.engine import branches
 
-    template = scaffold.template_file("topical")
+    template = template_file("topical")
     created = branches.create_branch(paths, "topical", pipeline_file=template)
     topical = paths.on_branch("topical")
     tell("branch", {**created, "template": "topical", "from_file": str(template)})

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from synix_assets.live.home import TenantHome
+from synix_assets.app.tenants import TenantHome
 from synix_resources.errors import ArtifactNotFound, InvalidName, SessionNotFound
 from synix_resources.live.requests import parse_ingest
 from synix_resources.llm.mapreduce import estimate_tokens

@@ -8,7 +8,7 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
     """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
     from synix_assets.engine.dagster_runs import settle_abandoned_runs
     from synix_assets.forget import pending_forget
-    from synix_assets.reports.plan import make_plan
+    from synix_assets.app.plan import make_plan
 
     plan = make_plan(paths, llm_config=llm_config)
     store = paths.open_store()

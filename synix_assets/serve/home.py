@@ -1,14 +1,13 @@
-"""Starting `synix serve --home`: checks, the one-line banner, then the server (live/http.py)."""
+"""Starting `synix serve --home`: the checks, then the server (serve/live_api.py). The CLI prints
+the one-line banner between the two."""
 from __future__ import annotations
 
 import os
 
 
-def serve_home(home_dir, *, host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...],
-               build: bool) -> None:
-    from synix_assets.cli.render import console
-    from synix_assets.live.home import TenantHome
-    from synix_assets.live.http import run_home_server
+def open_home(home_dir, *, host: str, port: int, token: str | None):
+    """Check the address and open the tenants home; returns the `TenantHome` to serve."""
+    from synix_assets.app.tenants import TenantHome
     from synix_assets.web.guard import is_loopback
     from synix_assets.web.serving import check_port_free
     from synix_resources.errors import ServeError
@@ -21,7 +20,10 @@ def serve_home(home_dir, *, host: str, port: int, token: str | None, allowed_hos
     # Each tenant's build uses that tenant's Dagster home (set per build); an inherited
     # DAGSTER_HOME must never receive another memory's partitions or runs.
     os.environ.pop("DAGSTER_HOME", None)
-    names = home.names()
-    console().print(f"Synix tenants of {home.root} ({len(names)}) at [bold]http://{host}:{port}/v1/tenants/…[/] "
-                    f"({'building closed sessions' if build else 'not building'}; Ctrl-C to stop)")
+    return home
+
+
+def serve_home(home, *, host: str, port: int, allowed_hosts: tuple[str, ...], build: bool) -> None:
+    from synix_assets.serve.live_api import run_home_server
+
     run_home_server(home, host=host, port=port, allowed_hosts=allowed_hosts, worker=build)

@@ -53,7 +53,7 @@ class TenantHome:
     def create(self, name: str) -> dict:
         """A new tenant: its project folder, then its registry row and token (printed once). A
         failure removes only the folder this call made."""
-        from synix_assets.scaffold import init_project
+        from synix_assets.app.init import init_project
 
         folder = self.folder(name)
         if self.registry.exists(name):

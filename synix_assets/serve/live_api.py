@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from synix_assets.live.service import TenantServices
+from synix_assets.app.live import TenantServices
 from synix_assets.serve.errors import internal_error_line, json_errors, validation_line
 from synix_resources.errors import (ArtifactNotFound, IdempotencyConflict, LiveInputError, LiveInputTooLarge,
                                     SessionNotFound, StoreError, SynixError, TenantError)

@@ -8,8 +8,8 @@ from synix_assets.dagster_defs.storage import write_dotenv, write_instance_yaml
 from synix_resources.errors import ExportFormatError, SynixError
 from synix_resources.private import private_dir
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
-DEMO_EXPORTS = Path(__file__).resolve().parent / "demo"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
 TEMPLATES = ("monthly", "topical", "live")
 
 DEFINITIONS_PY = '''"""Dagster entry point of this Synix project (used by `dagster dev` and `synix ui`)."""
@@ -82,6 +82,39 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     write_dagster_files(root, force=True)
     (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
     return root
+
+
+def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str] = (),
+                   template: str = "monthly", demo: bool = False, force: bool = False,
+                   store: str | None = None,
+                   dagster_storage: str | None = None) -> tuple[Path, list[Path]]:
+    """`synix init`: check each given export's format first, so a bad one fails naming the file
+    rather than at the first build; add the bundled demo exports when `demo`. Returns the project
+    root and the exports copied into it."""
+    from synix_assets.parsers.detect import detect_format
+
+    sources = [Path(e) for e in exports]
+    for src in sources:
+        if src.is_file():
+            detect_format(src)
+    if demo:
+        sources += demo_exports()
+    root = init_project(directory, exports=sources, template=template, force=force,
+                        store=store, dagster_storage=dagster_storage)
+    return root, sources
+
+
+def describe_project(root: Path, *, template: str, exports: int,
+                     dagster_storage: str | None) -> dict:
+    """What `synix init --json` prints about the new project."""
+    from synix_assets.project import ProjectPaths
+    from synix_resources.store.postgres import display_url
+
+    paths = ProjectPaths(root)
+    return {"project": str(root), "template": template, "exports": exports,
+            "store": display_url(str(paths.store)),
+            "dagster_yaml": str(paths.dagster_home / "dagster.yaml"),
+            "dagster_storage": "postgresql" if dagster_storage else "sqlite"}
 
 
 def write_dagster_files(root: str | Path, *, force: bool = False) -> None:

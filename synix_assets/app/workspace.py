@@ -1,0 +1,46 @@
+"""Where a name a door was given becomes the project and branch it works on: the CLI's
+-p/--project and --branch (and SYNIX_PROJECT / SYNIX_BRANCH), `synix eval --branch`, `synix mcp`
+and `synix ask`, and the `?branch=` of the HTTP API and the explorer all resolve here.
+
+Every name is checked by `synix_resources.names` before any file is touched; a branch must then
+exist in the project.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from synix_assets.project import ProjectPaths, find_project
+from synix_assets.project.branches import branch_names
+from synix_resources.errors import ArtifactNotFound
+from synix_resources.names import check_branch
+
+
+def open_project(project: str | Path | None, branch: str | None) -> ProjectPaths:
+    """The project containing `project` (default: the current folder, searching upwards) on
+    `branch` (default: the project's current branch); a branch that does not exist (e.g.
+    deleted meanwhile) is refused. `branch=''` is a bad name, not "no branch given"."""
+    from synix_assets.engine.branches import check_branch_usable
+
+    if branch is not None:
+        check_branch(branch)
+    paths = find_project(project, branch)
+    check_branch_usable(paths)
+    return paths
+
+
+def readable_branches(paths: ProjectPaths) -> list[str]:
+    """The branches a reader may name: main, then every branch that has its pipeline file,
+    snapshots such as main@previous included. The store is only read."""
+    return branch_names(paths, snapshots=True, read_only=True)
+
+
+def resolve_branch(paths: ProjectPaths, branch: str) -> ProjectPaths:
+    """The branch a read names (a `?branch=` of the HTTP API or the explorer), as the paths to
+    serve: the name checked by `synix_resources.names`, then refused unless this project has
+    that branch (`readable_branches`)."""
+    check_branch(branch)
+    names = readable_branches(paths)
+    if branch not in names:
+        raise ArtifactNotFound(f"no branch {branch!r} in this project",
+                               hint=f"branches here: {', '.join(names)}")
+    return paths.on_branch(branch)
