@@ -61,7 +61,6 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
     ("synix_assets.dagster_defs.assets", "synix_assets.scale.executor"),
     ("synix_assets.dagster_defs.build", "synix_assets.live.sensor"),
     ("synix_assets.dagster_defs.build", "synix_assets.scale.executor"),
-    ("synix_assets.engine.branch_api", "synix_assets.reports.plan"),
     ("synix_assets.engine.branches", "synix_assets.dagster_defs.build"),
     ("synix_assets.engine.branches", "synix_assets.dagster_defs.records"),
     ("synix_assets.engine.branches", "synix_assets.reports.plan"),
@@ -81,7 +80,9 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
     ("synix_assets.engine.runner", "synix_assets.scale.config"),
     ("synix_assets.engine.runner", "synix_assets.scale.launcher"),
     ("synix_assets.live.serve", "synix_assets.cli.render"),
-    ("synix_assets.pipeline.api", "synix_assets.engine.branch_api"),
+    # re-pointed (was engine.branch_api): the branch API moved up to the Python door; step 11
+    # makes pipeline.api an entry module
+    ("synix_assets.pipeline.api", "synix_assets.python_api.branch"),
     ("synix_assets.pipeline.loader", "synix_assets.engine.interrupts"),
 })
 
@@ -95,7 +96,6 @@ KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
         "synix_assets.dagster_defs.jobs",
         "synix_assets.dagster_defs.records",
         "synix_assets.dagster_defs.sensors",
-        "synix_assets.engine.branch_api",
         "synix_assets.engine.branches",
         "synix_assets.engine.context",
         "synix_assets.engine.dagster_runs",
@@ -116,6 +116,7 @@ KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
         "synix_assets.project",
         # step 8: project.py became the package project/ (its __init__ re-exports paths.py)
         "synix_assets.project.paths",
+        "synix_assets.python_api.branch",  # was engine.branch_api (moved, same imports)
         "synix_assets.reports.plan",
         "synix_assets.scale.launcher",
     }),
