@@ -115,7 +115,7 @@ class PipelineBranch:
 
     def run(self, **kwargs: Any):
         """Build the branch (only what differs from what the store already holds)."""
-        from synix_assets.engine.runner import run_build
+        from synix_assets.app.run import run_build
 
         return run_build(self.paths, **kwargs)
 

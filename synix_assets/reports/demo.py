@@ -52,7 +52,7 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
              notify: Callable[[str, dict], None] | None = None,
              progress: Callable[[str, str, dict], None] | None = None) -> dict:
     from synix_assets import scaffold
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
     from synix_assets.reports.query import search_view
 
     tell = notify or (lambda step, data: None)

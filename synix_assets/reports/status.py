@@ -6,7 +6,7 @@ from synix_assets.project import ProjectPaths
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
-    from synix_assets.engine.dagster_runs import settle_abandoned_runs
+    from synix_assets.orchestration.runs import settle_abandoned_runs
     from synix_assets.forget import pending_forget
     from synix_assets.reports.plan import make_plan
 

@@ -14,7 +14,8 @@ import dagster as dg
 from synix_assets.dagster_defs.assets import layer_key
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.engine.ingest import partition_key
-from synix_assets.engine.runner import dagster_instance, run_build
+from synix_assets.app.run import run_build
+from synix_assets.dagster_defs.instance import dagster_instance
 from synix_resources.store.artifact_store import ArtifactStore
 
 UUID = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a"

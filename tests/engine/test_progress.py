@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from synix_assets.engine import progress
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 
 
 def test_build_reports_each_finished_partition_of_llm_layers(demo_project):

@@ -12,7 +12,7 @@ import runpy
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.llm.fake import FakeClient
 from synix_resources.store.artifact_store import ArtifactStore
 

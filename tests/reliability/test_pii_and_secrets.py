@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.errors import BuildFailed
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -180,7 +180,7 @@ def test_search_hits_carry_the_pii_flag_of_their_artifact(tmp_path, claude_expor
     from click.testing import CliRunner
 
     from synix_assets.cli.main import main
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.scaffold import init_project
     from synix_resources.search.index import SearchIndex

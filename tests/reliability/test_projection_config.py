@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.reports.plan import make_plan
 from synix_resources.search.index import SearchIndex
 
