@@ -176,7 +176,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
                 # stores meanwhile to its own runs
                 logs = DEBUG_LOGS if dagster_logs else QUIET_LOGS
                 launch = make_launcher(paths, ctx, scan, instance, logs, report, llm_settings,
-                                       scale, run_build)
+                                       scale, run_build, work)
                 build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify,
                              store, work)
             finally:

@@ -98,9 +98,9 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 
 def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
+    from synix_assets.app.run import INTERRUPTED, RESUME_HINT, run_build
     from synix_assets.cli import render
     from synix_assets.engine import interrupts
-    from synix_assets.app.run import INTERRUPTED, RESUME_HINT, run_build
     from synix_assets.reports.plan import require_exports
     from synix_resources.errors import BuildFailed, BuildInterrupted
 

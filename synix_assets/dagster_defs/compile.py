@@ -26,6 +26,7 @@ from synix_assets.dagster_defs.jobs import BuildFn, build_all_job, layer_jobs
 from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
+from synix_assets.engine.schedule import WorkGraph
 from synix_assets.live.sensor import live_sensors
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.project.branches import branch_names
@@ -93,35 +94,37 @@ def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> l
 
 def compile_defs(project_dir: str | Path, *, build: BuildFn, resources: dict | None = None,
                  sync: bool = True, branches: list[str] | None = None,
-                 building_run: str | None = None) -> dg.Definitions:
+                 building_run: str | None = None, work: WorkGraph | None = None) -> dg.Definitions:
     """`branches`: only these branches' graphs (`synix run --branch` builds one); default every
     branch of the project, side by side. `building_run`: a Synix run of this process storing
-    artifacts meanwhile, which the sync leaves to that run (records.sync_instance)."""
+    artifacts meanwhile, which the sync leaves to that run (records.sync_instance). `work`: that
+    run's work graph (engine/schedule.py), whose results its layer steps record."""
     # Single-run backfills (one run per layer, not per partition) are a Dagster beta parameter;
     # the warning would print at every start of every Dagster process, so it is silenced here.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         defs = _compile_defs(project_dir, build=build, resources=resources, sync=sync,
-                             only=branches, building_run=building_run)
+                             only=branches, building_run=building_run, work=work)
         defs.get_repository_def()  # resolve now: binding resources copies the sensor, which warns too
         return defs
 
 
-def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey]) -> list:
+def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey],
+            work: WorkGraph | None) -> list:
     p, paths, names, versions = graph.pipeline, graph.paths, graph.names, graph.versions
     return [*(spec for spec in source_specs(p, names) if spec.key not in shared_sources),
-            *(layer_asset(p, paths, layer, versions, identity, names) for layer in p.layer_order()),
+            *(layer_asset(p, paths, layer, versions, identity, names, work) for layer in p.layer_order()),
             *(projection_asset(p, paths, name, versions, names) for name in p.projections)]
 
 
-def _compile_defs(project_dir, *, build, resources, sync, only, building_run) -> dg.Definitions:
+def _compile_defs(project_dir, *, build, resources, sync, only, building_run, work) -> dg.Definitions:
     root = Path(project_dir).resolve()
     identity = llm_identity()
     graphs = branch_graphs(root, identity, only)
     assets, jobs, build_jobs, seen_sources = [], [], {}, set()
     for graph in graphs:
-        assets += _assets(graph, identity, seen_sources)
+        assets += _assets(graph, identity, seen_sources, work)
         seen_sources |= {graph.names.source(s) for s in graph.pipeline.sources}
         build_jobs[graph.names.branch] = build_all_job(graph.paths, graph.names, build)
         jobs += [build_jobs[graph.names.branch], *layer_jobs(graph.pipeline, graph.names)]

@@ -18,8 +18,8 @@ import time
 
 import dagster as dg
 
-from synix_assets.pipeline.steps import LIVE_INBOX
 from synix_assets.live.sensor import BATCH_TAG, SENSOR_NAME, live_inboxes, settle
+from synix_assets.pipeline.steps import LIVE_INBOX
 from synix_resources.errors import StoreLockedError, SynixError
 from synix_resources.live.inbox import Inbox
 

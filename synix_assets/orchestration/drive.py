@@ -16,7 +16,8 @@ from synix_assets.engine.projections import projection_stale
 from synix_assets.orchestration.launch import LayerIncomplete, LocalLauncher
 
 
-def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale, build):
+def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, scale, build,
+                  work=None):
     """What launches this build's Dagster runs: in this process, or on the deployment that
     scale.toml names (docs/scale.md)."""
     from synix_assets.dagster_defs.compile import branch_graph, compile_defs, resources_for
@@ -24,9 +25,10 @@ def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, 
 
     # the steps of this build's runs get a resource with the same settings as the build's client
     llm_resource = LLMResource(**llm_settings)
-    # only this branch's graph: its assets and jobs (main's and other branches' stay untouched)
+    # only this branch's graph: its assets and jobs (main's and other branches' stay untouched);
+    # `work`, the build's work graph, reaches only the steps of this build's runs
     defs = compile_defs(paths.root, build=build, resources={**resources_for(paths), "llm": llm_resource},
-                        branches=[paths.branch], building_run=ctx.run_id)
+                        branches=[paths.branch], building_run=ctx.run_id, work=work)
     graph = branch_graph(paths, ctx.llm_identity, None)
     if scale is None:
         return LocalLauncher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)

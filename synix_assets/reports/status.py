@@ -6,8 +6,8 @@ from synix_assets.project import ProjectPaths
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
-    from synix_assets.orchestration.runs import settle_abandoned_runs
     from synix_assets.forget import pending_forget
+    from synix_assets.orchestration.runs import settle_abandoned_runs
     from synix_assets.reports.plan import make_plan
 
     plan = make_plan(paths, llm_config=llm_config)

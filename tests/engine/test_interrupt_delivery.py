@@ -12,7 +12,7 @@ from concurrent.futures import as_completed
 import pytest
 
 from synix_assets.engine import interrupts
-from synix_assets.engine.schedule import _PriorityPool
+from synix_assets.engine.priority import _PriorityPool
 
 
 def test_an_interrupt_swallowed_by_a_weakref_callback_is_delivered_again_without_a_traceback(capfd):

@@ -1,8 +1,8 @@
 """Per-partition progress reaches a listener while a layer builds (the CLI's bars use it)."""
 from __future__ import annotations
 
-from synix_assets.engine import progress
 from synix_assets.app.run import run_build
+from synix_assets.engine import progress
 
 
 def test_build_reports_each_finished_partition_of_llm_layers(demo_project):

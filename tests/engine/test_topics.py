@@ -44,8 +44,8 @@ def test_topic_membership_keeps_episodes_about_the_topic(demo_project, monkeypat
 
 
 def test_auto_topics_build_one_rollup_per_discovered_topic_through_dagster(demo_project, monkeypatch):
-    from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.app.run import run_build
+    from synix_assets.dagster_defs.assets import layer_key
     from synix_assets.dagster_defs.instance import dagster_instance
     from synix_assets.scaffold import switch_template
     from synix_resources.store.artifact_store import ArtifactStore

@@ -10,8 +10,8 @@ import contextlib
 import time
 from pathlib import Path
 
-from synix_assets.engine import schedule
 from synix_assets.app.run import run_build
+from synix_assets.engine import schedule
 from synix_assets.project import ProjectPaths
 from synix_assets.scaffold import demo_exports, init_project
 from synix_resources.store.artifact_store import ArtifactStore
