@@ -80,7 +80,7 @@ root, session_path, llm_config = Path(sys.argv[2]), sys.argv[3], json.loads(sys.
 profiler = Profiler(interval=0.002)
 profiler.start()
 started = time.perf_counter()
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.project import ProjectPaths
 report = run_build(ProjectPaths(root.resolve()), llm_config=llm_config or None)
 seconds = time.perf_counter() - started
@@ -120,7 +120,7 @@ import prototype_fixes
 prototype_fixes.apply()
 from pathlib import Path
 started = time.perf_counter()
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.project import ProjectPaths
 imported = time.perf_counter()
 report = run_build(ProjectPaths(Path(sys.argv[2]).resolve()), llm_config={"concurrency": int(sys.argv[3])})

@@ -31,7 +31,7 @@ import prototype_fixes
 prototype_fixes.apply(sys.argv[3])
 from pathlib import Path
 import dagster as dg
-from synix_assets.engine.runner import dagster_instance
+from synix_assets.dagster_defs.instance import dagster_instance
 from synix_assets.project import ProjectPaths
 root, n = Path(sys.argv[2]), int(sys.argv[4])
 instance = dagster_instance(ProjectPaths(root))

@@ -104,14 +104,14 @@ FIXES["nokeeper"] = _nokeeper
 
 
 def _projstale() -> None:
-    """projstale: `runner._run_projections` asks `projection_stale` for each projection, which
+    """projstale: `drive.run_projections` asks `projection_stale` for each projection, which
     for the search index loads every artifact of every layer, rebuilds every IndexDoc and hashes
     their canonical JSON — then the projection asset does all of it again. Prototype: when the
     runner gets there, some layer changed (the no-op path returned earlier), so launch the
     projections and let the asset decide whether anything changed (it computes the key anyway)."""
-    from synix_assets.engine import runner
+    from synix_assets.orchestration import drive
 
-    runner.projection_stale = lambda ctx, name: True
+    drive.projection_stale = lambda ctx, name: True
 
 
 FIXES["projstale"] = _projstale

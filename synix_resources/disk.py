@@ -26,7 +26,8 @@ _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _SQLITE_FULL = 13
 _SQLITE_IOERR = 10
 _NEARLY_FULL_BYTES = 1 << 20  # below this much free space an I/O error is a full disk
-_DAGSTER_MODULES = ("dagster", "sqlalchemy", "synix_assets.dagster_defs")  # its storage writers
+# its storage writers, and what drives its runs (a launcher frame is where a run's write failed)
+_DAGSTER_MODULES = ("dagster", "sqlalchemy", "synix_assets.dagster_defs", "synix_assets.orchestration")
 FIX = "free disk space and rerun `synix run`; it resumes where it stopped"
 
 

@@ -128,7 +128,7 @@ def _invoke(*args, cwd: Path):
 
 
 def test_lock_timeout_variable_bounds_the_wait_of_branch_and_forget_commands(tmp_path, monkeypatch):
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
     from synix_assets.forget import forget
     from synix_assets.project import find_project
 

@@ -53,7 +53,7 @@ def run_demo(root: str | Path, *, query: str = DEMO_QUERY,
              progress: Callable[[str, str, dict], None] | None = None) -> dict:
     from synix_assets.app.init import demo_exports, init_project
     from synix_assets.app.query import search_view
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
 
     tell = notify or (lambda step, data: None)
     record: dict = {"root": None, "runs": [], "searches": []}

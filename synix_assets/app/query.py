@@ -108,7 +108,7 @@ def artifact_dict(store, ref: str) -> dict:
 def runs_view(paths: ProjectPaths, run_id: str | None = None, limit: int = 20) -> dict:
     if run_id is not None:
         checked_ref(run_id, "run id")
-    from synix_assets.engine.dagster_runs import settle_abandoned_runs
+    from synix_assets.orchestration.runs import settle_abandoned_runs
 
     with open_store(paths) as store:
         settle_abandoned_runs(paths, store)  # a killed build shows as interrupted, not running

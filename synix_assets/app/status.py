@@ -6,9 +6,9 @@ from synix_assets.project import ProjectPaths
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
-    from synix_assets.engine.dagster_runs import settle_abandoned_runs
     from synix_assets.forget import pending_forget
     from synix_assets.app.plan import make_plan
+    from synix_assets.orchestration.runs import settle_abandoned_runs
 
     plan = make_plan(paths, llm_config=llm_config)
     store = paths.open_store()

@@ -83,10 +83,10 @@ def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 
 def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
+    from synix_assets.app.run import INTERRUPTED, RESUME_HINT, run_build
     from synix_assets.cli import render
-    from synix_resources.process import interrupts
-    from synix_assets.engine.runner import INTERRUPTED, RESUME_HINT, run_build
     from synix_assets.app.plan import require_exports
+    from synix_resources.process import interrupts
     from synix_resources.errors import BuildFailed, BuildInterrupted
 
     out = render.console()

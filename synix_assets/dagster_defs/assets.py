@@ -33,9 +33,9 @@ from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_N
                                                  PROJECTIONS_GROUP, QUALIFIER, RUN_ID_TAG,
                                                  SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import build_layer, is_source_merge, plan_layer, settle_failures
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer, settle_failures
 from synix_assets.engine.projections import run_projection
-from synix_assets.engine.schedule import arrivals, plan_for_check, take
+from synix_assets.engine.schedule import WorkGraph
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_resources.llm.resource import LLMResource
 from synix_resources.process.locking import project_lock
@@ -139,7 +139,9 @@ def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
 
 
 def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity: str,
-                names: Names = MAIN_NAMES) -> dg.AssetsDefinition:
+                names: Names = MAIN_NAMES, work: WorkGraph | None = None) -> dg.AssetsDefinition:
+    """`work`: the work graph of the `synix run` that compiled these definitions for itself; a
+    step of one of that build's runs records what the graph built instead of building."""
     step = pipeline.steps[layer]
     part = partitions_for(pipeline, layer, names)
     key = names.layer(layer)
@@ -182,11 +184,12 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         restamp = _recorded_code_version(context.instance, key) not in (None, version)
         # A `synix run` work graph builds the layer meanwhile (engine/schedule.py): each partition
         # it stores is recorded at once, then the step takes the layer's result.
+        graph = work if work is not None and work.builds(ctx.run_id, layer) else None
         streamed = set()
-        for outcome in arrivals(ctx.run_id, layer):
+        for outcome in graph.arrivals(layer) if graph is not None else ():
             streamed.add(outcome.group_key)
             yield from _partitions(ctx, layer, [outcome], prov, key)
-        result = take(ctx.run_id, layer)
+        result = graph.wait(layer) if graph is not None else None
         if result is None:
             if ctx.store.failures():  # a run from the UI or the sensor: as `synix run` does first
                 scan = scan if scan is not None else ctx.reader.scan()
@@ -215,8 +218,10 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             yield check_result(layer, plan_layer(ctx, layer, scan, None, keys),
                                scope=f" (the {len(keys)} partition(s) of this run)")
         else:  # the plan up to this layer, so partitions whose upstream is not built count
-            yield check_result(layer, plan_for_check(ctx, scan if scan is not None else ctx.reader.scan(),
-                                                     layer)[layer])
+            scan = scan if scan is not None else ctx.reader.scan()
+            plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
+                plan_all(ctx, scan, upto=layer)
+            yield check_result(layer, plans[layer])
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
         if result.failed:

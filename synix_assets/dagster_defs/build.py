@@ -1,145 +1,19 @@
-"""Compile a project's pipeline.py into Dagster definitions.
-
-`build_defs(project_dir)` gives, for main and for every branch side by side (graph.Names), one
-asset per layer and projection (each emitting its `synix_up_to_date` check), the named jobs, the
-export folders as observed external assets, one export sensor feeding every branch (running by
-default) and the resources. A project's own `definitions.py` (written by
-`synix init`) calls it with its folder; `synix run` calls it in process. When the process has a
-Dagster home (DAGSTER_HOME, which a project's `.env` sets for every `dagster` command run in it),
-loading the definitions also syncs that instance with the store (records.sync_instance).
-"""
+"""The entry a project's `definitions.py` imports (written by `synix init`, in every project made
+since): `build_defs(project_dir)` compiles the project's definitions (compile.py) with the real
+build behind `synix_build_all`. It imports the application layer, so it sits on the contract's
+top floor (entry points) though it lives in this package: the name must keep resolving for
+projects made by earlier versions."""
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 
-from synix_assets.dagster_defs import storage
-from synix_assets.dagster_defs.assets import layer_asset, projection_asset, source_specs
-from synix_assets.dagster_defs.executor import executor_for, sensor_running
-from synix_assets.dagster_defs.graph import Names, code_versions
-from synix_assets.dagster_defs.jobs import build_all_job, layer_jobs
-from synix_assets.dagster_defs.live_sensor import live_sensors
-from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
-from synix_assets.dagster_defs.sensors import export_sensor
-from synix_assets.engine.llm_identity import llm_identity
-from synix_assets.project import MAIN, ProjectPaths
-from synix_assets.project.branches import branch_names
-from synix_resources.errors import SynixError
-from synix_resources.llm.resource import LLMResource
-from synix_resources.settings import settings
-from synix_resources.store.artifact_store import ArtifactStore
-from synix_resources.store.resource import ArtifactStoreResource
+from synix_assets.app.run import run_build
+from synix_assets.dagster_defs.compile import compile_defs
 
 
-def resources_for(paths: ProjectPaths, identity: str | None = None) -> dict:
-    """The store and LLM resources; the LLM resource names the provider a build will really use
-    (resolved from the environment now), so the UI does not show an empty provider."""
-    provider = (identity or llm_identity()).split(":", 1)[0]
-    return {"store": ArtifactStoreResource(path=str(paths.store)),
-            "llm": LLMResource(cache_path=str(paths.llm_cache), provider=provider)}
-
-
-@dataclass(frozen=True)
-class BranchGraph:
-    """One branch's pipeline as Dagster sees it: its paths, its names and its code versions."""
-
-    paths: ProjectPaths
-    pipeline: object
-    names: Names
-    versions: dict[str, str]
-
-    def asset_keys(self) -> set[dg.AssetKey]:
-        p, n = self.pipeline, self.names
-        return {*(n.source(s) for s in p.sources), *(n.layer(l) for l in p.steps),
-                *(n.layer(x) for x in p.projections)}
-
-
-def _source_spec(src) -> tuple:
-    return (src.format, str(src.path))
-
-
-def branch_graph(paths: ProjectPaths, identity: str, main=None) -> BranchGraph:
-    """The graph of `paths.branch` (`main`: main's pipeline, when already loaded)."""
-    if paths.branch == MAIN:
-        pipeline = main or paths.load_pipeline()
-        return BranchGraph(paths, pipeline, Names(), code_versions(pipeline, identity))
-    pipeline = paths.load_pipeline()
-    main = main or ProjectPaths(paths.root).load_pipeline()
-    own = frozenset(s for s, src in pipeline.sources.items()
-                    if s not in main.sources or _source_spec(main.sources[s]) != _source_spec(src))
-    return BranchGraph(paths, pipeline, Names(paths.branch, own), code_versions(pipeline, identity))
-
-
-def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> list[BranchGraph]:
-    """Main's graph and every other branch's (`only`: just these branches). A branch whose
-    pipeline does not load is left out with a warning, so one broken experiment never hides
-    main's assets; `synix run --branch` on it reports the pipeline error itself."""
-    main_paths = ProjectPaths(root)
-    main = main_paths.load_pipeline()
-    graphs = []
-    for branch in branch_names(main_paths, snapshots=False) if only is None else only:
-        try:
-            graphs.append(branch_graph(main_paths.on_branch(branch), identity, main))
-        except SynixError as exc:
-            warnings.warn(f"branch {branch!r} left out of the Dagster definitions: {exc.one_line()}")
-    return graphs
-
-
-def build_defs(project_dir: str | Path, *, resources: dict | None = None,
-               sync: bool = True, branches: list[str] | None = None,
-               building_run: str | None = None) -> dg.Definitions:
-    """`branches`: only these branches' graphs (`synix run --branch` builds one); default every
-    branch of the project, side by side. `building_run`: a Synix run of this process storing
-    artifacts meanwhile, which the sync leaves to that run (records.sync_instance)."""
-    # Single-run backfills (one run per layer, not per partition) are a Dagster beta parameter;
-    # the warning would print at every start of every Dagster process, so it is silenced here.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        warnings.simplefilter("ignore", dg.PreviewWarning)
-        defs = _build_defs(project_dir, resources=resources, sync=sync, only=branches,
-                           building_run=building_run)
-        defs.get_repository_def()  # resolve now: binding resources copies the sensor, which warns too
-        return defs
-
-
-def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey]) -> list:
-    p, paths, names, versions = graph.pipeline, graph.paths, graph.names, graph.versions
-    return [*(spec for spec in source_specs(p, names) if spec.key not in shared_sources),
-            *(layer_asset(p, paths, layer, versions, identity, names) for layer in p.layer_order()),
-            *(projection_asset(p, paths, name, versions, names) for name in p.projections)]
-
-
-def _build_defs(project_dir, *, resources, sync, only, building_run) -> dg.Definitions:
-    root = Path(project_dir).resolve()
-    identity = llm_identity()
-    graphs = branch_graphs(root, identity, only)
-    assets, jobs, build_jobs, seen_sources = [], [], {}, set()
-    for graph in graphs:
-        assets += _assets(graph, identity, seen_sources)
-        seen_sources |= {graph.names.source(s) for s in graph.pipeline.sources}
-        build_jobs[graph.names.branch] = build_all_job(graph.paths, graph.names)
-        jobs += [build_jobs[graph.names.branch], *layer_jobs(graph.pipeline, graph.names)]
-    keys = set().union(*(g.asset_keys() for g in graphs))
-    main_paths = ProjectPaths(root)
-    # live sessions feed main (a tenant's memory); branches read them through main's store
-    live = [*live_sensors(graphs[0].pipeline, graphs[0].paths, build_jobs[MAIN])] \
-        if graphs and graphs[0].names.is_main else []
-    defs = dg.Definitions(assets=assets, jobs=jobs,
-                          sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None,
-                                                 running=sensor_running(root)), *live],
-                          resources=resources or resources_for(main_paths, identity),
-                          executor=executor_for(root))
-    home = settings().dagster_home
-    if home and Path(home).is_dir():
-        storage.tune(Path(home))  # run workers and the UI write events here too
-        if sync and main_paths.has_store():
-            with dg.DagsterInstance.get() as instance, ArtifactStore(main_paths.store) as store:
-                for graph in graphs:
-                    sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
-                                  graph.versions, graph.names, graph.paths, building_run)
-                if only is None:
-                    wipe_orphans(instance, keys)
-    return defs
+def build_defs(project_dir: str | Path, **options) -> dg.Definitions:
+    """Every branch's definitions (compile.compile_defs's options: resources, sync, branches,
+    building_run), their `synix_build_all` jobs running `synix run`'s build."""
+    return compile_defs(project_dir, build=run_build, **options)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from synix_assets.scale.config import ScaleConfig, load_scale_config
+from synix_assets.project.scale_config import ScaleConfig, load_scale_config
 
 
 def celery_settings(config: ScaleConfig) -> dict:

@@ -2,10 +2,13 @@
 `synix_build_all`, which builds the whole memory exactly as `synix run` does.
 
 Dagster runs only assets that share one partitioning in a single run, so "build everything" is an
-unpartitioned op that calls the runner — the same plan and the same per-layer jobs as `synix run`
-— which launches one run per layer that has work. The export sensor launches this job; from the
-command line it is `dagster job execute -j synix_build_all` (see docs/dagster.md).
+unpartitioned op that calls the build (app/run.py's `run_build`, passed in) — the same plan and
+the same per-layer jobs as `synix run` — which launches one run per layer that has work. The
+export sensor launches this job; from the command line it is
+`dagster job execute -j synix_build_all` (see docs/dagster.md).
 """
+
+from typing import Any, Callable
 
 import dagster as dg
 
@@ -15,6 +18,9 @@ from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, BUILD_ALL, BUILD_M
                                                  LAYER_TAG, PROJECTIONS_JOB, TRIGGER_DAGSTER, TRIGGER_TAG)
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
+
+# run_build's signature: build(paths, *, instance=, llm_config=, run_tags=, ...) -> BuildReport
+BuildFn = Callable[..., Any]
 
 
 def layer_job_name(layer: str, names: Names = MAIN_NAMES) -> str:
@@ -44,17 +50,17 @@ def layer_jobs(pipeline, names: Names = MAIN_NAMES) -> list:
     return jobs
 
 
-def build_all_job(paths, names: Names = MAIN_NAMES) -> dg.JobDefinition:
+def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
+    """`build`: the build itself (app/run.py's `run_build`), passed in by whoever compiles the
+    definitions, so this floor never imports the application layer."""
     @dg.op(name=names.qualify(BUILD_MEMORY_OP), description="Plan with Synix's keys, then build every layer with work "
                                             "and refresh the projections: the same code as `synix run`.")
     def build_memory(context: dg.OpExecutionContext, llm: LLMResource):
-        from synix_assets.engine.runner import run_build
-
         trigger = context.run.tags.get(TRIGGER_TAG, TRIGGER_DAGSTER)
         settings = {k: v for k, v in llm.model_dump().items()
                     if k != "cache_path" and v not in ("", None, 0, 0.0, False)}
         try:
-            report = run_build(paths, instance=context.instance, llm_config=settings,
+            report = build(paths, instance=context.instance, llm_config=settings,
                                run_tags={TRIGGER_TAG: trigger, BRANCH_TAG: names.branch})
         except SynixError as e:
             raise dg.Failure(description=e.one_line()) from None

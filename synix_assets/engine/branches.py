@@ -15,6 +15,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from synix_assets.engine.build_scope import drop_undeclared_layers
 from synix_assets.project import CURRENT_BRANCH_FILE, MAIN, ProjectPaths
 from synix_resources.errors import BranchError
 from synix_resources.fingerprints import sha256_text
@@ -37,17 +38,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
-
-
-def drop_undeclared_layers(store, pipeline) -> int:
-    """A branch points only at layers its pipeline declares (one made with topical rollups does
-    not keep its parent's monthly pointers); the artifacts stay for whoever else uses them."""
-    if store.branch == MAIN:
-        return 0
-    dropped = 0
-    for layer in set(store.layers()) - set(pipeline.steps):
-        dropped += store.retire(layer, list(store.current_index(layer)))
-    return dropped
 
 
 def write_branch_pipeline(paths: ProjectPaths, text: str) -> None:
@@ -367,21 +357,9 @@ def _show_in_dagster(main: ProjectPaths, store) -> None:
     plan` says so. Recording twice (a finish run again) only adds identical events."""
     if not (main.dagster_home / "history").exists():
         return
-    from synix_assets.dagster_defs.build import branch_graph
-    from synix_assets.dagster_defs.records import record_current, register_partitions
-    from synix_assets.engine.llm_identity import llm_identity
-    from synix_assets.engine.runner import dagster_instance
+    from synix_assets.dagster_defs.records import record_promote
 
-    graph = branch_graph(main, llm_identity())
-    before, after = store.pointers(SNAPSHOT), store.pointers(MAIN)
-    moved: dict[str, list[str]] = {}
-    for (layer, group_key), artifact_id in sorted(after.items()):
-        if before.get((layer, group_key)) != artifact_id and layer in graph.pipeline.steps:
-            moved.setdefault(layer, []).append(group_key)
-    with dagster_instance(main) as instance:
-        register_partitions(instance, graph.pipeline, moved, graph.names)
-        record_current(instance, graph.pipeline, store, graph.versions, graph.names, moved,
-                       list(graph.pipeline.projections), "promote")
+    record_promote(main, store, store.pointers(SNAPSHOT), store.pointers(MAIN))
 
 
 def check_branch_usable(paths: ProjectPaths) -> None:

@@ -10,24 +10,24 @@ inputs are stored:
 - the fold item by item, as soon as the rollup at its position and every earlier one exist
   (`fold.build_streaming`), when the fold orders by group key and has nothing to resume from.
 
-LLM calls go through one priority scheduler with the client's concurrency: deeper levels first
-(the fold, then rollups, then transforms), transform calls period by period, so the rollups and
-the fold are never stuck behind the remaining episodes.
+LLM calls go through one priority scheduler with the client's concurrency (engine/priority.py):
+deeper levels first (the fold, then rollups, then transforms), transform calls period by period,
+so the rollups and the fold are never stuck behind the remaining episodes.
 
 Every partition is built by the same engine code as before (`build_layer`, the step modules with a
 key subset), so artifacts are byte-identical; only the order in time changes. Dagster still
-records every layer: the runner launches each layer's run once the graph finished it, and the
-layer's asset step takes the graph's result (`take`) instead of building — while the graph goes
-on with the layers below. A run launched any other way (the UI, the sensor, `dagster asset
-materialize`) finds no graph result and builds as before.
+records every layer: the build launches each layer's run once the graph finished it, and the
+layer's asset step takes the graph's result (`wait`) instead of building — while the graph goes
+on with the layers below. The graph reaches the asset steps only through the definitions that
+build compiled for itself (`compile_defs(..., work=graph)`), and a step uses it only for a run of
+the same Synix run; a run launched any other way (the UI, the sensor, `dagster asset
+materialize`) has no graph and builds as before.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import queue
 import threading
-from concurrent.futures import CancelledError, Future, as_completed
 from typing import Callable
 
 from synix_assets.engine import aggregate, fold
@@ -35,176 +35,11 @@ from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
 from synix_assets.engine.periods import period_of
+from synix_assets.engine.priority import WAIT_S, GraphStopped, _PriorityLLM, _PriorityPool, _wait_for
 from synix_resources.errors import LLMError
 from synix_resources.process import interrupts, progress
 
 log = logging.getLogger("synix.schedule")
-WAIT_S = 0.2  # the main thread wakes this often while it waits, so Ctrl-C is handled at once
-
-def _wait_for(event: threading.Event) -> None:
-    """Wait until `event` is set (a layer's thread sets it in its `finally`), waking every
-    WAIT_S so a signal reaches the main thread's handler at once — or, when a library swallowed
-    the KeyboardInterrupt the handler raised, is seen on the watch and raised here."""
-    while not event.is_set():
-        interrupts.raise_if_received()
-        event.wait(WAIT_S)
-
-
-_graphs: dict[str, "WorkGraph"] = {}  # Synix run id → the graph building it in this process
-_graphs_lock = threading.Lock()
-
-
-def take(run_id: str | None, layer: str) -> LayerResult | None:
-    """What the work graph of this Synix run built for `layer`, waiting for it to finish the
-    layer; None when no graph builds it (then the caller builds the layer as usual). Raises what
-    the graph's build of the layer raised, as building it in place would have."""
-    with _graphs_lock:
-        graph = _graphs.get(run_id or "")
-    if graph is None or layer not in graph.layers:
-        return None
-    return graph.wait(layer)
-
-
-def plan_for_check(ctx, scan, layer: str) -> dict:
-    """The plan up to `layer` for its `synix_up_to_date` check (`plan_all(upto=layer)`). While
-    this Synix run's work graph builds the layers, a layer the graph has finished cannot change
-    before the build ends (the build holds the project lock and builds each layer once), so the
-    plans the checks made of finished layers are kept and each later check plans only what it
-    has not seen: every layer is planned once per build instead of once per descendant's check.
-    Kept per export scan: a check that scanned changed exports plans everything again."""
-    with _graphs_lock:
-        graph = _graphs.get(ctx.run_id or "")
-    if graph is None or layer not in graph.layers:
-        return plan_all(ctx, scan, upto=layer)
-    return graph.plan_for_check(ctx, scan, layer)
-
-
-def arrivals(run_id: str | None, layer: str):
-    """The partitions of `layer` the work graph of this Synix run builds, each as soon as it is
-    stored (transform layers: the many partitions worth recording while the calls go on); nothing
-    when no graph builds the layer."""
-    with _graphs_lock:
-        graph = _graphs.get(run_id or "")
-    if graph is None or layer not in graph.layers:
-        return
-    yield from graph.arrivals(layer)
-
-
-class GraphStopped(Exception):
-    """The graph was stopped (a signal, or a layer that did not finish) before this layer ended."""
-
-
-class _PriorityPool:
-    """`workers` threads running submitted calls, lowest priority tuple first. A call is only
-    started while `halted()` is false: once a signal came (or the graph stopped) the queued calls
-    are cancelled, never sent, even before the main thread gets to `stop()` (Dagster may hold the
-    signal for a while)."""
-
-    def __init__(self, workers: int, halted: Callable[[], bool] = lambda: False):
-        self._queue: queue.PriorityQueue = queue.PriorityQueue()
-        self._seq = itertools.count()
-        self._halted = halted
-        self._lock = threading.Lock()  # a submit and stop's drain never interleave
-        self._closed = False
-        self._threads = [threading.Thread(target=self._work, name=f"synix-graph-llm-{i}", daemon=True)
-                         for i in range(workers)]
-        for t in self._threads:
-            t.start()
-
-    def submit(self, priority: tuple, fn: Callable, *args) -> Future:
-        future: Future = Future()
-        with self._lock:
-            if self._closed:  # after stop no worker is left to run it: cancelled at once
-                _drop(future)
-                return future
-            self._queue.put((priority, next(self._seq), future, fn, args))
-        return future
-
-    def _work(self) -> None:
-        while True:
-            _, _, future, fn, args = self._queue.get()
-            if future is None:
-                return
-            if self._halted():
-                future.cancel()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # handed to whoever waits for this call
-                future.set_exception(exc)
-
-    def stop(self) -> None:
-        """Drop the queued calls (cancelled, never sent); the calls in flight finish."""
-        with self._lock:
-            self._closed = True
-            while True:
-                try:
-                    _, _, future, _, _ = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if future is not None:
-                    _drop(future)
-            for _ in self._threads:
-                self._queue.put(((float("inf"),), next(self._seq), None, None, ()))
-        for t in self._threads:
-            t.join(timeout=60)
-
-
-def _drop(future: Future) -> None:
-    """Cancel a call that was never started. `cancel()` alone does not wake `as_completed`
-    (only `set_running_or_notify_cancel` tells its waiters), which would then wait forever."""
-    future.cancel()
-    future.set_running_or_notify_cancel()
-
-
-class _PriorityLLM:
-    """The build's LLM client, with every call queued on the graph's scheduler at a priority."""
-
-    def __init__(self, client, pool: _PriorityPool, priority: Callable, stopped: Callable[[], bool]):
-        self._client, self._pool, self._priority, self._stopped = client, pool, priority, stopped
-
-    def _check(self) -> None:
-        # After a stop nothing more is stored: an answer that arrives now is in the response
-        # cache, so the next build gets it without paying again.
-        if self._stopped():
-            raise GraphStopped("stopped")
-
-    def __getattr__(self, name):  # provider, model, concurrency, context_window_for, …
-        return getattr(self._client, name)
-
-    def complete(self, request):
-        try:
-            result = self._pool.submit(self._priority(request), self._client.complete, request).result()
-        except CancelledError:  # dropped by a stop or a signal: never sent
-            raise GraphStopped("stopped") from None
-        self._check()
-        return result
-
-    def _complete_or_error(self, request):
-        try:
-            return self._client.complete(request)
-        except LLMError as err:
-            return err
-
-    def complete_many(self, requests, *, batch: bool = False, on_result=None):
-        requests = list(requests)
-        futures = {self._pool.submit(self._priority(r), self._complete_or_error, r): i
-                   for i, r in enumerate(requests)}
-        results: list = [None] * len(requests)
-        try:
-            for future in as_completed(futures):
-                i = futures[future]
-                self._check()
-                if future.cancelled():  # dropped by a stop or a signal: never sent
-                    raise GraphStopped("stopped")
-                results[i] = future.result()
-                if on_result is not None:
-                    on_result(i, results[i])
-        finally:
-            for future in futures:  # stopped half-way: the rest is never sent
-                future.cancel()
-        return results
 
 
 def _group_of(request) -> str:
@@ -239,8 +74,6 @@ class WorkGraph:
     # -- lifecycle (main thread) ----------------------------------------------------------
 
     def start(self) -> "WorkGraph":
-        with _graphs_lock:
-            _graphs[self.ctx.run_id] = self
         for layer in self.layers:
             t = threading.Thread(target=self._drive, args=(layer,), name=f"synix-graph-{layer}", daemon=True)
             self._threads.append(t)
@@ -264,7 +97,18 @@ class WorkGraph:
         return self._done[layer].is_set() and layer not in self._errors \
             and not self._results[layer].failed
 
+    def builds(self, run_id: str | None, layer: str) -> bool:
+        """Whether this graph builds `layer` for the Synix run `run_id`: a Dagster run of another
+        Synix run (the UI, the sensor) compiled from the same definitions builds by itself."""
+        return run_id == self.ctx.run_id and layer in self.layers
+
     def plan_for_check(self, ctx, scan, layer: str) -> dict[str, LayerPlan]:
+        """The plan up to `layer` for its `synix_up_to_date` check (`plan_all(upto=layer)`). A
+        layer the graph has finished cannot change before the build ends (the build holds the
+        project lock and builds each layer once), so the plans the checks made of finished
+        layers are kept and each later check plans only what it has not seen: every layer is
+        planned once per build instead of once per descendant's check. Kept per export scan: a
+        check that scanned changed exports plans everything again."""
         with self._cond:
             if scan.fingerprint != self._checked_scan:
                 self._checked, self._checked_scan = {}, scan.fingerprint
@@ -292,15 +136,13 @@ class WorkGraph:
         self.pool.stop()
         for t in self._threads:
             t.join(timeout=60)
-        with _graphs_lock:
-            _graphs.pop(self.ctx.run_id, None)
 
     # -- per-layer drivers (graph threads) --------------------------------------------------
 
     def _drive(self, layer: str) -> None:
         try:
             self._results[layer] = self._build(layer)
-        except BaseException as exc:  # the runner re-raises it for this layer (LayerIncomplete)
+        except BaseException as exc:  # the build re-raises it for this layer (LayerIncomplete)
             self._errors[layer] = exc
         finally:
             with self._cond:

@@ -2,7 +2,7 @@
 
 `<project>/.synix/eval/<benchmark>/<case>/` is an ordinary Synix project whose `pipeline.py`
 loads the project's pipeline.py and swaps its sources for the case's export (source.py). It is
-built by the normal build (`engine.runner.run_build`): the same Dagster assets, store and
+built by the normal build (`app.run.run_build`): the same Dagster assets, store and
 projections as `synix run`. It shares the project's LLM response cache, so an unchanged
 pipeline re-evaluated costs no calls, and a pipeline that changed only its rollups reuses the
 episodes. Everything else (store, search index, context doc, Dagster home) stays in the scratch
@@ -104,7 +104,7 @@ def scratch_project(project: ProjectPaths, root: Path, exports: Path, *, embeddi
 
 def build(paths: EvalPaths, *, llm_config: dict | None = None, progress=None):
     """The normal build of the scratch project (one road: the runner `synix run` uses)."""
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
 
     # Answers the shared cache already holds are reused: another pipeline's (branch's) episodes,
     # or this pipeline's after the scratch folder was deleted, cost no calls.

@@ -76,7 +76,7 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
 
 def _dagster_graphs(paths: ProjectPaths) -> list:
     """Every branch's Dagster graph (main first): a forgotten conversation leaves all of them."""
-    from synix_assets.dagster_defs.build import branch_graphs
+    from synix_assets.dagster_defs.compile import branch_graphs
     from synix_assets.engine.llm_identity import llm_identity
 
     return branch_graphs(paths.root, llm_identity())

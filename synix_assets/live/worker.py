@@ -29,7 +29,7 @@ MAX_BATCHES = 20  # per drain: bounded, the next drain continues
 
 
 def _resources(paths):
-    from synix_assets.dagster_defs.build import resources_for
+    from synix_assets.dagster_defs.compile import resources_for
     from synix_resources.llm.resource import LLMResource
 
     base = resources_for(paths)
@@ -79,17 +79,19 @@ def has_work(paths, now: float | None = None) -> bool:
 
 def drain(paths, *, max_batches: int = MAX_BATCHES, lock_timeout_s: float = 0.0) -> dict:
     """Close idle sessions and build every due batch of one memory; returns what happened."""
-    from synix_assets.dagster_defs.build import build_defs
+    from synix_assets.app.run import run_build
+    from synix_assets.dagster_defs.compile import compile_defs
+    from synix_assets.dagster_defs.instance import dagster_instance
     from synix_assets.dagster_defs.jobs import BUILD_ALL
     from synix_resources.process.locking import project_lock
-    from synix_assets.engine.runner import QUIET_LOGS, dagster_instance
+    from synix_assets.orchestration.launch import QUIET_LOGS
 
     out: dict = {"memory": str(paths.root), "builds": []}
     try:
         with project_lock(paths.lock, timeout_s=lock_timeout_s):
             instance = dagster_instance(paths)  # this memory's own Dagster home
             _settle_orphans(instance, paths, time.time())
-            defs = build_defs(paths.root, resources=_resources(paths))
+            defs = compile_defs(paths.root, build=run_build, resources=_resources(paths))
             sensor = defs.resolve_sensor_def(SENSOR_NAME)
             job = defs.resolve_job_def(BUILD_ALL)
             for _ in range(max_batches + 1):

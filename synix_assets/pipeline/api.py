@@ -241,8 +241,8 @@ class Pipeline:
 
     def branch(self, name: str, *, from_branch: str | None = None):
         """This pipeline's project on branch `name` (created from main if new): override steps,
-        then plan, run, diff and promote it (synix_assets.engine.branch_api)."""
-        from synix_assets.engine.branch_api import PipelineBranch
+        then plan, run, diff and promote it (synix_assets.python_api.branch)."""
+        from synix_assets.python_api.branch import PipelineBranch
 
         return PipelineBranch(self, name, from_branch=from_branch)
 

@@ -5,8 +5,8 @@ import json
 
 from click.testing import CliRunner
 
+from synix_assets.app.run import run_build
 from synix_assets.cli.main import main
-from synix_assets.engine.runner import run_build
 from synix_resources.store.artifact_store import ArtifactStore
 
 CONV = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a"  # "Rust CLI for dotfile sync", January

@@ -51,8 +51,8 @@ def _one_error_line(proc: subprocess.CompletedProcess, *words: str) -> str:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """A built project `work/mem` with a branch `keep`, and `work/sibling.txt` beside it."""
+    from synix_assets.app.run import run_build
     from synix_assets.engine.branches import create_branch
-    from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import demo_exports, init_project
 

@@ -11,9 +11,10 @@ import time
 
 import dagster as dg
 
+from synix_assets.app.run import run_build
 from synix_assets.dagster_defs.assets import layer_key
 from synix_assets.dagster_defs.build import build_defs
-from synix_assets.engine.runner import dagster_instance, run_build
+from synix_assets.dagster_defs.instance import dagster_instance
 from synix_assets.sources.model import partition_key
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -59,6 +60,38 @@ def test_a_prompt_edit_changes_the_code_version_of_the_layer_and_everything_belo
     assert _version(after, "transcripts") == _version(before, "transcripts")
     for name in ("episodes", "monthly", "core", "memory_index", "synix_context"):
         assert _version(after, name) != _version(before, name), name
+
+
+def test_a_work_graph_compiled_into_the_definitions_serves_only_its_own_synix_runs_steps(demo_project):
+    """The graph is handed to the definitions a build compiles for itself (no process-wide
+    registry): a run of another Synix run over the same definitions builds its layer itself."""
+    from synix_assets.dagster_defs.compile import compile_defs
+    from synix_assets.dagster_defs.vocabulary import RUN_ID_TAG
+
+    class BuildsGraph:  # stands for the work graph of the Synix run "the-build"
+        asked: list = []
+
+        def builds(self, run_id, layer):
+            self.asked.append((run_id, layer))
+            return run_id == "the-build"
+
+        def arrivals(self, *args):
+            raise AssertionError("a step of another Synix run read the build's work graph")
+
+        wait = plan_for_check = arrivals
+
+    graph = BuildsGraph()
+    instance = dagster_instance(demo_project)
+    defs = compile_defs(demo_project.root, build=run_build, work=graph)
+    key = partition_key(UUID)
+    instance.add_dynamic_partitions("conversations", [key])
+    result = dg.materialize(list(defs.assets), selection=[layer_key("transcripts")], partition_key=key,
+                            instance=instance, resources=defs.resources, tags={RUN_ID_TAG: "another-run"})
+    assert result.success
+    assert graph.asked == [("another-run", "transcripts")]
+    with ArtifactStore(demo_project.store) as store:
+        assert store.current("transcripts", key) is not None
+        assert store.get_run("another-run").status == "completed"
 
 
 def test_a_partition_run_records_its_own_metadata_provenance_and_check(demo_project):

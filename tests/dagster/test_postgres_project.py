@@ -12,8 +12,8 @@ import psycopg
 import yaml
 from click.testing import CliRunner
 
+from synix_assets.app.run import run_build
 from synix_assets.cli.main import main
-from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
 from synix_assets.app.init import demo_exports, init_project
 from synix_resources.store.artifact_store import ArtifactStore, PostgresArtifactStore

@@ -9,7 +9,7 @@ import sys
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from synix_assets.engine.runner import dagster_instance
+from synix_assets.dagster_defs.instance import dagster_instance
 
 FULL, NORMAL = 2, 1
 

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 
 QUERY = """{ assetNodes { assetKey { path } groupName description partitionKeys
   assetMaterializations(limit: 1) { partition metadataEntries { label

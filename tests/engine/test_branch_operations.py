@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
+from synix_assets.app.run import run_build
 from synix_assets.engine import branches
-from synix_assets.engine.runner import run_build
 from synix_assets.project import find_project
 from synix_resources.errors import BranchError, PipelineDefinitionError
 
@@ -206,8 +206,8 @@ def test_promoting_a_built_branch_makes_mains_next_run_a_no_op_with_the_branchs_
     # Dagster shows the promoted memory on main's own assets (no build ran to record it)
     import dagster as dg
 
+    from synix_assets.dagster_defs.instance import dagster_instance
     from synix_assets.dagster_defs.records import data_version
-    from synix_assets.engine.runner import dagster_instance
 
     instance = dagster_instance(built)
     event = instance.get_latest_materialization_event(dg.AssetKey(["core"])).asset_materialization

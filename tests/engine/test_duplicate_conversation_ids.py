@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.project import ProjectPaths
 from synix_assets.app.init import init_project
 from synix_resources.store.artifact_store import ArtifactStore

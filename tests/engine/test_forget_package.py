@@ -25,7 +25,7 @@ def _imported_modules(path: Path) -> set[str]:
 
 def test_no_forget_module_imports_the_runner_anywhere_not_even_inside_a_function():
     offenders = {p.name for p in FORGET.glob("*.py")
-                 if any(m.startswith("synix_assets.engine.runner") for m in _imported_modules(p))}
+                 if any(m.startswith("synix_assets.app.run") for m in _imported_modules(p))}
     assert sorted(p.name for p in FORGET.glob("*.py")) == [
         "__init__.py", "core.py", "dagster.py", "files.py", "journal.py", "phases.py", "plan.py",
         "verify.py"]
@@ -34,7 +34,7 @@ def test_no_forget_module_imports_the_runner_anywhere_not_even_inside_a_function
 
 def test_importing_the_forget_operation_does_not_load_the_runner_or_dagster():
     code = ("import sys\nfrom synix_assets.forget import forget, finish_pending_forget\n"
-            "print(sorted(m for m in ('synix_assets.engine.runner', 'dagster') if m in sys.modules))")
+            "print(sorted(m for m in ('synix_assets.app.run', 'dagster') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     assert json.loads(proc.stdout.replace("'", '"')) == []

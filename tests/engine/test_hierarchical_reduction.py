@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from synix_assets.app.run import run_build
 from synix_assets.engine.reduction import parts_layer
-from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
 from synix_assets.app.init import init_project
 from synix_resources.errors import LLMConfigError

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from synix_assets.engine.runner import run_build
 from synix_assets.app.init import switch_template
+from synix_assets.app.run import run_build
 from synix_resources.search.index import SearchIndex
 from synix_resources.store.artifact_store import ArtifactStore
 

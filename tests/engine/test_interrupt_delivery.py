@@ -11,7 +11,7 @@ from concurrent.futures import as_completed
 
 import pytest
 
-from synix_assets.engine.schedule import _PriorityPool
+from synix_assets.engine.priority import _PriorityPool
 from synix_resources.process import interrupts
 
 

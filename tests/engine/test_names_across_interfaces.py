@@ -64,7 +64,7 @@ def _cli_refused(result, *phrases: str) -> bool:
 def project(tmp_path_factory):
     """A small built project, its memory API and its MCP server."""
     from synix_assets.app.memory import MemoryService
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import demo_exports, init_project
     from synix_assets.serve.app import create_app

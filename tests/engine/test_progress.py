@@ -1,7 +1,7 @@
 """Per-partition progress reaches a listener while a layer builds (the CLI's bars use it)."""
 from __future__ import annotations
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.process import progress
 
 

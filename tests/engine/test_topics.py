@@ -28,8 +28,8 @@ def test_auto_topics_of_an_empty_corpus_is_empty():
 
 
 def test_topic_membership_keeps_episodes_about_the_topic(demo_project, monkeypatch):
-    from synix_assets.engine.runner import run_build
     from synix_assets.app.init import switch_template
+    from synix_assets.app.run import run_build
     from synix_resources.store.artifact_store import ArtifactStore
 
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")  # episodes made of real sentences
@@ -44,9 +44,10 @@ def test_topic_membership_keeps_episodes_about_the_topic(demo_project, monkeypat
 
 
 def test_auto_topics_build_one_rollup_per_discovered_topic_through_dagster(demo_project, monkeypatch):
+    from synix_assets.app.run import run_build
     from synix_assets.dagster_defs.assets import layer_key
-    from synix_assets.engine.runner import dagster_instance, run_build
     from synix_assets.app.init import switch_template
+    from synix_assets.dagster_defs.instance import dagster_instance
     from synix_resources.store.artifact_store import ArtifactStore
 
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")

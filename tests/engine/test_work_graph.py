@@ -10,8 +10,8 @@ import contextlib
 import time
 from pathlib import Path
 
+from synix_assets.app.run import run_build
 from synix_assets.engine import schedule
-from synix_assets.engine.runner import run_build
 from synix_assets.project import ProjectPaths
 from synix_assets.app.init import demo_exports, init_project
 from synix_resources.store.artifact_store import ArtifactStore
@@ -178,11 +178,11 @@ def test_the_graph_starts_before_dagster_loads_and_only_the_layer_runs_record_it
         demo_project, monkeypatch):
     import dagster as dg
 
+    from synix_assets.dagster_defs import instance as dagster_instance_module
     from synix_assets.dagster_defs.graph import MAIN_NAMES
-    from synix_assets.engine import runner
 
     order = []
-    real_start, real_instance = schedule.WorkGraph.start, runner.dagster_instance
+    real_start, real_instance = schedule.WorkGraph.start, dagster_instance_module.dagster_instance
 
     def start(self):
         order.append("graph")
@@ -193,7 +193,7 @@ def test_the_graph_starts_before_dagster_loads_and_only_the_layer_runs_record_it
         return real_instance(paths)
 
     monkeypatch.setattr(schedule.WorkGraph, "start", start)
-    monkeypatch.setattr(runner, "dagster_instance", instance)
+    monkeypatch.setattr(dagster_instance_module, "dagster_instance", instance)
     report = run_build(demo_project)
     assert order == ["graph", "dagster"]
     built = report.to_json()["layers"]

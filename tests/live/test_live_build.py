@@ -10,8 +10,8 @@ import pytest
 from live_helpers import post
 
 from synix_assets.dagster_defs.build import build_defs
+from synix_assets.dagster_defs.instance import dagster_instance
 from synix_assets.dagster_defs.live_sensor import BATCH_TAG, SENSOR_NAME
-from synix_assets.engine.runner import dagster_instance
 from synix_assets.live.worker import drain
 from synix_assets.pipeline.api import Pipeline
 

@@ -12,7 +12,7 @@ import runpy
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.llm.fake import FakeClient
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -20,8 +20,8 @@ KINDS = ("ep", "mo", "tp", "fo")  # transform, aggregate by month, aggregate by 
 FORMS = ("builtin", "fn", "versioned", "template", "system")
 
 PIPELINE = '''
-from synix_assets.pipeline.api import Pipeline
 from synix_assets.pipeline import builtin_prompts as prompts
+from synix_assets.pipeline.api import Pipeline
 from synix_assets.pipeline.prompts import prompt, template
 
 pipeline = Pipeline("forms", agent="me")

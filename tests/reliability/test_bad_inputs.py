@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.parsers.detect import parse_file
 from synix_resources.errors import ExportFormatError, PipelineDefinitionError
 from synix_resources.llm.fake import FakeClient

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.parsers.detect import parse_file
 from synix_resources.store.artifact_store import ArtifactStore
 

@@ -205,7 +205,7 @@ WRITERS = {"store": "synix.db", "search index": "search.db", "llm cache": "llm_c
 @pytest.mark.parametrize("mechanism", ["tmpfs", "fsize"])
 def test_every_writer_names_its_file_when_the_disk_is_full(tmp_path, small_project, mechanism,
                                                            integrity, current_counts):
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
 
     with small_disk(tmp_path / "disk", 16_384, mechanism) as (_grow, _cap):
         paths = small_project(2, name="disk/mem")

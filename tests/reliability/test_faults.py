@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.errors import BuildFailed, StoreError
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -23,7 +23,7 @@ N_KILL = 12  # conversations in the kill test
 
 def _build_script(root, llm_config: dict | None = None) -> str:
     return textwrap.dedent(f"""
-        from synix_assets.engine.runner import run_build
+        from synix_assets.app.run import run_build
         from synix_assets.project import ProjectPaths
         r = run_build(ProjectPaths(__import__("pathlib").Path({str(root)!r})),
                       llm_config={llm_config!r})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.store.artifact_store import ArtifactStore
 
 

@@ -7,8 +7,8 @@ import os
 
 from click.testing import CliRunner
 
+from synix_assets.app.run import run_build
 from synix_assets.cli.main import main
-from synix_assets.engine.runner import run_build
 from synix_assets.forget import forget
 from synix_resources.store.artifact_store import ArtifactStore
 

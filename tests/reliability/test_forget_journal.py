@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from synix_assets.app.run import run_build
 from synix_assets.cli.main import main
-from synix_assets.engine.runner import run_build
 from synix_assets.forget import PHASES, forget, pending_forget
 from synix_assets.forget import core as forget_core
 from synix_assets.forget import phases as forget_phases

@@ -11,8 +11,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from synix_assets.app.run import run_build
 from synix_assets.cli.main import main
-from synix_assets.engine.runner import run_build
 from synix_assets.forget import forget, pending_forget
 
 MARKER = "Zqxjarvelmonk"

@@ -61,7 +61,7 @@ def _wait_until(proc, condition, what: str, limit_s: float = 180) -> None:
 
 def _dagster_runs(paths, with_outcome: bool = False):
     """(status name, synix run id, steps it started[, synix/outcome tag]) of every Dagster run."""
-    from synix_assets.engine.runner import dagster_instance
+    from synix_assets.dagster_defs.instance import dagster_instance
 
     instance = dagster_instance(paths)
     return [(r.status.name, r.tags.get("synix/run_id"),

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from synix_assets.engine.runner import dagster_instance, run_build
+from synix_assets.app.run import run_build
+from synix_assets.dagster_defs.instance import dagster_instance
 from synix_resources.errors import BuildFailed
 from synix_resources.store.artifact_store import ArtifactStore
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_resources.errors import BuildFailed
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -179,8 +179,8 @@ def test_sqlcipher_encrypts_an_exported_store(tmp_path):
 def test_search_hits_carry_the_pii_flag_of_their_artifact(tmp_path, claude_export, conversation):
     from click.testing import CliRunner
 
+    from synix_assets.app.run import run_build
     from synix_assets.cli.main import main
-    from synix_assets.engine.runner import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import init_project
     from synix_resources.search.index import SearchIndex

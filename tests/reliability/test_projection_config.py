@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from synix_assets.engine.runner import run_build
 from synix_assets.app.plan import make_plan
+from synix_assets.app.run import run_build
 from synix_resources.search.index import SearchIndex
 
 INDEX_LINE = 'pipeline.search_index("memory-index", from_=["episodes", "monthly", "core"])'

@@ -15,14 +15,14 @@ import time
 import dagster as dg
 
 from synix_assets.dagster_defs.build import build_defs
-from synix_assets.engine.runner import dagster_instance
+from synix_assets.dagster_defs.instance import dagster_instance
 from synix_resources.store.artifact_store import ArtifactStore
 
 SENSOR_RUN = textwrap.dedent("""
     import sys, json
     import dagster as dg
     from synix_assets.dagster_defs.build import build_defs
-    from synix_assets.engine.runner import dagster_instance
+    from synix_assets.dagster_defs.instance import dagster_instance
     from synix_assets.project import ProjectPaths
     from pathlib import Path
     paths = ProjectPaths(Path(sys.argv[1]))

@@ -8,9 +8,9 @@ import pytest
 from synix_assets.cli.main import main as cli
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.graph import layer_key
-from synix_assets.engine.runner import range_tags
-from synix_assets.scale.config import load_scale_config
-from synix_assets.scale.launcher import chunks
+from synix_assets.orchestration.launch import range_tags
+from synix_assets.orchestration.remote import chunks
+from synix_assets.project.scale_config import load_scale_config
 from synix_assets.scale.worker import write_celery_config
 from synix_resources.errors import PipelineDefinitionError
 

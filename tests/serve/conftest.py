@@ -31,7 +31,7 @@ def _hostile_export(path: Path) -> Path:
 @pytest.fixture(scope="session")
 def served_project(tmp_path_factory):
     """A built project: the bundled demo exports plus one export whose text is HTML/script."""
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import demo_exports, init_project
 

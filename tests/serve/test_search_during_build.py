@@ -24,7 +24,7 @@ PATHS = ("/v1/search?q=marathon&limit=5", "/v1/search?q=training+plan&evidence=t
 @pytest.fixture
 def own_project(tmp_path):
     """A built demo project of this test's own: the writer changes its index."""
-    from synix_assets.engine.runner import run_build
+    from synix_assets.app.run import run_build
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import demo_exports, init_project
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from synix_assets.app.memory import MemoryService
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.project import ProjectPaths
 from synix_assets.app.init import demo_exports, init_project
 from synix_resources.errors import StoreError

@@ -15,7 +15,7 @@ import pytest
 from serve_helpers import free_port, request, wait_until_serving
 from websockets.asyncio.client import connect
 
-from synix_assets.engine.runner import run_build
+from synix_assets.app.run import run_build
 from synix_assets.web.process_tree import alive, descendants
 
 pytestmark = pytest.mark.slow

@@ -195,7 +195,7 @@ def code_version_inputs(root: Path, identity: str) -> dict[str, dict]:
     """Per asset key, what dagster_defs.graph.code_versions hashes into its code version: a
     layer's step version inputs (Pipeline.version_inputs; merges without the LLM identity) or a
     projection's declaration, then the code versions of the layers it reads (`upstream`)."""
-    from synix_assets.dagster_defs.build import branch_graphs
+    from synix_assets.dagster_defs.compile import branch_graphs
 
     out = {}
     for graph in branch_graphs(root, identity):

@@ -18,6 +18,8 @@ from synix_assets.pipeline.prompts import TemplateFile
 from synix_assets.project import MAIN, ProjectPaths
 from synix_resources.errors import PipelineDefinitionError
 
+# Byte-identical to what earlier versions wrote (they named the module by its old path): an
+# existing branch file is searched for it before a header is appended.
 OVERRIDE_HEADER = "# --- overrides written by the Python branch API (synix_assets.engine.branch_api) ---"
 _NOT_IMPORTABLE = {"__main__", "__synix_pipeline__", "builtins"}
 
@@ -113,7 +115,7 @@ class PipelineBranch:
 
     def run(self, **kwargs: Any):
         """Build the branch (only what differs from what the store already holds)."""
-        from synix_assets.engine.runner import run_build
+        from synix_assets.app.run import run_build
 
         return run_build(self.paths, **kwargs)
 

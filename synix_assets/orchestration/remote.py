@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from synix_assets.dagster_defs.jobs import layer_job_name
 from synix_assets.dagster_defs.vocabulary import DISTRIBUTED_TAG, FULL_LAYER_TAG, LAYER_TAG, STATUS_KEY
-from synix_assets.engine.runner import LayerIncomplete, _Launcher, range_tags
+from synix_assets.orchestration.launch import LayerIncomplete, LocalLauncher, range_tags
 from synix_resources.errors import ScaleDeploymentError
 from synix_resources.process import interrupts
 
@@ -54,7 +54,7 @@ def chunks(positions: list[int], size: int) -> list[list[int]]:
     return [ordered[i:i + size] for i in range(0, len(ordered), size)]
 
 
-class RemoteLauncher(_Launcher):
+class RemoteLauncher(LocalLauncher):
     """Launches the layer runs of one Synix run on the deployment named by scale.toml."""
 
     def __init__(self, config, *args):

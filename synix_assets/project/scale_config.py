@@ -14,7 +14,7 @@
 
 Without the file a project builds on one machine, as always. With it, the definitions use the
 Celery executor and multi-run backfills, and `synix run` launches its layer runs through the
-deployment's run queue instead of in its own process (`launcher.py`).
+deployment's run queue instead of in its own process (`orchestration/remote.py`).
 """
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def settle_abandoned_runs(paths, store) -> list[str]:
         pid = (run.owner or {}).get("pid")
         store.finish_run(run.run_id, "interrupted", {"error": KILLED.format(pid=pid)})
     if abandoned:
-        from synix_assets.engine.runner import dagster_instance
+        from synix_assets.dagster_defs.instance import dagster_instance
 
         with dagster_instance(paths) as instance:
             for run in abandoned:
