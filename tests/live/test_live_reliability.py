@@ -5,6 +5,7 @@ backoff and build when the model returns)."""
 from __future__ import annotations
 
 import sqlite3
+import http.client
 import threading
 import time
 
@@ -41,7 +42,7 @@ class Client(threading.Thread):
         try:
             status, answer = call(port, "POST", path, self.token, body,
                                   headers={"Idempotency-Key": key} if key else None, timeout=20)
-        except OSError:
+        except (OSError, http.client.HTTPException):  # killed mid-answer (IncompleteRead): owed
             return False
         assert status == 200, answer
         if key:
