@@ -4,8 +4,8 @@ built twice) and the model down during closes (ingest and brief keep working, se
 backoff and build when the model returns)."""
 from __future__ import annotations
 
-import sqlite3
 import http.client
+import sqlite3
 import threading
 import time
 
