@@ -1,4 +1,5 @@
-"""Load a user's pipeline.py into a validated Pipeline."""
+"""Load a user's pipeline.py into a validated pipeline (a PipelineSpec; the file's own
+`Pipeline`, synix_assets.pipeline.api, is one)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,12 +10,12 @@ import threading
 import traceback
 from pathlib import Path
 
-from synix_assets.pipeline.api import Pipeline
+from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
 from synix_resources.process import interrupts
 
 
-def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pipeline:
+def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> PipelineSpec:
     """Run the file and return its module-level `pipeline`; relative paths resolve next to it,
     or against `base_dir` (a branch's pipeline file lives under .synix/ but reads the
     project's exports)."""
@@ -50,7 +51,7 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
             f"{path}:{frame}: {type(exc).__name__}: {exc}",
             hint="fix the pipeline file and run again") from exc
     pipeline = namespace.get("pipeline")
-    if not isinstance(pipeline, Pipeline):
+    if not isinstance(pipeline, PipelineSpec):
         raise PipelineDefinitionError(
             f"{path} defines no `pipeline = Pipeline(...)` at module level",
             hint="see `synix init` for a working example")

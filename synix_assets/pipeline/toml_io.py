@@ -85,19 +85,19 @@ def _resolve_prompt(ref: str, namespace: dict[str, Any], base_dir: Path | None) 
     return obj
 
 
-def pipeline_from_toml(text: str, *, base_dir=None, namespace=None):
-    from synix_assets.pipeline.api import Pipeline
-
+def pipeline_from_toml(text: str, *, cls: type, base_dir=None, namespace=None):
+    """A validated pipeline of class `cls` (the caller's: PipelineSpec, or the Pipeline that can
+    branch), so this module needs neither."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PipelineDefinitionError(f"pipeline TOML is invalid: {exc}") from None
     namespace = namespace or {}
     head = doc.get("pipeline", {})
-    p = Pipeline(head.get("name", "pipeline"), agent=head.get("agent", ""),
-                 description=head.get("description", ""), model=head.get("model"),
-                 temperature=head.get("temperature", 0.3), max_tokens=head.get("max_tokens", 1024),
-                 base_dir=base_dir)
+    p = cls(head.get("name", "pipeline"), agent=head.get("agent", ""),
+            description=head.get("description", ""), model=head.get("model"),
+            temperature=head.get("temperature", 0.3), max_tokens=head.get("max_tokens", 1024),
+            base_dir=base_dir)
     for s in doc.get("sources", []):
         if s.get("kind", "exports") == "live":
             p.source(s["name"], path=s["path"], kind="live")

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 from synix_resources.errors import PipelineDefinitionError
 
 if TYPE_CHECKING:
-    from synix_assets.pipeline.api import Pipeline
+    from synix_assets.pipeline.spec import PipelineSpec
 
 
-def validate(p: "Pipeline") -> None:
+def validate(p: "PipelineSpec") -> None:
     if not p.sources:
         raise PipelineDefinitionError(f"pipeline '{p.name}' declares no source",
                                       hint='add pipeline.source("exports", path="exports")')
@@ -55,7 +55,7 @@ def validate(p: "Pipeline") -> None:
                     hint=f"layers: {', '.join(p.steps)}")
 
 
-def topological_order(p: "Pipeline") -> list[str]:
+def topological_order(p: "PipelineSpec") -> list[str]:
     order: list[str] = []
     state: dict[str, int] = {}
 

@@ -203,7 +203,7 @@ def test_a_layer_name_is_accepted_or_refused_alike_by_python_toml_http_and_mcp(p
     pipeline.merge("transcripts", from_=["exports"])
     assert refused(pipeline.merge, name, from_=["transcripts"]) == expected
     text = pipeline_to_toml(pipeline).replace('"transcripts"', json.dumps(name))
-    assert refused(pipeline_from_toml, text) == expected
+    assert refused(pipeline_from_toml, text, cls=Pipeline) == expected
     if name and "/" not in name:  # '' or a slash is no single path segment
         answer = project["http"].get(f"/v1/layers/{segment(name)}")
         assert (answer.status_code == 400 and "layer name" in answer.json()["error"]) == expected, answer.text
@@ -226,4 +226,4 @@ def test_a_project_name_is_accepted_or_refused_alike_by_python_and_toml(name):
     good = Pipeline("p")
     good.source("exports", path="exports")
     text = pipeline_to_toml(good).replace('name = "p"', f"name = {json.dumps(name)}", 1)
-    assert refused(pipeline_from_toml, text) == expected
+    assert refused(pipeline_from_toml, text, cls=Pipeline) == expected

@@ -1,0 +1,268 @@
+"""The pipeline a user's `pipeline.py` declares, as data (`PipelineSpec`; the `Pipeline` that
+file imports from synix_assets.pipeline.api is this class plus `.branch()`).
+
+    pipeline = Pipeline("personal-memory", agent="sam")
+    pipeline.source("exports", path="exports")
+    pipeline.merge("transcripts", from_=["exports"])
+    pipeline.transform("episodes", from_="transcripts", prompt=episode_summary)
+    pipeline.aggregate("monthly", from_="episodes", period="month", prompt=monthly_rollup)
+    pipeline.fold("core", from_="monthly", prompt=core_memory)
+    pipeline.search_index("memory-index", from_=["episodes", "monthly", "core"])
+    pipeline.context_doc("context", from_="core", path="context.md", budget_tokens=4000)
+
+Relative paths resolve against `base_dir` (the folder of the pipeline file), never the
+current working directory.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from synix_assets.pipeline import validation
+from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
+from synix_assets.pipeline.steps import (FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, ContextDocProjection,
+                                         Projection, SearchIndexProjection, Source, Step)
+from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
+from synix_resources.errors import PipelineDefinitionError
+from synix_resources.fingerprints import step_version
+from synix_resources.names import check_layer, check_project
+
+
+class PipelineSpec:
+    def __init__(self, name: str, *, agent: str = "", description: str = "",
+                 model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,
+                 base_dir: str | Path | None = None):
+        self.name = check_project(name)
+        self.agent = agent
+        self.description = description
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.base_dir = Path(base_dir).resolve() if base_dir else None
+        self.sources: dict[str, Source] = {}
+        self.steps: dict[str, Step] = {}
+        self.projections: dict[str, Projection] = {}
+
+    # ---- declarations -------------------------------------------------------------------
+    def source(self, name: str, *, path: str | Path | None = None, format: str = "auto",
+               kind: str = "exports") -> Source:
+        """`kind="exports"`: the export files in `path`; `kind="live"`: the closed sessions of
+        the project's live inbox (`path` defaults to .synix/live/inbox.db; docs/live.md)."""
+        self._check_new_name(name)
+        if kind not in SOURCE_KINDS:
+            raise PipelineDefinitionError(f"source '{name}': unknown kind {kind!r}",
+                                          hint=f"use one of {', '.join(SOURCE_KINDS)}")
+        if kind == "live":
+            src = Source(name, Path(path or LIVE_INBOX).expanduser(), "live", "live")
+            self.sources[name] = src
+            return src
+        if path is None:
+            raise PipelineDefinitionError(f"source '{name}': no path",
+                                          hint='give the export folder, e.g. path="exports"')
+        if format not in FORMATS:
+            raise PipelineDefinitionError(
+                f"source '{name}': unknown format {format!r}", hint=f"use one of {', '.join(FORMATS)}")
+        src = Source(name, Path(path).expanduser(), format)
+        self.sources[name] = src
+        return src
+
+    def merge(self, name: str, *, from_: Sequence[str], dedupe: str = "metadata_match",
+              fields: Sequence[str] = ("conversation_id",), conflict: str = "prefer_latest",
+              pii: str | None = None, description: str = "") -> Step:
+        if isinstance(from_, str):
+            raise PipelineDefinitionError(
+                f"step '{name}' (merge): from_ must be a list of sources or layers",
+                hint=f'write from_=["{from_}"]')
+        if dedupe not in ("content", "metadata_match"):
+            raise PipelineDefinitionError(f"step '{name}' (merge): unknown dedupe {dedupe!r}",
+                                          hint='use "content" or "metadata_match"')
+        if conflict not in ("prefer_latest", "prefer_first", "keep_all"):
+            raise PipelineDefinitionError(f"step '{name}' (merge): unknown conflict {conflict!r}",
+                                          hint='use "prefer_latest", "prefer_first" or "keep_all"')
+        config = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict, "pii": _pii(name, pii)}
+        return self._add(Step(name, "merge", tuple(from_), description=description, config=config))
+
+    def transform(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+                  model: str | None = None, temperature: float | None = None,
+                  max_tokens: int | None = None, system: str | None = None,
+                  pii: str | None = None, description: str = "") -> Step:
+        return self._add(Step(name, "transform", _single(name, "transform", from_), prompt, model,
+                              temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
+
+    def aggregate(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+                  period: str | None = None, topics: Sequence[str] | str | None = None,
+                  topic_limit: int = 12, model: str | None = None,
+                  temperature: float | None = None, max_tokens: int | None = None,
+                  system: str | None = None, pii: str | None = None, description: str = "") -> Step:
+        if (period is None) == (topics is None):
+            raise PipelineDefinitionError(
+                f"step '{name}' (aggregate): give exactly one of period= or topics=",
+                hint='e.g. period="month" or topics=["career", "health"]')
+        if period is not None and period not in PERIODS:
+            raise PipelineDefinitionError(f"step '{name}' (aggregate): unknown period {period!r}",
+                                          hint=f"use one of {', '.join(PERIODS)}")
+        if isinstance(topics, str) and topics != "auto":
+            raise PipelineDefinitionError(f"step '{name}' (aggregate): topics must be a list or \"auto\"",
+                                          hint=f'write topics=["{topics}"]')
+        if topics is not None and not isinstance(topics, str) and not list(topics):
+            raise PipelineDefinitionError(f"step '{name}' (aggregate): topics list is empty",
+                                          hint='name at least one topic or use topics="auto"')
+        config = {"period": period, "topics": topics if isinstance(topics, str) or topics is None
+                  else list(topics), "topic_limit": topic_limit, "pii": _pii(name, pii)}
+        return self._add(Step(name, "aggregate", _single(name, "aggregate", from_), prompt, model,
+                              temperature, max_tokens, system, description, config))
+
+    def fold(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+             order_key: str = "group_key", checkpoint_every: int = 6, max_state_tokens: int = 8000,
+             model: str | None = None, temperature: float | None = None,
+             max_tokens: int | None = None, system: str | None = None,
+             pii: str | None = None, description: str = "") -> Step:
+        if checkpoint_every < 1:
+            raise PipelineDefinitionError(f"step '{name}' (fold): checkpoint_every must be ≥ 1")
+        if max_state_tokens < 100:
+            raise PipelineDefinitionError(f"step '{name}' (fold): max_state_tokens must be ≥ 100")
+        config = {"order_key": order_key, "checkpoint_every": checkpoint_every,
+                  "max_state_tokens": max_state_tokens, "pii": _pii(name, pii)}
+        return self._add(Step(name, "fold", _single(name, "fold", from_), prompt, model,
+                              temperature, max_tokens, system, description, config))
+
+    def search_index(self, name: str, *, from_: Sequence[str],
+                     embeddings: bool = False) -> SearchIndexProjection:
+        """`embeddings=True` also computes vectors for semantic/hybrid search (needs the
+        `synix[embeddings]` extra; without it search falls back to full text with a notice)."""
+        self._check_new_name(name)
+        layers = (from_,) if isinstance(from_, str) else tuple(from_)
+        proj = SearchIndexProjection(name, layers, embeddings)
+        self.projections[name] = proj
+        return proj
+
+    def context_doc(self, name: str, *, from_: str, path: str | Path = "context.md",
+                    budget_tokens: int = 4000) -> ContextDocProjection:
+        self._check_new_name(name)
+        if not isinstance(from_, str):
+            raise PipelineDefinitionError(f"projection '{name}' (context_doc): from_ must name one layer")
+        if budget_tokens < 50:
+            raise PipelineDefinitionError(f"projection '{name}' (context_doc): budget_tokens must be ≥ 50")
+        proj = ContextDocProjection(name, from_, Path(path), budget_tokens)
+        self.projections[name] = proj
+        return proj
+
+    # ---- derived views ------------------------------------------------------------------
+    def validate(self) -> "PipelineSpec":
+        for step in self.steps.values():  # template("x.txt") called where no file name was known
+            if isinstance(step.prompt, TemplateFile) and not step.prompt.path.is_absolute() \
+                    and self.base_dir is not None:
+                step.prompt = TemplateFile(self.resolve(step.prompt.path))
+        validation.validate(self)
+        return self
+
+    def resolve(self, path: Path) -> Path:
+        if path.is_absolute() or self.base_dir is None:
+            return path
+        return (self.base_dir / path).resolve()
+
+    def layer_order(self) -> list[str]:
+        return validation.topological_order(self)
+
+    def level(self, layer: str) -> int:
+        step = self.steps[layer]
+        if step.kind == "merge":
+            ups = [self.level(u) for u in step.from_ if u in self.steps]
+            return max(ups) if ups else 0
+        return self.level(step.upstream) + 1
+
+    def partitioning(self, layer: str) -> str:
+        """'conversation', 'period', 'topic' or 'single': how a layer's artifacts are grouped."""
+        step = self.steps[layer]
+        if step.kind == "merge":
+            ups = [self.partitioning(u) for u in step.from_ if u in self.steps]
+            return ups[0] if ups else "conversation"
+        if step.kind == "transform":
+            return self.partitioning(step.upstream)
+        if step.kind == "aggregate":
+            return "period" if step.config["period"] else "topic"
+        return "single"
+
+    def downstream(self, layer: str) -> list[str]:
+        out = [s.name for s in self.steps.values() if layer in s.from_]
+        for name in list(out):
+            out.extend(x for x in self.downstream(name) if x not in out)
+        return out
+
+    def upstream(self, layer: str) -> set[str]:
+        """Every layer `layer` reads from, directly or through other layers."""
+        out: set[str] = set()
+        stack = [layer]
+        while stack:
+            for up in self.steps[stack.pop()].from_:
+                if up in self.steps and up not in out:
+                    out.add(up)
+                    stack.append(up)
+        return out
+
+    def llm_settings(self, step: Step) -> dict[str, Any]:
+        return {"model": step.model or self.model,
+                "temperature": self.temperature if step.temperature is None else step.temperature,
+                "max_tokens": step.max_tokens or self.max_tokens, "system": step.system}
+
+    def version_inputs(self, layer: str, llm_identity: str = "") -> dict[str, Any]:
+        """What a step's version is hashed from: its type, prompt identity, model settings (+
+        provider) and config (+ the layers it reads). Pure; the asset-graph snapshot records it."""
+        step = self.steps[layer]
+        settings = dict(self.llm_settings(step), provider=llm_identity)
+        config = {k: v for k, v in step.config.items()}
+        config["from"] = list(step.from_)
+        return {"type": step.kind, "prompt": prompt_identity(step.prompt), "model": settings,
+                "config": config}
+
+    def version(self, layer: str, llm_identity: str = "") -> str:
+        """Step version: the hash of `version_inputs`."""
+        inputs = self.version_inputs(layer, llm_identity)
+        return step_version(inputs["type"], inputs["prompt"], inputs["model"], inputs["config"])
+
+    # ---- sharing --------------------------------------------------------------------------
+    def to_toml(self) -> str:
+        return pipeline_to_toml(self)
+
+    @classmethod
+    def from_toml(cls, text: str, *, base_dir: str | Path | None = None,
+                  namespace: dict[str, Any] | None = None) -> "PipelineSpec":
+        """A pipeline of this class (a `Pipeline` read back from TOML can branch)."""
+        return pipeline_from_toml(text, cls=cls, base_dir=base_dir, namespace=namespace)
+
+    def remove(self, name: str) -> None:
+        """Drop a step or projection (a branch replacing a step removes it, then declares it
+        anew); what reads it must be redeclared too, or validation names the broken edge."""
+        for table in (self.steps, self.projections, self.sources):
+            if name in table:
+                del table[name]
+                return
+        raise PipelineDefinitionError(f"no step, projection or source named '{name}'",
+                                      hint=f"declared: {', '.join([*self.sources, *self.steps, *self.projections])}")
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _add(self, step: Step) -> Step:
+        self._check_new_name(step.name)
+        self.steps[step.name] = step
+        return step
+
+    def _check_new_name(self, name: str) -> None:
+        check_layer(name)
+        if name in self.sources or name in self.steps or name in self.projections:
+            raise PipelineDefinitionError(f"name '{name}' is declared twice",
+                                          hint="give every source, step and projection its own name")
+
+
+def _single(name: str, kind: str, from_: Any) -> tuple[str, ...]:
+    if not isinstance(from_, str):
+        raise PipelineDefinitionError(
+            f"step '{name}' ({kind}): from_ must name exactly one layer, got {from_!r}",
+            hint="use merge() to combine several inputs first")
+    return (from_,)
+
+
+def _pii(name: str, mode: str | None) -> str | None:
+    if mode not in PII_MODES:
+        raise PipelineDefinitionError(f"step '{name}': unknown pii mode {mode!r}",
+                                      hint='use pii="flag" or pii="redact"')
+    return mode
