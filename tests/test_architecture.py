@@ -62,10 +62,6 @@ DAGSTER_PACKAGES = ("dagster", "dagster_celery", "dagster_graphql", "dagster_pos
 # --- the ratchet: what is still wrong, to be emptied by PLAN.md §9 (step 20) ------------------
 # (importing module, imported module) pairs that point up a floor.
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
-    # the promote's Dagster record (step 14 moves branches to app/branches.py)
-    ("synix_assets.engine.branches", "synix_assets.dagster_defs.records"),
-    # a branch is complete when its plan has nothing left (issue 27); step 14 as above
-    ("synix_assets.engine.branches", "synix_assets.app.plan"),
     # re-pointed (was engine.branch_api): the branch API moved up to the Python door; step 11
     # makes pipeline.api an entry module
     ("synix_assets.pipeline.api", "synix_assets.python_api.branch"),
@@ -73,9 +69,9 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
 
 # The import circles that remain, each as its exact set of modules (type-only edges exempt).
 KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
-    # closed by pipeline.api -> python_api.branch -> app.run (step 11 opens it) and by
-    # engine.branches -> app.plan / dagster_defs.records (step 14)
+    # closed by pipeline.api -> python_api.branch -> app.run / app.branches (step 11 opens it)
     frozenset({
+        "synix_assets.app.branches",
         "synix_assets.app.plan",
         "synix_assets.app.run",
         "synix_assets.dagster_defs.assets",
@@ -86,7 +82,6 @@ KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
         "synix_assets.dagster_defs.live_sensor",
         "synix_assets.dagster_defs.records",
         "synix_assets.dagster_defs.sensors",
-        "synix_assets.engine.branches",
         "synix_assets.engine.context",
         "synix_assets.engine.schedule",
         "synix_assets.forget",
