@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from synix_assets.app.run import run_build
 from synix_assets.app import branches
+from synix_assets.app.run import run_build
 from synix_assets.project import find_project
 from synix_resources.errors import BranchError, PipelineDefinitionError
 
