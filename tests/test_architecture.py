@@ -63,10 +63,6 @@ DAGSTER_PACKAGES = ("dagster", "dagster_celery", "dagster_graphql", "dagster_pos
 # --- the ratchet: what is still wrong, to be emptied by PLAN.md §9 (step 20) ------------------
 # (importing module, imported module) pairs that point up a floor.
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
-    # the promote's Dagster record (step 14 moves branches to app/branches.py)
-    ("synix_assets.engine.branches", "synix_assets.dagster_defs.records"),
-    # a branch is complete when its plan has nothing left (issue 27); step 14 as above
-    ("synix_assets.engine.branches", "synix_assets.app.plan"),
 })
 
 # The import circles that remain, each as its exact set of modules (type-only edges exempt).

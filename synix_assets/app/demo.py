@@ -105,7 +105,7 @@ def _context_text(paths: ProjectPaths) -> str:
 def branch_flow(paths: ProjectPaths, record: dict, tell, build, search, query: str) -> None:
     """Try topical rollups on a branch beside main, compare, diff, promote."""
     from synix_assets.app.init import template_file
-    from synix_assets.engine import branches
+    from synix_assets.app import branches
 
     template = template_file("topical")
     created = branches.create_branch(paths, "topical", pipeline_file=template)

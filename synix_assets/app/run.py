@@ -25,8 +25,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from synix_assets.app.branches import finish_pending_promote
 from synix_assets.engine import schedule
-from synix_assets.engine.branches import finish_pending_promote
 from synix_assets.engine.build_scope import build_fingerprint, drop_undeclared_layers, selected_layers
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import CLEAN_BUILD_KEY, settle_failures

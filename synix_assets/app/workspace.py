@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from synix_assets.project import ProjectPaths, find_project
-from synix_assets.project.branches import branch_names
-from synix_resources.errors import ArtifactNotFound
+from synix_assets.project import MAIN, ProjectPaths, find_project
+from synix_assets.project.branches import branch_names, require_branch
+from synix_resources.errors import ArtifactNotFound, BranchError
 from synix_resources.names import check_branch
 
 
@@ -19,13 +19,21 @@ def open_project(project: str | Path | None, branch: str | None) -> ProjectPaths
     """The project containing `project` (default: the current folder, searching upwards) on
     `branch` (default: the project's current branch); a branch that does not exist (e.g.
     deleted meanwhile) is refused. `branch=''` is a bad name, not "no branch given"."""
-    from synix_assets.engine.branches import check_branch_usable
-
     if branch is not None:
         check_branch(branch)
     paths = find_project(project, branch)
     check_branch_usable(paths)
     return paths
+
+
+def check_branch_usable(paths: ProjectPaths) -> None:
+    """A clear error when the selected branch does not exist (e.g. deleted meanwhile)."""
+    if paths.branch == MAIN:
+        return
+    if not paths.pipeline_file.is_file():
+        raise BranchError(f"no branch {paths.branch!r} in {paths.root}",
+                          hint="see `synix branch list`, or `synix branch switch main`")
+    require_branch(paths, paths.branch)
 
 
 def readable_branches(paths: ProjectPaths) -> list[str]:

@@ -42,7 +42,7 @@ def create(ctx, name, from_branch, pipeline_file, as_json) -> None:
       synix branch create topical --pipeline topical.py
     """
     from synix_assets.cli import render
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
 
     data = create_branch(project_paths(ctx), name, from_branch=from_branch, pipeline_file=pipeline_file)
     if as_json:
@@ -65,7 +65,7 @@ def list_(ctx, as_json) -> None:
       synix branch list --json
     """
     from synix_assets.cli import render
-    from synix_assets.engine.branches import list_branches
+    from synix_assets.app.branches import list_branches
 
     data = list_branches(project_paths(ctx))
     if as_json:
@@ -90,7 +90,7 @@ def switch(ctx, name, as_json) -> None:
     Example:
       synix branch switch topical
     """
-    from synix_assets.engine.branches import switch_branch
+    from synix_assets.app.branches import switch_branch
 
     data = switch_branch(project_paths(ctx), name)
     if as_json:
@@ -110,7 +110,7 @@ def delete(ctx, name, as_json) -> None:
     Example:
       synix branch delete topical && synix gc
     """
-    from synix_assets.engine.branches import delete_branch
+    from synix_assets.app.branches import delete_branch
 
     data = delete_branch(project_paths(ctx), name)
     if as_json:
@@ -132,7 +132,7 @@ def edit(ctx, name, editor, as_json) -> None:
       $EDITOR "$(synix branch edit topical)"
     """
     paths = project_paths(ctx).on_branch(name)
-    from synix_assets.engine.branches import check_branch_usable
+    from synix_assets.app.workspace import check_branch_usable
 
     check_branch_usable(paths)
     if editor:
@@ -159,7 +159,7 @@ def diff(ctx, name, base, record, as_json) -> None:
       synix branch diff topical --record episodes-3f2a…
     """
     from synix_assets.cli import render
-    from synix_assets.engine.branches import diff_branch, diff_record
+    from synix_assets.app.branches import diff_branch, diff_record
 
     paths = project_paths(ctx)
     data = diff_record(paths, name, record, base=base) if record else diff_branch(paths, name, base=base)
@@ -192,7 +192,7 @@ def promote(ctx, name, force, as_json) -> None:
       synix branch promote topical
       synix branch promote main@previous     # undo
     """
-    from synix_assets.engine.branches import promote_branch
+    from synix_assets.app.branches import promote_branch
 
     data = promote_branch(project_paths(ctx), name, force=force)
     if as_json:
@@ -212,7 +212,7 @@ def gc(ctx, dry_run, as_json) -> None:
     Example:
       synix gc --dry-run
     """
-    from synix_assets.engine.branches import gc as collect
+    from synix_assets.app.branches import gc as collect
 
     data = collect(project_paths(ctx), dry_run=dry_run)
     if as_json:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from synix_resources.errors import BranchError
 from synix_resources.names import MAIN
 
 if TYPE_CHECKING:
@@ -29,3 +30,10 @@ def branch_names(paths: ProjectPaths, *, snapshots: bool, read_only: bool = Fals
     such as main@previous too; `read_only`: see `registered_branches`)."""
     return [n for n in registered_branches(paths, snapshots=snapshots, read_only=read_only)
             if n == MAIN or paths.on_branch(n).pipeline_file.is_file()]
+
+
+def require_branch(paths: ProjectPaths, name: str) -> None:
+    """Refuses a branch the project's store does not register (main always exists)."""
+    with paths.open_store() as store:
+        if name != MAIN and store.branch_info(name) is None:
+            raise BranchError(f"no branch {name!r}", hint="see `synix branch list`")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from synix_assets.engine import branches
+from synix_assets.app import branches
 from synix_assets.pipeline.prompts import TemplateFile
 from synix_assets.project import MAIN, ProjectPaths
 from synix_resources.errors import PipelineDefinitionError

@@ -75,7 +75,7 @@ def switch_branch(request: Request, name: str = "main") -> RedirectResponse:
 @router.get("/branches/diff", response_class=HTMLResponse)
 def branch_diff(request: Request, branch: str = "main", base: str = "main"):
     """Changed steps, per-layer record counts and changed records side by side."""
-    from synix_assets.engine.branches import diff_branch
+    from synix_assets.app.branches import diff_branch
 
     memory_for(request, branch), memory_for(request, base)  # both must exist
     services = request.app.state.branches

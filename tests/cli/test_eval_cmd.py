@@ -199,7 +199,7 @@ def test_report_without_results_is_one_clean_error(tmp_path):
 
 
 def test_two_branches_and_raw_rag_are_evaluated_side_by_side_in_one_command(data_file, tmp_path, monkeypatch):
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import init_project
 

@@ -52,7 +52,7 @@ def _one_error_line(proc: subprocess.CompletedProcess, *words: str) -> str:
 def built(tmp_path_factory):
     """A built project `work/mem` with a branch `keep`, and `work/sibling.txt` beside it."""
     from synix_assets.app.run import run_build
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import demo_exports, init_project
 
@@ -137,7 +137,7 @@ def test_failed_branch_creates_remove_only_the_folder_they_made(built, tmp_path)
 
 
 def test_deleting_a_branch_whose_folder_is_a_link_removes_the_link_not_what_it_points_at(built, tmp_path):
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
 
     create_branch(built, "linked")
     outside = tmp_path / "outside"

@@ -244,7 +244,7 @@ def test_a_projection_asked_for_on_an_unbuilt_project_fails_with_what_to_do(demo
 
 
 def test_sensor_feeds_every_branch_reading_the_changed_export_and_observes_it_once(demo_project):
-    from synix_assets.engine import branches
+    from synix_assets.app import branches
 
     run_build(demo_project)
     topical = demo_project.root.parent / "topical.py"

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
+from synix_assets.app import branches
 from synix_assets.app.run import run_build
-from synix_assets.engine import branches
 from synix_assets.project import find_project
 from synix_resources.errors import BranchError, PipelineDefinitionError
 
@@ -88,7 +88,7 @@ def test_promote_then_undo_restores_main_exactly(built):
 CRASHING_PROMOTE = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from synix_assets.engine import branches
+    from synix_assets.app import branches
     from synix_assets.project import ProjectPaths
 
     real = branches._write_atomic

@@ -125,7 +125,7 @@ def _branch_artifacts(paths) -> dict:
 
 def test_a_branch_build_goes_through_the_work_graph_and_stores_what_a_layer_by_layer_build_does(
         tmp_path, monkeypatch):
-    from synix_assets.engine import branches
+    from synix_assets.app import branches
 
     topical = Path(__file__).resolve().parents[2] / "synix_assets" / "examples" / "topical.py"
     graph_branches = []

@@ -23,7 +23,7 @@ METRIC_COLUMNS = ("S@1", "S@5", "S@10", "T@1", "T@5", "T@10", "p50 ms", "provena
 
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory) -> Path:
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import init_project
 

@@ -141,8 +141,8 @@ def test_forget_reaches_a_built_branch_its_store_pointers_projections_and_dagste
         built, files_containing):
     import dagster as dg
 
+    from synix_assets.app import branches
     from synix_assets.dagster_defs.instance import dagster_instance
-    from synix_assets.engine import branches
 
     branches.create_branch(built, "short")
     short = built.on_branch("short")

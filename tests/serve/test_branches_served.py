@@ -19,7 +19,7 @@ TOPICAL = Path(__file__).resolve().parents[2] / "synix_assets" / "examples" / "t
 
 @pytest.fixture(scope="module")
 def branch(served_project):
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
 
     with served_project.open_store() as store:
         if store.branch_info("topical-view") is None:

@@ -178,7 +178,7 @@ def dumps(snapshot: dict) -> str:
 def make_project(kind: str, root: Path) -> Path:
     """One of PROJECTS, made as `synix init` makes it (with the demo exports): a template's
     project, or `branch`: the monthly project with a branch `exp` holding the topical pipeline."""
-    from synix_assets.engine.branches import create_branch
+    from synix_assets.app.branches import create_branch
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import demo_exports, init_project, template_file
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from synix_assets.engine.build_scope import drop_undeclared_layers
 from synix_assets.project import CURRENT_BRANCH_FILE, MAIN, ProjectPaths
+from synix_assets.project.branches import require_branch
 from synix_resources.errors import BranchError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.folders import new_folder, remove_inside
@@ -44,7 +45,7 @@ def write_branch_pipeline(paths: ProjectPaths, text: str) -> None:
     """Replace a branch's pipeline.py, keeping the old file if the new one does not load."""
     if paths.branch == MAIN:
         raise BranchError("main's pipeline.py is edited directly", hint="name a branch")
-    _require_exists(paths, paths.branch)
+    require_branch(paths, paths.branch)
     before = paths.pipeline_file.read_bytes()
     _write_atomic(paths.pipeline_file, text.encode("utf-8"))
     try:
@@ -62,12 +63,6 @@ def _copy_sqlite(src: Path, dst: Path) -> None:
         source.backup(target)
     source.close()
     target.close()
-
-
-def _require_exists(paths: ProjectPaths, name: str) -> None:
-    with paths.open_store() as store:
-        if name != MAIN and store.branch_info(name) is None:
-            raise BranchError(f"no branch {name!r}", hint="see `synix branch list`")
 
 
 # --- create / list / switch / delete -------------------------------------------------------
@@ -125,7 +120,7 @@ def list_branches(paths: ProjectPaths) -> list[dict]:
 
 def switch_branch(paths: ProjectPaths, name: str) -> dict:
     check_branch(name)
-    _require_exists(paths, name)
+    require_branch(paths, name)
     marker = paths.state_dir / CURRENT_BRANCH_FILE
     if name == MAIN:
         marker.unlink(missing_ok=True)
@@ -184,8 +179,8 @@ def _step_versions(paths: ProjectPaths) -> dict[str, dict]:
 
 def diff_branch(paths: ProjectPaths, name: str, *, base: str = MAIN) -> dict:
     """Changed steps (by step version) and, per layer, added/removed/changed records."""
-    _require_exists(paths, name)
-    _require_exists(paths, base)
+    require_branch(paths, name)
+    require_branch(paths, base)
     mine, theirs = _step_versions(paths.on_branch(base)), _step_versions(paths.on_branch(name))
     steps = []
     for step in sorted(set(mine) | set(theirs)):
@@ -360,13 +355,3 @@ def _show_in_dagster(main: ProjectPaths, store) -> None:
     from synix_assets.dagster_defs.records import record_promote
 
     record_promote(main, store, store.pointers(SNAPSHOT), store.pointers(MAIN))
-
-
-def check_branch_usable(paths: ProjectPaths) -> None:
-    """A clear error when the selected branch does not exist (e.g. deleted meanwhile)."""
-    if paths.branch == MAIN:
-        return
-    if not paths.pipeline_file.is_file():
-        raise BranchError(f"no branch {paths.branch!r} in {paths.root}",
-                          hint="see `synix branch list`, or `synix branch switch main`")
-    _require_exists(paths, paths.branch)
