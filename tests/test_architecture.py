@@ -66,18 +66,7 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
 })
 
 # The import circles that remain, each as its exact set of modules (type-only edges exempt).
-KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = (
-    # inside the Dagster compiler: closed by records -> compile (the promote's record compiles
-    # main's branch graph, records.record_promote in a function; PLAN.md step 14 puts it in
-    # orchestration/promote.py)
-    frozenset({
-        "synix_assets.dagster_defs.assets",
-        "synix_assets.dagster_defs.compile",
-        "synix_assets.dagster_defs.live_sensor",
-        "synix_assets.dagster_defs.records",
-        "synix_assets.dagster_defs.sensors",
-    }),
-)
+KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = ()
 
 # (module under NO_DAGSTER, module whose import of `dagster` it runs) pairs.
 KNOWN_DAGSTER_REACH: frozenset[tuple[str, str]] = frozenset()

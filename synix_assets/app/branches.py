@@ -352,6 +352,6 @@ def _show_in_dagster(main: ProjectPaths, store) -> None:
     plan` says so. Recording twice (a finish run again) only adds identical events."""
     if not (main.dagster_home / "history").exists():
         return
-    from synix_assets.dagster_defs.records import record_promote
+    from synix_assets.orchestration.promote import record_promote
 
     record_promote(main, store, store.pointers(SNAPSHOT), store.pointers(MAIN))

@@ -117,24 +117,6 @@ def wipe_orphans(instance, asset_keys: set[dg.AssetKey]) -> list[dg.AssetKey]:
     return wiped
 
 
-def record_promote(main, store, before: dict, after: dict) -> None:
-    """Record main's pointers that a promote moved (`before` → `after`: (layer, group key) →
-    artifact id) in the project's Dagster instance, as `promote` events of main's graph."""
-    from synix_assets.dagster_defs.compile import branch_graph
-    from synix_assets.dagster_defs.instance import dagster_instance
-    from synix_assets.engine.llm_identity import llm_identity
-
-    graph = branch_graph(main, llm_identity())
-    moved: dict[str, list[str]] = {}
-    for (layer, group_key), artifact_id in sorted(after.items()):
-        if before.get((layer, group_key)) != artifact_id and layer in graph.pipeline.steps:
-            moved.setdefault(layer, []).append(group_key)
-    with dagster_instance(main) as instance:
-        register_partitions(instance, graph.pipeline, moved, graph.names)
-        record_current(instance, graph.pipeline, store, graph.versions, graph.names, moved,
-                       list(graph.pipeline.projections), "promote")
-
-
 def record_current(instance, pipeline, store, versions: dict[str, str], names: Names,
                    layers: dict[str, list[str]], projections: list[str], trigger: str,
                    outdated: dict[str, set[str]] | None = None) -> int:
