@@ -28,10 +28,9 @@ def forget(ctx, target: str | None, dry_run: bool, as_json: bool) -> None:
       synix forget            # finish a forget that was interrupted
       synix forget 347c7a0d-a98c-5ab8-bfcf-c1de69c3734a --json
     """
-    from synix_assets.app.run import run_build
-    from synix_assets.forget import forget as forget_target
+    from synix_assets.app.forget import forget as forget_target
 
-    report = forget_target(project_paths(ctx), target, dry_run=dry_run, rebuild=run_build)
+    report = forget_target(project_paths(ctx), target, dry_run=dry_run)
     if as_json:
         echo_json(report.to_json())
     else:
