@@ -33,6 +33,16 @@ def decode_audit(row: tuple) -> dict[str, Any]:
 
 
 
+def in_order(found: dict[str, Artifact], ids: list[str], where: object) -> list[Artifact]:
+    """`get_many`'s answer on every backend: the artifacts in the order asked, or one error
+    naming (the first five of) the ids that are not in the store at `where`."""
+    missing = [i for i in ids if i not in found]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        raise ArtifactNotFound(f"{len(missing)} artifact(s) not in {where}: {shown}")
+    return [found[i] for i in ids]
+
+
 class ArtifactReads:
     """Reading artifacts; mixed into `ArtifactStore`, whose `_read` transactions it uses. On a
     branch other than main, "current" means the branch's pointers (`refs`), and `superseded_at`
@@ -124,11 +134,7 @@ class ArtifactReads:
             found = {a.artifact_id: a for a in self._select(
                 conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(id_list),),
                 outline=outline)}
-        missing = [i for i in id_list if i not in found]
-        if missing:
-            shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-            raise ArtifactNotFound(f"{len(missing)} artifact(s) not in {self.path}: {shown}")
-        return [found[i] for i in id_list]
+        return in_order(found, id_list, self.path)
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Those of these exact ids that name an artifact in the store (current or not)."""

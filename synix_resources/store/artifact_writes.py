@@ -78,12 +78,9 @@ def prepare(*, layer: str, group_key: str, content: str, materialization_key: st
     return Pending(artifact, json.dumps(metadata, ensure_ascii=False, default=str), audit_row)
 
 
-class ArtifactWrites:
-    """Writing artifacts; mixed into `ArtifactStore`, whose `_write`/`_read` transactions,
-    `_select` and `_set_ref` it uses. On main a put supersedes the group's current artifact; on
-    another branch it only moves that branch's pointer."""
-
-    branch: str
+class PutFront:
+    """`put` and `put_many` of every backend: the arguments are checked and normalised once
+    (`prepare`), then the backend's `_put_pending` stores them in one transaction."""
 
     def put(self, *, layer: str, group_key: str, content: str, materialization_key: str,
             level: int = 0, metadata: dict | None = None, audit: dict | None = None,
@@ -100,6 +97,17 @@ class ArtifactWrites:
         if not pendings:
             return []
         return self._put_pending(pendings, f"storing {len(pendings)} artifacts")
+
+    def _put_pending(self, pendings: list[Pending], action: str) -> list[Artifact]:
+        raise NotImplementedError
+
+
+class ArtifactWrites(PutFront):
+    """Writing artifacts; mixed into `ArtifactStore`, whose `_write`/`_read` transactions,
+    `_select` and `_set_ref` it uses. On main a put supersedes the group's current artifact; on
+    another branch it only moves that branch's pointer."""
+
+    branch: str
 
     def _put_pending(self, pendings: list[Pending], action: str) -> list[Artifact]:
         results: list[Artifact | str] = []

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import MAIN
-from synix_resources.store.artifact_reads import MIN_PREFIX, decode_audit
+from synix_resources.store.artifact_reads import MIN_PREFIX, decode_audit, in_order
 from synix_resources.store.memory_state import Row, State
 from synix_resources.store.provenance import MAX_WALK_DEPTH, leaf_ids, lineage_tree
 from synix_resources.store.records import Artifact, CurrentRef, LineageNode
@@ -99,11 +99,7 @@ class MemoryReads:
         with self._read(f"reading {len(id_list)} artifacts") as s:
             found = {i: self._artifact(s, s.artifacts[i], outline=outline)
                      for i in set(id_list) if i in s.artifacts}
-        missing = [i for i in id_list if i not in found]
-        if missing:
-            shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-            raise ArtifactNotFound(f"{len(missing)} artifact(s) not in {self.path}: {shown}")
-        return [found[i] for i in id_list]
+        return in_order(found, id_list, self.path)
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Those of these exact ids that name an artifact in the store (current or not)."""

@@ -9,13 +9,13 @@ from typing import Iterable
 from synix_resources import fingerprints
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import MAIN
-from synix_resources.store.artifact_writes import Pending, prepare
+from synix_resources.store.artifact_writes import Pending, PutFront
 from synix_resources.store.connection import utc_now
 from synix_resources.store.memory_state import Row, State, Transaction, audit_row
 from synix_resources.store.records import Artifact
 
 
-class MemoryWrites:
+class MemoryWrites(PutFront):
     """Writing; mixed into `MemoryArtifactStore`, whose `_write` transactions and `_artifact`
     it uses. On main a put supersedes the group's current artifact; on another branch it only
     moves that branch's pointer."""
@@ -23,22 +23,6 @@ class MemoryWrites:
     branch: str
 
     # --- writes -------------------------------------------------------------------------
-
-    def put(self, *, layer: str, group_key: str, content: str, materialization_key: str,
-            level: int = 0, metadata: dict | None = None, audit: dict | None = None,
-            parents: Iterable[str] = (), run_id: str | None = None) -> Artifact:
-        """Make this the current artifact of (layer, group_key) (see `ArtifactWrites.put`)."""
-        pending = prepare(layer=layer, group_key=group_key, content=content,
-                          materialization_key=materialization_key, level=level,
-                          metadata=metadata, audit=audit, parents=parents, run_id=run_id)
-        return self._put_pending([pending], f"storing {layer}/{group_key}")[0]
-
-    def put_many(self, items: list[dict]) -> list[Artifact]:
-        """`put` for each item, all or nothing, results in item order."""
-        pendings = [prepare(**item) for item in items]
-        if not pendings:
-            return []
-        return self._put_pending(pendings, f"storing {len(pendings)} artifacts")
 
     def _put_pending(self, pendings: list[Pending], action: str) -> list[Artifact]:
         with self._write(action) as tx:
