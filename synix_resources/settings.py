@@ -159,6 +159,12 @@ class Settings:
     home = Var(
         "SYNIX_HOME", _text, "folder", "none (the tenant commands require it)", "a folder",
         "The tenants' home of `synix tenant`, `synix live` (their `--home`).", CLI)
+    locomo_data = Var(
+        "SYNIX_LOCOMO_DATA", _text, "file path", "none", "a LoCoMo JSON file (locomo10.json)",
+        "The data `pipeline.eval(\"locomo\")` and `synix eval locomo` read when none is given.", CLI)
+    longmemeval_data = Var(
+        "SYNIX_LONGMEMEVAL_DATA", _text, "file path", "none", "a LongMemEval JSON file",
+        "The data `pipeline.eval(\"longmemeval\")` and `synix eval longmemeval` read when none is given.", CLI)
     serve_token = Var(
         "SYNIX_SERVE_TOKEN", _text, "secret", "none", "text",
         "Bearer token of `synix serve` and `synix mcp --transport http` (their `--token`); "

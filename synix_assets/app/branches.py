@@ -15,6 +15,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from synix_assets.app.branch_files import (branch_files, definition_files, promote_definition,
+                                           write_atomic, write_definition)
 from synix_assets.engine.build_scope import drop_undeclared_layers
 from synix_assets.project import CURRENT_BRANCH_FILE, MAIN, ProjectPaths
 from synix_assets.project.branches import require_branch
@@ -30,28 +32,17 @@ PROMOTE_JOURNAL = "promote:pending"
 SNAPSHOT = MAIN + PREVIOUS
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-
-
 def write_branch_pipeline(paths: ProjectPaths, text: str) -> None:
     """Replace a branch's pipeline.py, keeping the old file if the new one does not load."""
     if paths.branch == MAIN:
         raise BranchError("main's pipeline.py is edited directly", hint="name a branch")
     require_branch(paths, paths.branch)
     before = paths.pipeline_file.read_bytes()
-    _write_atomic(paths.pipeline_file, text.encode("utf-8"))
+    write_atomic(paths.pipeline_file, text.encode("utf-8"))
     try:
         paths.load_pipeline()
     except BaseException:
-        _write_atomic(paths.pipeline_file, before)
+        write_atomic(paths.pipeline_file, before)
         raise
 
 
@@ -85,11 +76,12 @@ def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = N
             if store.branch_info(name) is not None:
                 raise BranchError(f"branch {name!r} already exists",
                                   hint=f"pick another name or `synix branch delete {name}`")
-            text = source_file.read_bytes()
+            files = branch_files(parent, Path(pipeline_file).expanduser().resolve() if pipeline_file else None)
+            text = files["pipeline.py"]
             taken = BranchError(f"{target.branch_dir} exists but is not a registered branch",
                                 hint="move it aside, or pick another name")
             with new_folder(target.branch_dir, paths.branches_dir, taken=taken):
-                _write_atomic(target.pipeline_file, text)
+                write_definition(target.branch_dir, files)
                 pipeline = target.load_pipeline()  # a broken file fails here, not at the first run
                 info = store.create_branch(name, from_branch=parent.branch,
                                            info={"pipeline_sha": sha256_text(text.decode("utf-8", "replace")),
@@ -125,7 +117,7 @@ def switch_branch(paths: ProjectPaths, name: str) -> dict:
     if name == MAIN:
         marker.unlink(missing_ok=True)
     else:
-        _write_atomic(marker, name.encode("utf-8"))
+        write_atomic(marker, name.encode("utf-8"))
     return {"branch": name}
 
 
@@ -195,7 +187,12 @@ def diff_branch(paths: ProjectPaths, name: str, *, base: str = MAIN) -> dict:
     with paths.open_store() as store:
         layers = [_layer_diff(store, d, base, name, in_base=d.layer in mine, in_branch=d.layer in theirs)
                   for d in store.diff_branches(base, name) if d.layer in mine or d.layer in theirs]
-    return {"base": base, "branch": name, "steps": steps, "layers": layers}
+    # the design's `diff.changed_steps`: a step whose definition or whose records differ
+    differs = {s["step"] for s in steps} | {l["layer"] for l in layers
+                                             if l["added"] or l["removed"] or l["changed"]}
+    order = [*theirs, *(s for s in mine if s not in theirs)]
+    return {"base": base, "branch": name, "steps": steps, "layers": layers,
+            "changed_steps": [s for s in order if s in differs]}
 
 
 def _layer_diff(store, d, base: str, name: str, *, in_base: bool, in_branch: bool) -> dict:
@@ -258,7 +255,7 @@ def _stage_snapshot(paths: ProjectPaths) -> None:
     staging = _staging_dir(paths)
     remove_inside(staging, paths.branches_dir, ignore_errors=True)  # left by an interrupted promote
     staging.mkdir(parents=True, mode=0o700)
-    _write_atomic(staging / "pipeline.py", main.pipeline_file.read_bytes())
+    write_definition(staging, definition_files(main))
     snap = ProjectPaths(main.root, SNAPSHOT)
     pipeline = main.load_pipeline()
     for kind, src in _projection_files(main):
@@ -269,7 +266,7 @@ def _stage_snapshot(paths: ProjectPaths) -> None:
         if kind == "sqlite":
             _copy_sqlite(src, staging / rel)
         else:
-            _write_atomic(staging / rel, src.read_bytes())
+            write_atomic(staging / rel, src.read_bytes())
 
 
 def promote_branch(paths: ProjectPaths, name: str, *, force: bool = False) -> dict:
@@ -332,8 +329,8 @@ def finish_pending_promote(paths: ProjectPaths) -> bool:
                     if kind == "sqlite":
                         _copy_sqlite(src, dst)
                     else:
-                        _write_atomic(dst, src.read_bytes())
-            _write_atomic(main.pipeline_file, source.pipeline_file.read_bytes())
+                        write_atomic(dst, src.read_bytes())
+            promote_definition(main, source)
             journal["phase"] = "files"
             store.set_meta(PROMOTE_JOURNAL, journal)
         if journal["phase"] == "files":

@@ -46,6 +46,7 @@ class PlanReport:
     # cost of every current artifact that stays, plus the estimate of what will be rebuilt.
     architecture: dict = field(default_factory=dict)
     compared_to_main: dict | None = None
+    full: bool = False  # priced as `synix run --full`: every partition rebuilt
 
     def total(self, key: str) -> float:
         return sum(getattr(l, key) for l in self.layers.values())
@@ -56,11 +57,13 @@ class PlanReport:
             not any(p["stale"] for p in self.projections.values())
 
     def to_json(self) -> dict:
-        return {"pipeline": self.pipeline, "branch": self.branch, "provider": self.provider,
+        return {"pipeline": self.pipeline, "branch": self.branch, "full": self.full, "provider": self.provider,
                 "model": self.model, "architecture": self.architecture,
                 "compared_to_main": self.compared_to_main,
                 "layers": {k: asdict(v) for k, v in self.layers.items()},
                 "projections": self.projections, "sources": self.sources,
+                "source_names": list(self.sources.get("by_source", {})),
+                "source_records": dict(self.sources.get("by_source", {})),
                 "llm_calls": int(self.total("llm_calls")), "tokens_in": int(self.total("tokens_in")),
                 "tokens_out": int(self.total("tokens_out")),
                 "cost_usd": round(self.total("cost_usd"), 6), "nothing_to_do": self.nothing_to_do}
@@ -115,8 +118,21 @@ def _ratio(mine: dict, main: dict) -> dict:
     return {"unit": "llm_calls", "ratio": None, "main": main}
 
 
+def _as_full(ctx, plans: dict) -> None:
+    """Plans priced as a full rebuild: every current partition is stale too, estimated at what
+    its current artifact recorded (calls and tokens) when it was built."""
+    from synix_assets.engine.outcomes import WorkItem
+
+    for layer, plan in plans.items():
+        costs = ctx.store.current_costs(layer)
+        for group in plan.cached:
+            calls, tin, _, _ = costs.get(group, (0, 0, 0, 0.0))
+            plan.stale.append(WorkItem(group, None, "full rebuild", est_calls=calls, est_tokens_in=tin))
+        plan.cached = []
+
+
 def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | None = None,
-              compare: bool = True) -> PlanReport:
+              compare: bool = True, full: bool = False) -> PlanReport:
     from synix_assets.engine.context import BuildContext
     from synix_assets.engine.layers import plan_all
     from synix_assets.engine.projections import projection_stale
@@ -131,9 +147,13 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
         ctx = BuildContext(pipeline, store, client, paths)
         scan = ctx.reader.scan()
         plans = plan_all(ctx, scan)
-        report = PlanReport(pipeline.name, client.provider, client.model,
+        if full:
+            _as_full(ctx, plans)
+        by_source = Counter(s.source for s in scan.summaries)
+        report = PlanReport(pipeline.name, client.provider, client.model, full=full,
                             sources={"files": len(scan.files),
                                      "conversations": len(scan.summaries),
+                                     "by_source": {name: by_source[name] for name in pipeline.sources},
                                      "failed_files": [{"file": f, "error": e} for f, e in scan.failed_files],
                                      "skipped": [{"file": f, "conversation_id": c, "reason": r}
                                                  for f, c, r in scan.skipped]})

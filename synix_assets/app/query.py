@@ -196,3 +196,12 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
     if notice:
         out["notice"] = notice
     return out
+
+
+def leaf_ids(paths: ProjectPaths, ref: str, *, max_depth: int = 10, max_count: int = 100) -> list[str]:
+    """The source records (no parents of their own) under a record, breadth first, deduplicated,
+    at most `max_count`, looking at most `max_depth` levels up (the design's `leaves()`)."""
+    checked_ref(ref)
+    with open_store(paths) as store:
+        return [a.artifact_id for a in store.leaves(store.get(ref).artifact_id, max_depth=max_depth,
+                                                    max_count=max_count)]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from synix_assets.app.branches import finish_pending_promote
+from synix_assets.app.sync import record_definition
 from synix_assets.engine import schedule
 from synix_assets.engine.build_scope import build_fingerprint, drop_undeclared_layers, selected_layers
 from synix_assets.engine.context import BuildContext
@@ -210,6 +211,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
                           report=report)
     if whole and not scan.failed_files:
         store.set_meta(CLEAN_BUILD_KEY, fingerprint)
+        record_definition(ctx)
     return report
 
 

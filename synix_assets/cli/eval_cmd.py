@@ -167,8 +167,8 @@ def _print(results: list[dict], db) -> None:
 
 
 @eval_group.command()
-@click.option("--data", "data", required=True, metavar="FILE",
-              help="LoCoMo JSON file (a list of samples with 'conversation' and 'qa').")
+@click.option("--data", "data", default=None, metavar="FILE",
+              help="LoCoMo JSON file (a list of samples with 'conversation' and 'qa'); default: SYNIX_LOCOMO_DATA.")
 @click.option("--conversations", default=None, help="Comma-separated sample ids to use (default: all).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N questions per conversation.")
 @_common
@@ -190,12 +190,12 @@ def locomo(ctx, data, conversations, limit, **opts) -> None:
     from synix_assets.eval.data import load_locomo
 
     convs = [c.strip() for c in conversations.split(",")] if conversations else None
-    _run(ctx, load_locomo(data, conversations=convs, limit=limit), **opts)
+    _run(ctx, load_locomo(_data(data, "locomo"), conversations=convs, limit=limit), **opts)
 
 
 @eval_group.command()
-@click.option("--data", "data", required=True, metavar="FILE",
-              help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json.")
+@click.option("--data", "data", default=None, metavar="FILE",
+              help="longmemeval_s.json, longmemeval_m.json or longmemeval_oracle.json; default: SYNIX_LONGMEMEVAL_DATA.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="The first N questions.")
 @_common
 @click.pass_context
@@ -211,7 +211,16 @@ def longmemeval(ctx, data, limit, **opts) -> None:
     """
     from synix_assets.eval.data import load_longmemeval
 
-    _run(ctx, load_longmemeval(data, limit=limit), **opts)
+    _run(ctx, load_longmemeval(_data(data, "longmemeval"), limit=limit), **opts)
+
+
+def _data(given: str | None, benchmark: str) -> str:
+    from synix_resources.settings import settings
+
+    data = given or getattr(settings(), f"{benchmark}_data")
+    if not data:
+        raise click.UsageError(f"give --data FILE (or set SYNIX_{benchmark.upper()}_DATA)")
+    return data
 
 
 @eval_group.command()

@@ -8,6 +8,7 @@ import runpy
 import sys
 import threading
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from synix_assets.pipeline.spec import PipelineSpec
@@ -15,17 +16,66 @@ from synix_resources.errors import PipelineDefinitionError, SynixError
 from synix_resources.process import interrupts
 
 
+class DeclarationEnds(BaseException):
+    """Raised by a pipeline's first action (run, plan, search…) while its file is being loaded:
+    the file is a script that declares a pipeline and then uses it, and what it declared up to
+    that line is the pipeline. A BaseException, so the script's own `except Exception` lets it
+    through."""
+
+    def __init__(self, pipeline: PipelineSpec, action: str, namespace: dict):
+        super().__init__(action)
+        self.pipeline = pipeline
+        self.action = action
+        self.namespace = namespace
+
+
+_depth = threading.local()  # pipeline files being loaded in this thread
+
+
+def loading() -> bool:
+    """Whether a pipeline file is being loaded in this thread (its actions then end the load)."""
+    return getattr(_depth, "n", 0) > 0
+
+
+@dataclass
+class Declaration:
+    """What a pipeline file declares: the pipeline, the names the file defined on the way, and
+    the action it stopped at (None for a file that only declares)."""
+
+    pipeline: PipelineSpec
+    namespace: dict
+    action: str | None = None
+
+    def names(self) -> dict:
+        """The file's own names (functions, imports, constants), for code that extends it."""
+        return {k: v for k, v in self.namespace.items() if not k.startswith("__") and k != "pipeline"}
+
+
 def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> PipelineSpec:
     """Run the file and return its module-level `pipeline`; relative paths resolve next to it,
     or against `base_dir` (a branch's pipeline file lives under .synix/ but reads the
-    project's exports)."""
+    project's exports). A script that acts on its pipeline (`pipeline.run()`) is run up to its
+    first action (DeclarationEnds)."""
+    return load_declaration(path, base_dir=base_dir).pipeline
+
+
+def declared(beside: str | Path, name: str) -> Declaration:
+    """The declaration of the file `name` next to `beside` (a branch's copy of a script)."""
+    return load_declaration(Path(beside).resolve().parent / name)
+
+
+def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) -> Declaration:
     path = Path(path).resolve()
     if not path.is_file():
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
                                       hint="run `synix init DIR` to create one")
+    action = None
+    _depth.n = getattr(_depth, "n", 0) + 1
     try:
         with _process_kept():
             namespace = runpy.run_path(str(path), run_name="__synix_pipeline__")
+    except DeclarationEnds as end:
+        namespace, action = dict(end.namespace, pipeline=end.pipeline), end.action
     except SyntaxError as exc:
         raise PipelineDefinitionError(
             f"{path}:{exc.lineno}: syntax error: {exc.msg}", hint="fix the line and run again") from None
@@ -50,6 +100,8 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
         raise PipelineDefinitionError(
             f"{path}:{frame}: {type(exc).__name__}: {exc}",
             hint="fix the pipeline file and run again") from exc
+    finally:
+        _depth.n -= 1
     pipeline = namespace.get("pipeline")
     if not isinstance(pipeline, PipelineSpec):
         raise PipelineDefinitionError(
@@ -59,7 +111,7 @@ def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> Pi
         pipeline.base_dir = Path(base_dir).resolve()
     elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
-    return pipeline.validate()
+    return Declaration(pipeline.validate(), namespace, action)
 
 
 class ProcessEnding(BaseException):

@@ -1,8 +1,16 @@
-"""What a prompt function sees: a read-only view of one input artifact."""
+"""`Record`: one piece of content the memory holds (the design's §3.2), as prompt functions see
+their inputs and as `pipeline.get(id)` and search hits return it.
+
+A prompt sees a record's content and metadata (the reserved `meta.*` keys of §3.4); a record read
+from a project also carries its provenance (`sources`: parent ids), materialization key, run,
+creation time and audit, and walks its lineage through the project it was read from.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from synix_resources.errors import ArtifactNotFound
 
 
 @dataclass(frozen=True)
@@ -12,6 +20,29 @@ class Record:
     group_key: str
     content: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    branch: str = "main"
+    sources: tuple[str, ...] = ()
+    materialization_key: str = ""
+    run_id: str | None = None
+    created_at: str = ""
+    audit: dict[str, Any] | None = None
+    embedding: list[float] | None = None
+    level: int = 0
+    # How this record's lineage is read (set when it was read from a project).
+    _lineage: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.artifact_id
+
+    @property
+    def step(self) -> str:
+        """The step (layer) that produced this record."""
+        return self.layer
+
+    @property
+    def source_count(self) -> int:
+        return len(self.sources)
 
     @property
     def title(self) -> str:
@@ -24,3 +55,11 @@ class Record:
     @property
     def period(self) -> str:
         return str(self.metadata.get("meta.time.period", "") or "")
+
+    def lineage(self) -> Any:
+        """The provenance tree under this record, down to the source transcripts (a `Lineage`:
+        `.record`, `.parents`, `.leaves()`, `.walk()`)."""
+        if self._lineage is None:
+            raise ArtifactNotFound(f"record {self.artifact_id} was not read from a project, so it has no lineage",
+                                   hint="read it with pipeline.get(id) or from pipeline.search(...)")
+        return self._lineage(self.artifact_id)

@@ -10,17 +10,23 @@ file imports from synix_assets.pipeline.api is this class plus `.branch()`).
     pipeline.search_index("memory-index", from_=["episodes", "monthly", "core"])
     pipeline.context_doc("context", from_="core", path="context.md", budget_tokens=4000)
 
+The design's spellings work too: `source(..., file="chatgpt.json", format="chatgpt-export")`,
+`merge(..., dedupe="artifact_id")`, `artifact(name, from_=..., surface="search"|"projection")`,
+and a transform, aggregate or fold that reads a source directly (the source's conversations
+become the layer `<source>-conversations`, declared for it).
+
 Relative paths resolve against `base_dir` (the folder of the pipeline file), never the
 current working directory.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from synix_assets.pipeline import validation
 from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
-from synix_assets.pipeline.steps import (FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, ContextDocProjection,
+from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
 from synix_resources.errors import PipelineDefinitionError
@@ -42,13 +48,22 @@ class PipelineSpec:
         self.sources: dict[str, Source] = {}
         self.steps: dict[str, Step] = {}
         self.projections: dict[str, Projection] = {}
+        # layers declared for a step that reads a source directly: layer → source
+        self.implicit: dict[str, str] = {}
 
     # ---- declarations -------------------------------------------------------------------
-    def source(self, name: str, *, path: str | Path | None = None, format: str = "auto",
-               kind: str = "exports") -> Source:
-        """`kind="exports"`: the export files in `path`; `kind="live"`: the closed sessions of
-        the project's live inbox (`path` defaults to .synix/live/inbox.db; docs/live.md)."""
+    def source(self, name: str, *, path: str | Path | None = None, file: str | Path | None = None,
+               format: str = "auto", kind: str = "exports") -> Source:
+        """`kind="exports"`: the export files in folder `path`, or the one export `file`;
+        `kind="live"`: the closed sessions of the project's live inbox (`path` defaults to
+        .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code (or the
+        design's chatgpt-export, claude-export, claude-code-export)."""
         self._check_new_name(name)
+        if file is not None:
+            if path is not None:
+                raise PipelineDefinitionError(f"source '{name}': give path= (a folder) or file= (one export), not both")
+            path = file
+        format = FORMAT_ALIASES.get(format, format)
         if kind not in SOURCE_KINDS:
             raise PipelineDefinitionError(f"source '{name}': unknown kind {kind!r}",
                                           hint=f"use one of {', '.join(SOURCE_KINDS)}")
@@ -73,9 +88,10 @@ class PipelineSpec:
             raise PipelineDefinitionError(
                 f"step '{name}' (merge): from_ must be a list of sources or layers",
                 hint=f'write from_=["{from_}"]')
+        dedupe = {"artifact_id": "content"}.get(dedupe, dedupe)  # the design's name for it
         if dedupe not in ("content", "metadata_match"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown dedupe {dedupe!r}",
-                                          hint='use "content" or "metadata_match"')
+                                          hint='use "artifact_id" (exact content) or "metadata_match"')
         if conflict not in ("prefer_latest", "prefer_first", "keep_all"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown conflict {conflict!r}",
                                           hint='use "prefer_latest", "prefer_first" or "keep_all"')
@@ -86,7 +102,7 @@ class PipelineSpec:
                   model: str | None = None, temperature: float | None = None,
                   max_tokens: int | None = None, system: str | None = None,
                   pii: str | None = None, description: str = "") -> Step:
-        return self._add(Step(name, "transform", _single(name, "transform", from_), prompt, model,
+        return self._add(Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
                               temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
 
     def aggregate(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
@@ -109,7 +125,7 @@ class PipelineSpec:
                                           hint='name at least one topic or use topics="auto"')
         config = {"period": period, "topics": topics if isinstance(topics, str) or topics is None
                   else list(topics), "topic_limit": topic_limit, "pii": _pii(name, pii)}
-        return self._add(Step(name, "aggregate", _single(name, "aggregate", from_), prompt, model,
+        return self._add(Step(name, "aggregate", self._reads(name, "aggregate", from_), prompt, model,
                               temperature, max_tokens, system, description, config))
 
     def fold(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
@@ -123,7 +139,7 @@ class PipelineSpec:
             raise PipelineDefinitionError(f"step '{name}' (fold): max_state_tokens must be ≥ 100")
         config = {"order_key": order_key, "checkpoint_every": checkpoint_every,
                   "max_state_tokens": max_state_tokens, "pii": _pii(name, pii)}
-        return self._add(Step(name, "fold", _single(name, "fold", from_), prompt, model,
+        return self._add(Step(name, "fold", self._reads(name, "fold", from_), prompt, model,
                               temperature, max_tokens, system, description, config))
 
     def search_index(self, name: str, *, from_: Sequence[str],
@@ -146,6 +162,19 @@ class PipelineSpec:
         proj = ContextDocProjection(name, from_, Path(path), budget_tokens)
         self.projections[name] = proj
         return proj
+
+    def artifact(self, name: str, *, from_: str | Sequence[str], surface: str,
+                 **options: Any) -> Projection:
+        """The design's spelling of a projection: `surface="search"` is a search index over the
+        layers of `from_` (options: embeddings=), `surface="projection"` the context document
+        of one layer (options: path= (default `<name>.md`), budget_tokens=)."""
+        if surface == "search":
+            return self.search_index(name, from_=from_, **options)
+        if surface == "projection":
+            options.setdefault("path", f"{name}.md")
+            return self.context_doc(name, from_=from_, **options)  # type: ignore[arg-type]
+        raise PipelineDefinitionError(f"artifact '{name}': unknown surface {surface!r}",
+                                      hint='use surface="search" or surface="projection"')
 
     # ---- derived views ------------------------------------------------------------------
     def validate(self) -> "PipelineSpec":
@@ -221,13 +250,36 @@ class PipelineSpec:
         return step_version(inputs["type"], inputs["prompt"], inputs["model"], inputs["config"])
 
     # ---- sharing --------------------------------------------------------------------------
-    def to_toml(self) -> str:
-        return pipeline_to_toml(self)
+    def to_toml(self, path: str | Path | None = None) -> str:
+        """The pipeline as TOML (prompts by reference); with `path`, also written there (a
+        relative path resolves next to the file that declares the pipeline)."""
+        text = pipeline_to_toml(self)
+        if path is not None:
+            target = self.resolve(Path(path).expanduser())
+            target.write_text(text, encoding="utf-8")
+        return text
 
     @classmethod
-    def from_toml(cls, text: str, *, base_dir: str | Path | None = None,
+    def from_toml(cls, source: str | Path, *, base_dir: str | Path | None = None,
                   namespace: dict[str, Any] | None = None) -> "PipelineSpec":
-        """A pipeline of this class (a `Pipeline` read back from TOML can branch)."""
+        """A pipeline of this class read from TOML: `source` is a file's path (relative: next to
+        the calling file) or the TOML text itself (text has line breaks, a path never). Prompts
+        are looked up in `namespace` (default: the caller's globals), then imported."""
+        caller = sys._getframe(1).f_globals
+        text = str(source)
+        if isinstance(source, Path) or "\n" not in text:
+            file = Path(text).expanduser()
+            if not file.is_absolute() and caller.get("__file__"):
+                file = Path(caller["__file__"]).resolve().parent / file
+            try:
+                text = file.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise PipelineDefinitionError(f"pipeline TOML {file} cannot be read: {exc.strerror}",
+                                              hint="give the path of a file written by to_toml()") from None
+            if base_dir is None:
+                base_dir = file.resolve().parent
+        if namespace is None:
+            namespace = {k: v for k, v in caller.items() if callable(v)}
         return pipeline_from_toml(text, cls=cls, base_dir=base_dir, namespace=namespace)
 
     def remove(self, name: str) -> None:
@@ -236,11 +288,26 @@ class PipelineSpec:
         for table in (self.steps, self.projections, self.sources):
             if name in table:
                 del table[name]
+                self.implicit.pop(name, None)
                 return
         raise PipelineDefinitionError(f"no step, projection or source named '{name}'",
                                       hint=f"declared: {', '.join([*self.sources, *self.steps, *self.projections])}")
 
     # ---- helpers ------------------------------------------------------------------------
+    def _reads(self, name: str, kind: str, from_: Any) -> tuple[str, ...]:
+        """A step's one input; a source named there is read through the layer of its
+        conversations (`<source>-conversations`), declared here once."""
+        (up,) = _single(name, kind, from_)
+        if up not in self.sources:
+            return (up,)
+        layer = f"{up}-conversations"
+        if layer not in self.steps:
+            self._add(Step(layer, "merge", (up,), description=f"the conversations of source '{up}'",
+                           config={"dedupe": "metadata_match", "fields": ["conversation_id"],
+                                   "conflict": "prefer_latest", "pii": None}))
+            self.implicit[layer] = up
+        return (layer,)
+
     def _add(self, step: Step) -> Step:
         self._check_new_name(step.name)
         self.steps[step.name] = step

@@ -10,6 +10,8 @@ from synix_assets.pipeline.prompts import TemplateFile
 StepKind = Literal["merge", "transform", "aggregate", "fold"]
 PERIODS = ("month", "week", "quarter")
 FORMATS = ("auto", "chatgpt", "claude", "claude-code")
+# The design's names for the formats (§3.4 `meta.source.type`), accepted wherever a format is named.
+FORMAT_ALIASES = {f"{name}-export": name for name in FORMATS if name != "auto"}
 SOURCE_KINDS = ("exports", "live")
 LIVE_INBOX = Path(".synix") / "live" / "inbox.db"  # a live source's default inbox
 PII_MODES = (None, "flag", "redact")

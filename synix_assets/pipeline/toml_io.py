@@ -39,8 +39,12 @@ def pipeline_to_toml(p) -> str:
                        **({"kind": s.kind} if s.kind != "exports" else {})}
                       for s in p.sources.values()]
     steps = []
+    implicit = getattr(p, "implicit", {})
     for s in p.steps.values():
-        item: dict[str, Any] = {"name": s.name, "kind": s.kind, "from": list(s.from_)}
+        if s.name in implicit:  # declared again by the step that reads its source
+            continue
+        item: dict[str, Any] = {"name": s.name, "kind": s.kind,
+                                "from": [implicit.get(u, u) for u in s.from_]}
         if s.prompt is not None:
             item["prompt"] = _prompt_ref(s.prompt, p.base_dir)
             item["prompt_identity"] = prompt_identity(s.prompt)

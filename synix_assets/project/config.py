@@ -23,3 +23,22 @@ def project_config(root: Path) -> dict:
     except tomllib.TOMLDecodeError as err:
         raise StoreError(f"{path} is not valid TOML: {err}",
                          hint='fix it, e.g. store = "postgresql://user@host/db"') from err
+
+
+def set_project_config(root: Path, key: str, value: str) -> Path:
+    """Set one deployment setting in `.synix/config.toml`, keeping the others (0600: the store
+    URL there may hold a password)."""
+    import os
+
+    import tomli_w
+
+    state = Path(root) / ".synix"
+    state.mkdir(parents=True, exist_ok=True)
+    path = state / CONFIG_FILE
+    config = {**project_config(root), key: value}
+    tmp = path.with_name(f".{CONFIG_FILE}.tmp-{os.getpid()}")
+    tmp.write_text("# This project's deployment settings (docs/configuration.md).\n" + tomli_w.dumps(config),
+                   encoding="utf-8")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path

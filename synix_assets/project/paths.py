@@ -48,6 +48,11 @@ class ProjectPaths:
 
     @property
     def pipeline_file(self) -> Path:
+        """Main's: pipeline.py, or the script a pipeline was declared in (`.synix/config.toml`
+        says `pipeline = "memory.py"`, written when that script first acted); a branch's: its
+        own pipeline.py."""
+        if self.branch == MAIN:
+            return main_pipeline_file(self.root)
         return self.branch_dir / PIPELINE_FILE
 
     def output_file(self, pipeline, path: str | Path) -> Path:
@@ -121,6 +126,19 @@ class ProjectPaths:
         return self.store if self.on_postgres else self.state_dir / "build.lock"
 
 
+def main_pipeline_file(root: Path) -> Path:
+    configured = project_config(root).get("pipeline")
+    if isinstance(configured, str) and configured:
+        return (Path(root) / configured).resolve() if not Path(configured).is_absolute() else Path(configured)
+    return Path(root) / PIPELINE_FILE
+
+
+def is_project(folder: Path) -> bool:
+    """A folder with a pipeline.py, or the state of a pipeline declared in a script there."""
+    return (folder / PIPELINE_FILE).is_file() or bool(
+        (folder / ".synix" / "config.toml").is_file() and project_config(folder).get("pipeline"))
+
+
 def current_branch(root: Path) -> str:
     """The branch commands use when none is named (`synix branch switch` sets it)."""
     try:
@@ -137,7 +155,7 @@ def find_project(start: str | Path | None = None, branch: str | None = None) -> 
     if here.is_file():
         here = here.parent
     for folder in (here, *here.parents):
-        if (folder / PIPELINE_FILE).is_file():
+        if is_project(folder):
             return ProjectPaths(folder, branch or current_branch(folder))
     raise ProjectNotFound(
         f"no {PIPELINE_FILE} in {here} or its parents",

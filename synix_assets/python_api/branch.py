@@ -1,21 +1,26 @@
-"""Branches from Python (the design's §4.5): `branch = pipeline.branch("better-summaries")`,
-`branch.transform(...)` to override a step, then `branch.plan()`, `branch.run()`,
-`branch.diff()`, `branch.promote()`.
+"""Branches from Python (the design's §4.5, §8.4): `branch = pipeline.branch("better-summaries")`,
+`branch.transform(...)` to override a step, then `branch.plan(full=True)`, `branch.run(...)`,
+`branch.diff().changed_steps`, `branch.eval("locomo")`, `branch.promote()`.
 
 A branch's definition is its own `pipeline.py` (what `synix run --branch`, the Dagster UI and the
 export sensor load), so an override made from Python is written into that file as one more
-declaration, replacing the step of the same name. Prompts given as functions must therefore be
-importable (a module next to pipeline.py, or `synix_assets.pipeline.builtin_prompts`); a
-`template(...)` prompt file works anywhere.
+declaration, replacing the step of the same name. A prompt function is written there by
+reference when it is importable (a module of its own, `synix_assets.pipeline.builtin_prompts`),
+or by its source when it is a top-level function of the script or pipeline.py that declares the
+pipeline (the branch's file has that file's names); a `template(...)` prompt file works anywhere.
 """
 from __future__ import annotations
 
+import inspect
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from synix_assets.app import branches
 from synix_assets.pipeline.prompts import TemplateFile
 from synix_assets.project import MAIN, ProjectPaths
+from synix_assets.python_api.actions import Actions
 from synix_resources.errors import PipelineDefinitionError
 
 # Byte-identical to what earlier versions wrote (they named the module by its old path): an
@@ -29,6 +34,8 @@ def _prompt_code(fn: Any, imports: list[str]) -> str:
         imports.append("from synix_assets.pipeline.prompts import template as _override_template")
         return f"_override_template({str(Path(fn.path).resolve())!r})"
     module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if callable(fn) and module in ("__main__", "__synix_pipeline__") and qualname.isidentifier():
+        return _embedded(fn, qualname, imports)
     if not callable(fn) or module in _NOT_IMPORTABLE or not module or "<locals>" in qualname:
         raise PipelineDefinitionError(
             f"prompt {qualname or fn!r} cannot be written into the branch's pipeline.py "
@@ -38,6 +45,19 @@ def _prompt_code(fn: Any, imports: list[str]) -> str:
     alias = f"_override_{qualname.replace('.', '_')}"
     imports.append(f"from {module} import {qualname.split('.')[0]} as {alias}")
     return alias + ("." + qualname.split(".", 1)[1] if "." in qualname else "")
+
+
+def _embedded(fn: Any, name: str, code: list[str]) -> str:
+    """A top-level function of the declaring script, written into the branch file by its source
+    (decorators included, so its prompt identity is unchanged)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        raise PipelineDefinitionError(
+            f"prompt {name} has no readable source to write into the branch's pipeline.py",
+            hint="define it in a module next to the pipeline and import it") from None
+    code.append("\n" + source.rstrip("\n") + "\n")
+    return name
 
 
 def _value_code(value: Any, imports: list[str]) -> str:
@@ -64,19 +84,42 @@ def override_code(method: str, name: str, kwargs: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class PipelineBranch:
-    """One branch of the project that `pipeline` belongs to (created on first use)."""
+@dataclass
+class BranchDiff:
+    """`branch.diff()`: the steps whose definition differs from the base's and, per step, the
+    records added, removed and changed (`synix branch diff --json`)."""
 
-    def __init__(self, pipeline, name: str, *, from_branch: str | None = None):
-        if pipeline.base_dir is None:
-            raise PipelineDefinitionError(
-                "this pipeline belongs to no project folder",
-                hint="load it from a project (synix_assets.pipeline.loader.load_pipeline("
-                     "'mem/pipeline.py')) before branching")
-        root = ProjectPaths(pipeline.base_dir)
-        self.paths = root.on_branch(name)
+    report: dict
+
+    @property
+    def changed_steps(self) -> list[str]:
+        """The steps whose output differs: changed, added or removed in the definition, or
+        downstream of one that is (§4.5), in build order."""
+        return list(self.report["changed_steps"])
+
+    @property
+    def steps(self) -> list[dict]:
+        return self.report["steps"]
+
+    @property
+    def layers(self) -> list[dict]:
+        return self.report["layers"]
+
+    def to_json(self) -> dict:
+        return self.report
+
+
+class PipelineBranch(Actions):
+    """One branch of a project (created from `from_branch`, default main, on first use)."""
+
+    def __init__(self, root: ProjectPaths, name: str, *, from_branch: str | None = None):
+        main = root.on_branch(MAIN)
+        self.paths = main.on_branch(name)
         if name != MAIN and not self.paths.pipeline_file.exists():
-            branches.create_branch(root, name, from_branch=from_branch or MAIN)
+            branches.create_branch(main, name, from_branch=from_branch or MAIN)
+
+    def _paths(self, action: str) -> ProjectPaths:
+        return self.paths
 
     @property
     def name(self) -> str:
@@ -89,7 +132,7 @@ class PipelineBranch:
 
     def _override(self, method: str, name: str, kwargs: dict[str, Any]) -> "PipelineBranch":
         if self.name == MAIN:
-            raise PipelineDefinitionError("main's pipeline is edited in pipeline.py itself",
+            raise PipelineDefinitionError("main's pipeline is edited in its own file",
                                           hint="branch first: pipeline.branch('experiment')")
         before = self.paths.pipeline_file.read_text(encoding="utf-8")
         header = "" if OVERRIDE_HEADER in before else f"\n\n{OVERRIDE_HEADER}\n"
@@ -107,26 +150,19 @@ class PipelineBranch:
     def fold(self, name: str, **kwargs: Any) -> "PipelineBranch":
         return self._override("fold", name, kwargs)
 
-    def plan(self, **kwargs: Any):
-        """What `synix plan --branch` reports: calls, tokens, $ and the cost ratio to main."""
-        from synix_assets.app.plan import make_plan
-
-        return make_plan(self.paths, **kwargs)
-
-    def run(self, **kwargs: Any):
-        """Build the branch (only what differs from what the store already holds)."""
-        from synix_assets.app.run import run_build
-
-        return run_build(self.paths, **kwargs)
-
-    def diff(self, record: str | None = None, *, base: str = MAIN) -> dict:
+    def diff(self, record: str | None = None, *, base: str = MAIN) -> Any:
+        """How this branch differs from `base` (a BranchDiff), or one record's text diff."""
         root = self.paths.on_branch(MAIN)
         if record is not None:
             return branches.diff_record(root, self.name, record, base=base)
-        return branches.diff_branch(root, self.name, base=base)
+        return BranchDiff(branches.diff_branch(root, self.name, base=base))
 
     def promote(self, *, force: bool = False) -> dict:
+        """Main serves this branch's pipeline and memory (undo: promote 'main@previous')."""
         return branches.promote_branch(self.paths.on_branch(MAIN), self.name, force=force)
 
     def delete(self) -> dict:
         return branches.delete_branch(self.paths.on_branch(MAIN), self.name)
+
+    def __repr__(self) -> str:
+        return f"PipelineBranch({self.name!r} of {self.paths.root})"

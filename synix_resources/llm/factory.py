@@ -32,13 +32,18 @@ def choose_provider(provider: str, api_key: str, env: Mapping[str, str] | None =
     return _choose(provider, api_key, settings(env))
 
 
+_told: list[bool] = []
+
+
 def _choose(provider: str, api_key: str, config: Settings) -> str:
     chosen = (config.llm_provider or provider or "").strip().lower()
     if not chosen:
         if config.anthropic_api_key or config.llm_api_key or api_key:
             return "anthropic"
-        log.warning("No LLM configured (ANTHROPIC_API_KEY unset): using the offline extractive "
-                    "summariser; set ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER to use a model")
+        if not _told:  # once per process: a build makes a client per layer run
+            _told.append(True)
+            log.warning("No LLM configured (ANTHROPIC_API_KEY unset): using the offline extractive "
+                        "summariser; set ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER to use a model")
         return "extractive"
     if chosen not in PROVIDERS:
         raise LLMConfigError(f"unknown LLM provider {chosen!r}",

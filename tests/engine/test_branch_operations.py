@@ -88,15 +88,15 @@ def test_promote_then_undo_restores_main_exactly(built):
 CRASHING_PROMOTE = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from synix_assets.app import branches
+    from synix_assets.app import branch_files, branches
     from synix_assets.project import ProjectPaths
 
-    real = branches._write_atomic
+    real = branch_files.write_atomic
     def write(path, data):
         if path.name == "pipeline.py" and ".synix" not in str(path):
             os.kill(os.getpid(), signal.SIGKILL)  # kill -9 between the store commit and the files
         return real(path, data)
-    branches._write_atomic = write
+    branch_files.write_atomic = write
     branches.promote_branch(ProjectPaths(Path(sys.argv[1])), "topical", force=True)
 """)
 
@@ -266,7 +266,7 @@ def test_python_branch_api_overrides_a_step_runs_diffs_and_promotes(built, tmp_p
     assert planned["layers"]["episodes"]["stale"] == 24 and planned["layers"]["transcripts"]["stale"] == 0
     assert _counts(branch.run()) == {"transcripts": (0, 24), "episodes": (24, 0), "monthly": (6, 0),
                                      "core": (1, 0)}
-    layers = {d["layer"]: d for d in branch.diff()["layers"]}
+    layers = {d["layer"]: d for d in branch.diff().layers}
     assert len(layers["episodes"]["changed"]) == 24
     branch.promote()
     assert run_build(built).noop
@@ -297,7 +297,7 @@ def test_promote_accepts_a_branch_completed_by_a_full_run_from_a_layer(built, tm
     branch.transform("episodes", from_="transcripts", prompt=template(prompt))
     with pytest.raises(BranchError, match=r"no complete build to promote \(episodes: 24 to build"):
         branch.promote()
-    report = branch.run(from_layer="episodes", full=True)
+    report = branch.run(from_="episodes", full=True)
     assert report.status == "completed" and not report.noop
     with built.open_store() as store:  # a run from a layer records no whole-build fingerprint
         assert store.on_branch("short").get_meta("build:fingerprint") is None

@@ -1,0 +1,146 @@
+"""What a pipeline (main) and a branch can do from Python: the application layer's use cases,
+called with the branch's `ProjectPaths` and answered with the objects of results.py. Each method
+is one `synix` command with the same name (tests/python_api/test_parity.py holds them to the
+same results)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from synix_assets.project import ProjectPaths
+from synix_assets.python_api.results import (EvalResult, Hit, Lineage, Plan, Reader, SearchResults,
+                                             SyncReport)
+from synix_assets.pipeline.records import Record
+from synix_resources.errors import EvalError
+
+BENCHMARKS = ("locomo", "longmemeval", "synixbench")
+
+
+class Actions:
+    """Mixed into `Pipeline` and `PipelineBranch`; `_paths(action)` gives the branch to act on."""
+
+    def _paths(self, action: str) -> ProjectPaths:
+        raise NotImplementedError
+
+    # ---- build ------------------------------------------------------------------------------
+
+    def plan(self, *, full: bool = False, batch: bool = False) -> Plan:
+        """What `run()` would rebuild and cost (`synix plan`); `full=True` prices rebuilding
+        everything. On a branch that reprocesses everything, or costs more than main, a
+        CostWarning is issued (§4.8)."""
+        from synix_assets.app.plan import make_plan
+
+        paths = self._paths("plan")
+        return Plan(make_plan(paths, batch=batch, full=full).to_json(), full=full).warn()
+
+    def sync(self) -> SyncReport:
+        """The declared pipeline against the one last synced or built (`synix sync`, §4.4.1)."""
+        from synix_assets.app.sync import sync
+
+        return SyncReport(sync(self._paths("sync")))
+
+    def run(self, step: str | None = None, *, from_: str | None = None, full: bool = False,
+            replay: bool = False, batch: bool = False) -> Any:
+        """Build (`synix run`): everything that changed; `step` builds that step and what it
+        needs; `from_` that step and everything after it; `full` ignores materialization keys;
+        `replay` answers LLM calls from the response cache only. Returns the build report
+        (`.to_json()` is `synix run --json`); a failed build raises BuildFailed with it."""
+        from synix_assets.app.plan import require_exports
+        from synix_assets.app.run import run_build
+
+        paths = self._paths("run")
+        require_exports(paths.load_pipeline())
+        return run_build(paths, select=step, from_layer=from_, full=full, replay=replay, batch=batch)
+
+    # ---- read -------------------------------------------------------------------------------
+
+    def search(self, query: str, *, step: str | Sequence[str] | None = None, mode: str = "fts",
+               exact: bool = False, limit: int = 10, since: str | None = None,
+               until: str | None = None, leaves: bool = False) -> SearchResults:
+        """Search the memory (`synix search`, §4.6): `step` picks the altitude (a step or a
+        list of them; unscoped, a summary that covers a lower hit is returned instead of it);
+        `mode` fts | semantic | hybrid; `exact` matches the words literally; `leaves` ranks the
+        source messages themselves."""
+        from synix_assets.app.query import search_view
+
+        paths = self._paths("search")
+        layers = [step] if isinstance(step, str) else list(step) if step else None
+        view = search_view(paths, query, layers=layers, mode=mode, exact=exact, limit=limit,
+                           since=since, until=until, trees=False, leaves=leaves)
+        return SearchResults(view, Reader(paths))
+
+    def get(self, record_id: str) -> Record:
+        """One record (`synix get`) with content, metadata, provenance and audit; `.lineage()`."""
+        return Reader(self._paths("get")).get(record_id)
+
+    def lineage(self, record_id: str) -> Lineage:
+        """The provenance tree of a record down to the source transcripts (`synix lineage`)."""
+        return Reader(self._paths("lineage")).lineage(record_id)
+
+    def stats(self) -> dict:
+        """Records per step (`synix stats`)."""
+        from synix_assets.app.stats import stats
+
+        return stats(self._paths("stats"))
+
+    def status(self) -> dict:
+        """Per step: records, stale, blocked, failed, last build (`synix status`)."""
+        from synix_assets.app.status import project_status
+
+        return project_status(self._paths("status"))
+
+    def runs(self, run_id: str | None = None, *, limit: int = 20) -> Any:
+        """Recent builds, newest first, or one build's per-step statistics (`synix runs`)."""
+        from synix_assets.app.query import runs_view
+
+        view = runs_view(self._paths("runs"), run_id, limit=limit)
+        return view["runs"] if run_id is None else view
+
+    def ask(self, question: str, *, offline: bool | None = None, model: str | None = None,
+            max_steps: int = 8) -> dict:
+        """An answer citing record ids and source conversations (`synix ask`); without a model
+        configured (or offline=True) the best evidence, no generated answer."""
+        from synix_assets.app.memory import MemoryService
+        from synix_assets.serve.ask import ask
+
+        svc = MemoryService(self._paths("ask"))
+        try:
+            return ask(svc, question, model=model, max_steps=max_steps, offline=offline)
+        finally:
+            svc.close()
+
+    # ---- measure ----------------------------------------------------------------------------
+
+    def eval(self, benchmark: str = "locomo", *, data: str | Path | None = None,
+             conversations: Sequence[str] | None = None, limit: int | None = None,
+             modes: Sequence[str] = ("hybrid",), baselines: Sequence[str] = ()) -> EvalResult:
+        """Measure this pipeline's memory on a benchmark (`synix eval`): locomo and longmemeval
+        read `data` (default: the SYNIX_LOCOMO_DATA / SYNIX_LONGMEMEVAL_DATA setting). The run is
+        recorded beside `synix eval report`'s."""
+        from synix_assets.eval.data import load_locomo, load_longmemeval
+        from synix_assets.eval.results import results_path
+        from synix_assets.eval.runner import EvalSettings, run_eval
+        from synix_resources.settings import settings
+
+        if benchmark not in BENCHMARKS:
+            raise EvalError(f"unknown benchmark {benchmark!r}", hint=f"use one of {', '.join(BENCHMARKS)}")
+        paths = self._paths("eval")
+        if benchmark == "synixbench":
+            from synix_assets.eval.synixbench import run_synixbench
+
+            return run_synixbench(paths, branch=paths.branch, results_db=results_path(paths.state_dir))
+        data = data or (settings().locomo_data if benchmark == "locomo" else settings().longmemeval_data)
+        if not data:
+            env = "SYNIX_LOCOMO_DATA" if benchmark == "locomo" else "SYNIX_LONGMEMEVAL_DATA"
+            raise EvalError(f"no {benchmark} data file given",
+                            hint=f"pass data='…/{benchmark}.json' or set {env}")
+        bench = (load_locomo(data, conversations=conversations, limit=limit) if benchmark == "locomo"
+                 else load_longmemeval(data, limit=limit))
+        settings_ = EvalSettings(modes=tuple(modes), systems=("memory", *baselines),
+                                 qa_mode="hybrid" if "hybrid" in modes else modes[0])
+        result = run_eval(bench, project=paths, branch=paths.branch, settings=settings_,
+                          results_db=results_path(paths.state_dir))
+        return EvalResult(result, mode=settings_.qa_mode)
+
+
+__all__ = ["Actions", "BENCHMARKS", "Hit"]
