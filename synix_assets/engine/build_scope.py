@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from synix_assets.engine.projections import DOC_FORMAT
 from synix_resources.errors import PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.names import MAIN
@@ -19,7 +20,7 @@ def build_fingerprint(ctx, scan, layers: list[str]) -> str:
     projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.pipeline.resolve(Path(p.path)))}
                                   if p.kind == "context_doc" else dataclasses.asdict(p))
                    for _, p in sorted(ctx.pipeline.projections.items())]
-    parts = [scan.fingerprint, ctx.llm_identity,
+    parts = [scan.fingerprint, ctx.llm_identity, DOC_FORMAT,  # what an index document holds
              *(f"{l}:{ctx.version(l)}" for l in layers), *projections]
     return sha256_text("\n".join(parts))
 

@@ -67,8 +67,8 @@ class IndexSource:
 
     The store's outlines of every current artifact (ids, content hashes, metadata, ordered
     parents: the whole provenance graph, small without texts) give each document the index
-    should hold — the named layers plus the leaves under them, leaves searchable only if named
-    — and its expected `(content hash, meta key)`. The meta key hashes everything a document
+    should hold — the named layers plus the leaves under them, leaves searchable only if named,
+    and every other layer hidden (found only by a search that names it) — and its expected `(content hash, meta key)`. The meta key hashes everything a document
     holds but its content (title, date, metadata, parents, leaves, ancestry, sources,
     searchability) plus DOC_FORMAT; the rest (the text and the messages a transcript is split
     into) is a function of the content, which the content hash covers. So comparing these
@@ -93,6 +93,9 @@ class IndexSource:
         leaf_ids = {aid for w in wanted for aid in self.ancestry(w)
                     if aid in arts and not arts[aid].parent_ids}
         leaves = [aid for aid in leaf_ids if arts[aid].layer not in self.layers]
+        # every other layer is indexed too, hidden: a search that names it finds it (§4.6)
+        named = set(wanted) | set(leaves)
+        leaves += [aid for aid, a in arts.items() if aid not in named and a.layer not in self.layers]
         # doc id → (content hash, meta key), in artifact id order
         self.expected: dict[str, tuple[str, str]] = {}
         for aid in sorted([*wanted, *leaves]):

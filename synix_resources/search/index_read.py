@@ -118,7 +118,9 @@ class IndexReader:
             used = "fts"
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
-        include_hidden = restrict is not None or filters.leaves
+        # a named layer may be one the projection does not list (hidden: only ever found by
+        # naming it); the layer filter keeps every other hidden document out
+        include_hidden = restrict is not None or filters.leaves or filters.layers is not None
         # The same query is often ranked twice (per artifact, then per passage): its unit scores
         # are kept for the next call while the index is unchanged (not for drill-downs).
         key = None if restrict is not None else (parsed.text, used, repr(filters),
@@ -215,8 +217,9 @@ class IndexReader:
         `phrase` was checked by `check_phrase` (text, no NUL, bounded length)."""
         needle = fold(phrase)
         where, args = filters.sql(include_hidden=True, prefix="d")
-        leaf = "(d.level = 0 OR d.searchable = 0)"
-        if len(phrase) >= 3:
+        # unscoped: the source transcripts; scoped: the named layers, whatever their level
+        leaf = "d.level = 0" if filters.layers is None else "1 = 1"
+        if len(phrase) >= 3 and self._trigram_covers(filters.layers):
             # trigram MATCH on a quoted string = substring candidates (case-insensitive). FTS5's
             # cost grows with the square of the phrase; its head already finds a superset of the
             # documents holding the whole phrase, which the scan below then verifies.
@@ -242,6 +245,15 @@ class IndexReader:
             hits.append(self._make_hit(docs[doc_id], unit, float(count), set(),
                                        snippet=exact_snippet(docs[doc_id]["content"], needle)))
         return hits
+
+    def _trigram_covers(self, layers: list[str] | None) -> bool:
+        """Whether the trigram side index holds every document exact search may return: it
+        holds the leaves and hidden documents, not the searchable summaries."""
+        if layers is None:
+            return True
+        marks = ",".join("?" * len(layers))
+        return self.db.execute(f"SELECT 1 FROM docs WHERE layer IN ({marks}) AND level > 0 "
+                               f"AND searchable = 1 LIMIT 1", layers).fetchone() is None
 
     def _exact_unit(self, doc_id: int, needle: str) -> dict | None:
         for r in self.db.execute("SELECT id FROM units WHERE doc_id = ? ORDER BY ord", [doc_id]):

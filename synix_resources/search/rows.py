@@ -2,7 +2,6 @@
 a query, and the unit and document rows that hits are made of (units cached per generation)."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -20,14 +19,14 @@ class Filters:
     since: str | None
     until: str | None
     source: str | None
-    leaves: bool = False  # only level-0 artifacts and hidden leaves
+    leaves: bool = False  # only level-0 artifacts (the source transcripts, named or hidden)
 
     def sql(self, include_hidden: bool, prefix: str = "d") -> tuple[str, list]:
         parts, args = [], []
         if not include_hidden:
             parts.append(f"{prefix}.searchable = 1")
         if self.leaves:
-            parts.append(f"({prefix}.level = 0 OR {prefix}.searchable = 0)")
+            parts.append(f"{prefix}.level = 0")
         if self.layers is not None:
             parts.append(f"{prefix}.layer IN ({','.join('?' * len(self.layers))})")
             args.extend(self.layers)
@@ -89,8 +88,6 @@ class Rows:
         """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""
         w = fusion.BM25_WEIGHTS
         score = f"-bm25({table}, {w[0]}, {w[1]}, {w[2]})"
-        if table == schema.HIDDEN_FTS and filters.leaves:  # every hidden unit is a leaf's
-            filters = dataclasses.replace(filters, leaves=False)
         where, args = filters.sql(include_hidden=True, prefix="u")
         if not where:  # nothing to filter on: FTS alone, no join with units
             return self.db.execute(
