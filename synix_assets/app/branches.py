@@ -187,10 +187,14 @@ def diff_branch(paths: ProjectPaths, name: str, *, base: str = MAIN) -> dict:
     with paths.open_store() as store:
         layers = [_layer_diff(store, d, base, name, in_base=d.layer in mine, in_branch=d.layer in theirs)
                   for d in store.diff_branches(base, name) if d.layer in mine or d.layer in theirs]
-    # the design's `diff.changed_steps`: a step whose definition or whose records differ
+    # the design's `diff.changed_steps`: the layers whose definition or records differ, and
+    # those built from one whose definition does (their output changes once the branch runs)
+    pipeline = paths.on_branch(name).load_pipeline()
     differs = {s["step"] for s in steps} | {l["layer"] for l in layers
                                              if l["added"] or l["removed"] or l["changed"]}
-    order = [*theirs, *(s for s in mine if s not in theirs)]
+    differs |= {d for s in steps if s["step"] in pipeline.steps for d in pipeline.downstream(s["step"])}
+    order = [s for s in [*theirs, *(s for s in mine if s not in theirs)]
+             if s in pipeline.steps or (s in mine and s not in pipeline.projections)]
     return {"base": base, "branch": name, "steps": steps, "layers": layers,
             "changed_steps": [s for s in order if s in differs]}
 

@@ -66,6 +66,16 @@ class BuildReport:
     def total(self, key: str) -> float:
         return sum(v.get(key, 0) for v in self.layers.values())
 
+    def __str__(self) -> str:
+        """The design's run summary (§8.3)."""
+        mark = "✓ Completed" if self.status == "completed" else f"✗ {self.status.title()}"
+        minutes, seconds = divmod(round(self.seconds), 60)
+        took = f"{minutes}m {seconds}s" if minutes else f"{self.seconds:.1f}s"
+        return (f"{mark} in {took}\n  Records: {int(self.total('built')):,} created\n"
+                f"  Tokens: {int(self.total('tokens_in')):,} input / {int(self.total('tokens_out')):,} output")
+
+    __repr__ = __str__
+
     def to_json(self) -> dict:
         return {"run_id": self.run_id, "branch": self.branch, "status": self.status,
                 "layers": {k: {"built": v.get("built", 0), "cached": v.get("cached", 0),

@@ -98,6 +98,10 @@ def _item(ctx, layer: str, step, w, s, conv) -> dict:
         "meta.chat.title": conv.title or "",
         "meta.chat.message_count": conv.message_count,
         "meta.chat.message_range": [1, conv.message_count],
+        # the design's per-message keys (§3.4), for a record that is a whole conversation: the
+        # message it is current up to, and who opened the conversation
+        "meta.chat.message_id": conv.messages[-1].message_id if conv.messages else None,
+        "meta.chat.author": conv.messages[0].role if conv.messages else None,
         "meta.time.created_at": s.created_at,
         "meta.time.updated_at": s.updated_at,
         "meta.time.period": period_of(s.created_at, "month"),

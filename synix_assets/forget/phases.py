@@ -163,9 +163,17 @@ def _checked_files(paths: ProjectPaths, pipeline, journal: dict) -> list[Path]:
 
 def _phase_verify(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     checked = _checked_files(paths, pipeline, journal)
+    # Python files are code the user wrote (the pipeline script, its branches' copies): a record
+    # id there is a reference they typed (`pipeline.purge("…")`), not memory; their text is
+    # still checked for the forgotten conversation's words
+    data = [str(p) for p in checked if p.suffix != ".py"]
+    code = [str(p) for p in checked if p.suffix == ".py"]
     found = {path: set(kinds) for path, kinds in verifying.in_child("leftovers", {
-        "files": [str(p) for p in checked], "texts": journal["verify_texts"],
+        "files": data, "texts": journal["verify_texts"],
         "ids": [a["id"] for a in journal["artifacts"]]}).items()}
+    if code:
+        found.update({path: set(kinds) for path, kinds in verifying.in_child("leftovers", {
+            "files": code, "texts": journal["verify_texts"], "ids": []}).items()})
     cids = set(journal["conversation_ids"])
     for data in journal["files"]:
         act = files.FileAction.from_json(data)

@@ -56,6 +56,10 @@ class Record:
     def period(self) -> str:
         return str(self.metadata.get("meta.time.period", "") or "")
 
+    def __repr__(self) -> str:
+        title = f" {self.title!r}" if self.title else ""
+        return f"Record({self.layer}:{self.artifact_id[:12]}{title})"
+
     def lineage(self) -> Any:
         """The provenance tree under this record, down to the source transcripts (a `Lineage`:
         `.record`, `.parents`, `.leaves()`, `.walk()`)."""

@@ -101,7 +101,14 @@ class PipelineSpec:
     def transform(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
                   model: str | None = None, temperature: float | None = None,
                   max_tokens: int | None = None, system: str | None = None,
-                  pii: str | None = None, description: str = "") -> Step:
+                  pii: str | None = None, description: str = "",
+                  validate: Callable | None = None) -> Step:
+        """One output record per input record. `validate` is the design's reserved output check
+        (§4.2: "Reserved for v1.0"): only None is accepted until it exists."""
+        if validate is not None:
+            raise PipelineDefinitionError(
+                f"step '{name}' (transform): validate= is reserved for a later version (design §4.2)",
+                hint="leave validate=None; check outputs in a downstream transform meanwhile")
         return self._add(Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
                               temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
 

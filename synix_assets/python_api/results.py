@@ -392,3 +392,8 @@ class PurgeResult:
 
     def to_json(self) -> dict:
         return self.report
+
+    def __repr__(self) -> str:
+        what = "would delete" if self.dry_run else "deleted"
+        return (f"PurgeResult({what} {len(self.affected_records)} records of "
+                f"{len(self.conversation_ids)} conversation(s))")
