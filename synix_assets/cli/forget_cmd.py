@@ -61,6 +61,10 @@ forget.help = forget.help.replace("{what}", _WHAT_IT_DOES.format(name="forget"))
 def _purge(ctx, target: str | None, dry_run: bool, as_json: bool) -> None:
     from synix_assets.app.forget import purge as purge_target
 
+    if target is not None and not target.strip():
+        raise click.BadParameter("the target is empty: give a record id, a conversation id or an "
+                                 "export file (or nothing, to finish an interrupted purge)",
+                                 param_hint="TARGET")
     report = purge_target(project_paths(ctx), target, dry_run=dry_run)
     if as_json:
         echo_json(report.to_json())
