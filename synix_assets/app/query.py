@@ -199,7 +199,7 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
 
 
 SEARCH_HIT_KEYS = ("artifact_id", "layer", "level", "score", "snippet", "provenance", "sources",
-                   "title", "date", "message_range")
+                   "title", "date", "message_range", "pii")
 
 
 def search_json(view: dict) -> dict:

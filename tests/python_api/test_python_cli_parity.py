@@ -161,7 +161,7 @@ def test_every_cli_command_is_a_python_action_or_an_exempt_process_command():
     commands = _cli_commands(main)
     assert set(CLI_TO_PYTHON) | set(CLI_ONLY) == set(commands), (
         f"unmapped: {sorted(set(commands) - set(CLI_TO_PYTHON) - set(CLI_ONLY))}; "
-        f"gone: {sorted(set(CLI_TO_PYTHON) | set(CLI_ONLY) - set(commands))}")
+        f"gone: {sorted((set(CLI_TO_PYTHON) | set(CLI_ONLY)) - set(commands))}")
     assert not set(CLI_TO_PYTHON) & set(CLI_ONLY)
     for name, (cls, attr) in CLI_TO_PYTHON.items():
         assert hasattr(getattr(synix, cls), attr), f"synix {name} → {cls}.{attr} does not exist"
@@ -271,6 +271,7 @@ def test_search_step_gives_the_same_hits_as_the_older_layers_option(built):
     py = pipeline.search("sourdough", step="episodes").to_json()
     cli = cli_json(built, "search", "sourdough", "--step", "episodes")
     assert py == cli and cli["hits"] and {h["layer"] for h in cli["hits"]} == {"episodes"}
+    assert set(cli["hits"][0]) == set(pipeline.search("sourdough", step="episodes")[0].data)  # nothing dropped
     assert cli_json(built, "search", "sourdough", "--layers", "episodes") == cli
     two = cli_json(built, "search", "sourdough", "--step", "episodes", "--step", "monthly")
     assert pipeline.search("sourdough", step=["episodes", "monthly"]).to_json() == two
