@@ -198,6 +198,20 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
     return out
 
 
+SEARCH_HIT_KEYS = ("artifact_id", "layer", "level", "score", "snippet", "provenance", "sources",
+                   "title", "date", "message_range", "pii")
+
+
+def search_json(view: dict) -> dict:
+    """A search view as `synix search --json` prints it and `SearchResults.to_json()` returns
+    it: the query, the mode used, its notice, and each hit without its provenance tree."""
+    out = {"query": view["query"], "mode": view["mode"],
+           "hits": [{k: h.get(k) for k in SEARCH_HIT_KEYS} for h in view["hits"]]}
+    if "notice" in view:
+        out["notice"] = view["notice"]
+    return out
+
+
 def leaf_ids(paths: ProjectPaths, ref: str, *, max_depth: int = 10, max_count: int = 100) -> list[str]:
     """The source records (no parents of their own) under a record, breadth first, deduplicated,
     at most `max_count`, looking at most `max_depth` levels up (the design's `leaves()`)."""

@@ -170,6 +170,7 @@ def diff(ctx, name, base, record, as_json) -> None:
         out.print(safe(data["diff"]) if data["diff"] else "identical")
         return
     out.print(f"[bold]{safe(name)}[/] against [bold]{safe(base)}[/]")
+    out.print(f"changed steps: {', '.join(safe(s) for s in data['changed_steps']) or '(none)'}")
     for s in data["steps"] or [{"step": "(none)", "change": "no step changed", "kind": ""}]:
         extra = f" ({', '.join(s['what'])})" if s.get("what") else ""
         out.print(f"  step {safe(s['step'])}: {s['change']}{extra}")

@@ -1,4 +1,4 @@
-"""Commands that create or build a project: init, run, plan, demo."""
+"""Commands that create or build a project: init, run, plan, sync, demo."""
 from __future__ import annotations
 
 import click
@@ -54,27 +54,34 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
 
 
 @click.command()
-@click.option("--select", "select", metavar="LAYER", help="Build only this layer and what it needs.")
-@click.option("--from", "from_layer", metavar="LAYER", help="Build this layer and everything downstream.")
-@click.option("--full", is_flag=True, help="Ignore cached results and rebuild the selected layers.")
+@click.argument("step", required=False)
+@click.option("--select", "select", metavar="STEP", help="The older spelling of STEP.")
+@click.option("--from", "from_layer", metavar="STEP", help="Build this step and everything downstream.")
+@click.option("--full", is_flag=True, help="Ignore cached results and rebuild the selected steps.")
 @click.option("--batch", is_flag=True, help="Use the provider's batch API (half price, slower).")
 @click.option("--replay", is_flag=True, help="Answer LLM calls from the response cache only (offline).")
 @json_option("Print one JSON object with the result at the end.")
 @project_option
 @click.pass_context
-def run(ctx, select, from_layer, full, batch, replay, as_json) -> None:
+def run(ctx, step, select, from_layer, full, batch, replay, as_json) -> None:
     """Build the memory: only what changed since the last build.
+
+    STEP builds that step and what it needs (pipeline.run("episodes")); --select STEP is its
+    older spelling.
 
     \b
     Examples:
       synix run
-      synix run --select episodes
+      synix run episodes
       synix run --from monthly --full
-      synix run --json
+      synix run --branch topical --json
     """
     from synix_assets.cli.common import quick_exit
     from synix_resources.process import interrupts
 
+    if step is not None and select is not None and step != select:
+        raise click.UsageError(f"STEP {step!r} and --select {select!r} name different steps; give one")
+    select = step if step is not None else select
     quick_exit()
     # Watched from the first line: Ctrl-C or SIGTERM anywhere in `synix run` ends with the resume
     # message and 128+signal, never with a traceback or a status that looks like success.
@@ -140,25 +147,52 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 @click.command()
 @click.option("--batch", is_flag=True, help="Price the calls at the batch API's rate.")
+@click.option("--full", is_flag=True, help="Price rebuilding everything (what `synix run --full` would do).")
 @json_option("Print the plan as JSON.")
 @project_option
 @click.pass_context
-def plan(ctx, batch, as_json) -> None:
+def plan(ctx, batch, full, as_json) -> None:
     """Show what `synix run` would rebuild, why, and what it would cost.
 
     \b
     Example:
       synix plan
+      synix plan --full --branch topical
       synix plan --json | jq .cost_usd
     """
     from synix_assets.cli import render
     from synix_assets.app.plan import make_plan
 
-    report = make_plan(project_paths(ctx), batch=batch).to_json()
+    report = make_plan(project_paths(ctx), batch=batch, full=full).to_json()
     if as_json:
         echo_json(report)
     else:
         render.plan_table(render.console(), report)
+
+
+@click.command()
+@json_option("Print the changes as JSON (what pipeline.sync().to_json() returns).")
+@project_option
+@click.pass_context
+def sync(ctx, as_json) -> None:
+    """Compare pipeline.py with the definition last synced or built: what changed, what it
+    will reprocess and cost. Records the new definition (the next sync compares with it).
+
+    \b
+    Example:
+      synix sync
+      synix sync --json
+    """
+    from synix_assets.app.sync import sync as sync_definition
+    from synix_assets.cli import render
+    from synix_assets.python_api.results import SyncReport
+
+    report = SyncReport(sync_definition(project_paths(ctx)))
+    if as_json:
+        return echo_json(report.to_json())
+    branch = report.report["branch"]
+    run_with = "synix run" + ("" if branch == "main" else f" --branch {branch}")
+    render.console().print(render.plain(report.text(run_with=run_with)), markup=False)
 
 
 @click.command()

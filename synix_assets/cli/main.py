@@ -130,9 +130,9 @@ def main(ctx: click.Context, project: str | None, debug: bool) -> None:
 def _register() -> None:
     from synix_assets.cli import build_cmds, forget_cmd, read_cmds, ui_cmd
 
-    for cmd in (build_cmds.init, build_cmds.run, build_cmds.plan, build_cmds.demo,
-                read_cmds.status, read_cmds.search, read_cmds.lineage, read_cmds.get,
-                read_cmds.runs, ui_cmd.ui, forget_cmd.forget):
+    for cmd in (build_cmds.init, build_cmds.run, build_cmds.plan, build_cmds.sync, build_cmds.demo,
+                read_cmds.status, read_cmds.stats, read_cmds.search, read_cmds.lineage, read_cmds.get,
+                read_cmds.runs, ui_cmd.ui, forget_cmd.purge, forget_cmd.forget):
         main.add_command(cmd)
     from synix_assets.cli import serve_cmd
 

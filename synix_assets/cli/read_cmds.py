@@ -1,4 +1,4 @@
-"""Commands that read a built project: status, search, lineage, get, runs."""
+"""Commands that read a built project: status, stats, search, lineage, get, runs."""
 from __future__ import annotations
 
 import click
@@ -29,8 +29,32 @@ def status(ctx, as_json) -> None:
 
 
 @click.command()
+@json_option("Print the records per step as JSON (what pipeline.stats() returns).")
+@project_option
+@click.pass_context
+def stats(ctx, as_json) -> None:
+    """Records per step: how many each step holds now and when it was last built.
+
+    \b
+    Example:
+      synix stats
+      synix stats --branch topical --json
+    """
+    from synix_assets.cli import render
+    from synix_assets.app.stats import stats as step_stats
+
+    data = step_stats(project_paths(ctx))
+    if as_json:
+        echo_json(data)
+    else:
+        render.stats_table(render.console(), data)
+
+
+@click.command()
 @click.argument("query")
-@click.option("--layers", help="Comma-separated layers to search (default: all indexed, best altitude per lineage).")
+@click.option("--step", "steps", metavar="STEP", multiple=True,
+              help="A step to search (repeatable; default: all indexed, best altitude per lineage).")
+@click.option("--layers", help="The older spelling of --step: comma-separated steps.")
 @click.option("--mode", type=click.Choice(["fts", "semantic", "hybrid"]), default="fts", show_default=True,
               help="Full-text, embedding or combined ranking (semantic falls back to fts without the model).")
 @click.option("--exact", is_flag=True, help="Find the literal phrase in the source transcripts.")
@@ -42,32 +66,30 @@ def status(ctx, as_json) -> None:
 @json_option("Print the hits as JSON.")
 @project_option
 @click.pass_context
-def search(ctx, query, layers, mode, exact, leaves, limit, since, until, as_json) -> None:
+def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, as_json) -> None:
     """Search the memory; every hit shows where it came from.
 
     \b
     Examples:
       synix search "that rust conversation"
-      synix search marathon --layers episodes --limit 3
+      synix search marathon --step episodes --limit 3
+      synix search marathon --step episodes --step monthly
       synix search "half marathon" --exact --json
       synix search "which crampons" --leaves --mode hybrid
     """
     from synix_assets.cli import render
-    from synix_assets.app.query import search_view
+    from synix_assets.app.query import search_json, search_view
     from synix_resources.search.query import check_filters
 
     check_filters(since=since, until=until)  # a bad date is wrong whatever the project holds
-    layer_list = [l.strip() for l in layers.split(",") if l.strip()] if layers else None
+    named = [*(s.strip() for s in steps), *(l.strip() for l in (layers or "").split(","))]
+    if any(not s.strip() for s in steps):
+        raise click.BadParameter("a step name is empty", param_hint="--step")
+    layer_list = list(dict.fromkeys(s for s in named if s)) or None
     data = search_view(project_paths(ctx), query, layers=layer_list, mode=mode, exact=exact, limit=limit,
                        since=since, until=until, trees=not as_json, leaves=leaves)
     if as_json:
-        keys = ("artifact_id", "layer", "level", "score", "snippet", "provenance", "sources",
-                "title", "date", "message_range")
-        out = {"query": data["query"], "mode": data["mode"],
-               "hits": [{k: h.get(k) for k in keys} for h in data["hits"]]}
-        if "notice" in data:
-            out["notice"] = data["notice"]
-        echo_json(out)
+        echo_json(search_json(data))
     else:
         render.search_results(render.console(), data)
 

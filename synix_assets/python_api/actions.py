@@ -1,6 +1,6 @@
 """What a pipeline (main) and a branch can do from Python: the application layer's use cases,
 called with the branch's `ProjectPaths` and answered with the objects of results.py. Each method
-is one `synix` command with the same name (tests/python_api/test_parity.py holds them to the
+is one `synix` command with the same name (tests/python_api/test_python_cli_parity.py holds them to the
 same results)."""
 from __future__ import annotations
 

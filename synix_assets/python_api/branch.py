@@ -164,5 +164,10 @@ class PipelineBranch(Actions):
     def delete(self) -> dict:
         return branches.delete_branch(self.paths.on_branch(MAIN), self.name)
 
+    def switch(self) -> dict:
+        """Make this the project's current branch: the one `synix.open(path)` and commands
+        without --branch act on (`synix branch switch`)."""
+        return branches.switch_branch(self.paths.on_branch(MAIN), self.name)
+
     def __repr__(self) -> str:
         return f"PipelineBranch({self.name!r} of {self.paths.root})"

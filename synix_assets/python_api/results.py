@@ -160,6 +160,10 @@ class SyncReport:
         return self.report
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, run_with: str = "pipeline.run()") -> str:
+        """The design's report (§4.4.1); `synix sync` prints it with run_with="synix run"."""
         r = self.report
         if not r["changes"]:
             return f"Pipeline '{r['pipeline']}' — no changes."
@@ -169,7 +173,7 @@ class SyncReport:
             n = c["records"]
             tail = f" → will reprocess {n} record{'s' if n != 1 else ''}" if n else ""
             lines.append(f"  {c['change'].upper():<8} {c['step']:<{width}} ({c['why']}){tail}")
-        lines += ["", f"Estimated cost: ${r['cost_usd']:.2f}", "Run with: pipeline.run()"]
+        lines += ["", f"Estimated cost: ${r['cost_usd']:.2f}", f"Run with: {run_with}"]
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -247,7 +251,9 @@ class SearchResults(list):
         self.notice: str | None = view.get("notice")
 
     def to_json(self) -> dict:
-        return self.view
+        from synix_assets.app.query import search_json
+
+        return search_json(self.view)
 
 
 @dataclass

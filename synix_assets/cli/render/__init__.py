@@ -12,7 +12,7 @@ from synix_assets.cli.render.output import (LEVEL_STYLE, console, error_line, le
                                             make_table, money, num)
 from synix_assets.cli.render.progress import BarProgress, PlainProgress
 from synix_assets.cli.render.build import (EXTRACTIVE_NOTE, failures, plan_table, provider_line,
-                                           run_summary, skipped_inputs, status_table)
+                                           run_summary, skipped_inputs, stats_table, status_table)
 from synix_assets.cli.render.read import (TREE_CHILDREN, add_tree, artifact_details, ask_result,
                                           lineage_tree, run_details, runs_table, search_results)
 
@@ -20,6 +20,6 @@ __all__ = ["markup", "plain", "safe",
            "LEVEL_STYLE", "console", "error_line", "level_style", "make_table", "money", "num",
            "BarProgress", "PlainProgress",
            "EXTRACTIVE_NOTE", "failures", "plan_table", "provider_line", "run_summary",
-           "skipped_inputs", "status_table",
+           "skipped_inputs", "stats_table", "status_table",
            "TREE_CHILDREN", "add_tree", "artifact_details", "ask_result", "lineage_tree",
            "run_details", "runs_table", "search_results"]

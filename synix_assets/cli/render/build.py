@@ -92,6 +92,18 @@ def plan_table(out: Console, plan: dict) -> None:
     out.print("Nothing to do." if plan["nothing_to_do"] else f"Run it with: synix run{branch}")
 
 
+def stats_table(out: Console, stats: dict) -> None:
+    table = make_table("step", "kind", "records", "last built (UTC)",
+                       title=f"Records of {safe(stats['pipeline'], one_line=True)} "
+                             f"(branch {safe(stats['branch'], one_line=True)})",
+                       left=("step", "kind", "last built (UTC)"))
+    for step, v in stats["steps"].items():
+        table.add_row(f"[{level_style(v['level'])}]{safe(step)}[/]", safe(v["kind"]), num(v["records"]),
+                      (v["last_built"] or "never")[:19].replace("T", " "))
+    out.print(table)
+    out.print(f"{num(stats['records'])} records in all")
+
+
 def status_table(out: Console, status: dict) -> None:
     table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "cache hits",
                        title=f"Status of {safe(status['pipeline'], one_line=True)} "
