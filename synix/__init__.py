@@ -23,8 +23,8 @@ from synix_assets.pipeline.prompts import prompt, template
 from synix_assets.pipeline.records import Record
 from synix_assets.python_api.branch import BranchDiff, PipelineBranch
 from synix_assets.python_api.pipeline import Pipeline, open
-from synix_assets.python_api.results import (CostWarning, EvalResult, Hit, Lineage, Plan, PurgeResult,
-                                             SearchResults, SyncReport)
+from synix_assets.python_api.reading import Hit, Lineage, SearchResults
+from synix_assets.python_api.results import CostWarning, EvalResult, Plan, PurgeResult, SyncReport
 from synix_resources.errors import SynixError
 
 __all__ = [

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from synix_assets.project import ProjectPaths
-from synix_assets.python_api.results import (EvalResult, Hit, Lineage, Plan, Reader, SearchResults,
-                                             SyncReport)
+from synix_assets.python_api.reading import Hit, Lineage, Reader, SearchResults
+from synix_assets.python_api.results import EvalResult, Plan, SyncReport
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import EvalError
 
