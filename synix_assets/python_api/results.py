@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from synix_assets.pipeline.records import Record
+from synix_assets.project import ProjectPaths
 from synix_resources.llm.pricing import FREE_PROVIDERS, price_for
 
 
@@ -15,7 +16,7 @@ class CostWarning(UserWarning):
     """A plan that reprocesses everything on a branch, or costs more than main (§4.8)."""
 
 
-def record_of(art: dict, *, branch: str, lineage: Callable[[str], Any] | None = None) -> Record:
+def record_of(art: dict[str, Any], *, branch: str, lineage: Callable[[str], Lineage] | None = None) -> Record:
     """A Record from an artifact dict (app.query.artifact_dict)."""
     return Record(art["artifact_id"], art["layer"], art.get("group_key", ""), art.get("content", ""),
                   dict(art.get("metadata") or {}), branch=branch,
@@ -33,7 +34,7 @@ class Plan:
     """`pipeline.plan()`: what a run would execute and cost. `print(plan)` shows the design's
     table; the figures are attributes (§4.4, §4.8)."""
 
-    report: dict  # `synix plan --json`
+    report: dict[str, Any]  # `synix plan --json`
     full: bool = False
 
     @property
@@ -76,7 +77,7 @@ class Plan:
     def nothing_to_do(self) -> bool:
         return bool(self.report["nothing_to_do"])
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
 
     def warning(self) -> str | None:
@@ -146,17 +147,17 @@ def _tokens(n: float) -> str:
 class SyncReport:
     """`pipeline.sync()`: how the declared pipeline differs from the one last synced or built."""
 
-    report: dict  # `synix sync --json`
+    report: dict[str, Any]  # `synix sync --json`
 
     @property
-    def changes(self) -> list[dict]:
+    def changes(self) -> list[dict[str, Any]]:
         return self.report["changes"]
 
     @property
     def changed_steps(self) -> list[str]:
         return [c["step"] for c in self.changes]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
 
     def __str__(self) -> str:
@@ -184,7 +185,7 @@ class Hit:
     `sources()` (direct parents), `leaves(max_depth=10, max_count=100)` (the source records
     under it), `lineage()` (the whole tree)."""
 
-    data: dict  # the hit as `synix search --json` prints it
+    data: dict[str, Any]  # the hit as `synix search --json` prints it
     _reader: "Reader" = field(repr=False, compare=False)
 
     @property
@@ -216,7 +217,7 @@ class Hit:
         return self.record.content
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         return self.record.metadata
 
     def sources(self) -> list[Record]:
@@ -230,23 +231,23 @@ class Hit:
     def lineage(self) -> "Lineage":
         return self._reader.lineage(self.id)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.data
 
     def __repr__(self) -> str:
         return f"Hit({self.step}:{self.id[:12]} score={self.score:.3f} {self.title!r})"
 
 
-class SearchResults(list):
+class SearchResults(list[Hit]):
     """The hits, best first, with the mode actually used and its notice (a fallback)."""
 
-    def __init__(self, view: dict, reader: "Reader"):
+    def __init__(self, view: dict[str, Any], reader: "Reader"):
         super().__init__(Hit(h, reader) for h in view["hits"])
         self.view = view
         self.mode: str = view["mode"]
         self.notice: str | None = view.get("notice")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.view
 
 
@@ -254,7 +255,7 @@ class SearchResults(list):
 class Lineage:
     """A provenance tree: `record`, `parents` (Lineage each), `leaves()`, `walk()`."""
 
-    tree: dict
+    tree: dict[str, Any]
     _reader: "Reader" = field(repr=False, compare=False)
 
     @property
@@ -288,7 +289,7 @@ class Lineage:
                 seen.setdefault(node.id, node)
         return list(seen.values())
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.tree
 
     def __str__(self) -> str:
@@ -299,7 +300,7 @@ class Reader:
     """Reads records of one branch of a project for the objects above (each call opens the
     store briefly, so nothing holds the project's files between calls)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths: ProjectPaths):
         self.paths = paths
 
     def get(self, ref: str) -> Record:
@@ -332,50 +333,56 @@ class EvalResult:
     `turn_recall_at_10`, `precision_at_5`, …; `figures` has them all as the CLI names them).
     `precision_at_5` is the design's "Top 5 retrieval accuracy" (§9.5): the share of questions
     with an evidence session among the top 5 hits (LoCoMo's hit@5, = `session_recall@5`).
-    Results compare by it (`branch_eval > main_eval`)."""
+    Results compare by their `headline` figure, that one or synixbench's `found_at_altitude`."""
 
     HEADLINE = "session_recall@5"
 
-    def __init__(self, result: dict, *, mode: str = "hybrid"):
-        self.result = result
-        self.mode = mode
-        self.figures: dict[str, Any] = dict(result["systems"]["memory"][mode])
-        self.baselines: dict[str, dict] = {s: m[mode] for s, m in result["systems"].items()
-                                           if s != "memory" and mode in m}
+    def __init__(self, result: dict[str, Any], *, mode: str = "hybrid"):
+        self.result, self.mode = result, mode
+        if "systems" in result:  # locomo, longmemeval: the runner's record
+            self.benchmark, self.branch = result["run"]["benchmark"], result["run"]["branch"]
+            self.figures: dict[str, Any] = dict(result["systems"]["memory"][mode])
+            self.baselines: dict[str, dict[str, Any]] = {
+                s: m[mode] for s, m in result["systems"].items() if s != "memory" and mode in m}
+        else:  # synixbench's report
+            self.benchmark, self.branch = "synixbench", result["branch"]
+            self.figures, self.baselines = {"questions": result["questions"], **result["scores"]}, {}
+        self.headline = self.HEADLINE if self.HEADLINE in self.figures else "found_at_altitude"
+
+    @property
+    def precision_at_5(self) -> float | None:
+        if self.HEADLINE not in self.figures:
+            raise AttributeError(f"{self.benchmark} has no precision_at_5; figures: {', '.join(sorted(self.figures))}")
+        return self.figures[self.HEADLINE]
 
     def __getattr__(self, name: str) -> Any:
         figures = self.__dict__.get("figures", {})
-        if name == "precision_at_5":
-            return figures[self.HEADLINE]
         key = name.replace("_at_", "@")
         if key in figures:
             return figures[key]
         raise AttributeError(f"no figure {name!r}; figures: {', '.join(sorted(figures))}")
 
-    def _key(self, other: "EvalResult") -> tuple[float, float]:
-        return (self.figures[self.HEADLINE] or 0.0, other.figures[self.HEADLINE] or 0.0)
+    def _score(self) -> float:
+        return self.figures.get(self.headline) or 0.0
 
-    def __gt__(self, other: "EvalResult") -> bool:
-        a, b = self._key(other)
-        return a > b
+    def __gt__(self, other: EvalResult) -> bool:
+        return self._score() > other._score()
 
-    def __lt__(self, other: "EvalResult") -> bool:
-        a, b = self._key(other)
-        return a < b
+    def __lt__(self, other: EvalResult) -> bool:
+        return self._score() < other._score()
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.result
 
     def __repr__(self) -> str:
-        return (f"EvalResult({self.result['run']['benchmark']} on {self.result['run']['branch']}: "
-                f"precision_at_5={self.figures[self.HEADLINE]})")
+        return f"EvalResult({self.benchmark} on {self.branch}: {self.headline}={self.figures.get(self.headline)})"
 
 
 @dataclass
 class PurgeResult:
     """`pipeline.purge(id, ...)`: what was (or, with dry_run, would be) deleted (§11.3)."""
 
-    report: dict  # `synix purge --json`
+    report: dict[str, Any]  # `synix purge --json`
 
     @property
     def dry_run(self) -> bool:
@@ -390,5 +397,5 @@ class PurgeResult:
         """Every record deleted with it: the source record and all derived from it."""
         return [a["id"] for a in self.report["artifacts"]]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
