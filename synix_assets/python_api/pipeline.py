@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from synix_assets.pipeline.loader import DeclarationEnds, loading
 from synix_assets.pipeline.spec import PipelineSpec
@@ -61,6 +61,15 @@ class Pipeline(PipelineSpec, Actions):
         self._opened: ProjectPaths | None = None
 
     # ---- opening --------------------------------------------------------------------------
+
+    @overload
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, branch: Literal["main"]) -> Pipeline: ...
+
+    @overload
+    @classmethod
+    def load(cls, path: str | Path | None = None, *,
+             branch: str | None = None) -> Pipeline | PipelineBranch: ...
 
     @classmethod
     def load(cls, path: str | Path | None = None, *,
@@ -151,6 +160,15 @@ class Pipeline(PipelineSpec, Actions):
         return gc(self._paths("gc"), dry_run=dry_run)
 
 
+@overload
+def open(path: str | Path | None = None, *, branch: Literal["main"]) -> Pipeline: ...  # noqa: A001
+
+
+@overload
+def open(path: str | Path | None = None, *, branch: str | None = None) -> Pipeline | PipelineBranch: ...  # noqa: A001
+
+
 def open(path: str | Path | None = None, *, branch: str | None = None) -> Pipeline | PipelineBranch:  # noqa: A001
-    """`synix.open("mem")`: the pipeline of an existing project (Pipeline.load)."""
+    """`synix.open("mem")`: the pipeline of an existing project (Pipeline.load); on main
+    (`branch="main"`) a Pipeline, else the PipelineBranch of the project's current branch."""
     return Pipeline.load(path, branch=branch)

@@ -47,7 +47,7 @@ def signature(fn: Any) -> str:
 
 
 def _overloads(fn: Any) -> list[str]:
-    return [f"@overload {signature(o)}" for o in typing.get_overloads(fn)]
+    return [f"@overload {signature(getattr(o, '__func__', o))}" for o in typing.get_overloads(fn)]
 
 
 def _base(base: Any) -> str:

@@ -85,6 +85,9 @@ pipeline.to_toml("pipeline.toml")
 again = Pipeline.from_toml("pipeline.toml")
 opened = synix.open("mem")
 opened.run(from_="monthly", replay=True)
+on_main: Pipeline = synix.open("mem", branch="main")
+on_main.branch("other").run()
+loaded: Pipeline = Pipeline.load("mem", branch="main")
 '''
 
 WRONG_USE = USER_SCRIPT_HEAD + '''
@@ -94,6 +97,7 @@ for hit in pipeline.search("Rust"):
 pipeline.purge("conv-1", dry_run=True).affected_record
 cost: str = pipeline.plan().estimated_cost
 pipeline.transform("summaries", from_="chatgpt", promt=summarize)
+synix.open("mem").branch("other")
 '''
 
 
@@ -135,6 +139,15 @@ def test_a_user_script_using_the_api_as_documented_type_checks_strictly(tmp_path
     assert done.returncode == 0 and not errors, done.stdout + done.stderr
 
 
+def test_the_readme_python_api_example_type_checks_strictly(tmp_path, mypy_cache, installed):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Python API\n", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "from synix import Pipeline" in example and "branch.promote()" in example
+    done, errors = _lines(example, tmp_path, mypy_cache, installed)
+    assert done.returncode == 0 and not errors, done.stdout + done.stderr
+
+
 def test_a_user_script_using_the_api_wrongly_is_flagged_line_by_line(tmp_path, mypy_cache, installed):
     done, errors = _lines(WRONG_USE, tmp_path, mypy_cache, installed)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -145,6 +158,8 @@ def test_a_user_script_using_the_api_wrongly_is_flagged_line_by_line(tmp_path, m
         first + 3: '"PurgeResult" has no attribute "affected_record"',
         first + 4: 'Incompatible types in assignment (expression has type "float", variable has type "str")',
         first + 5: 'Unexpected keyword argument "promt" for "transform" of "PipelineSpec"',
+        # the project's current branch may not be main: open(..., branch="main") to branch from it
+        first + 6: 'Item "PipelineBranch" of "Pipeline | PipelineBranch" has no attribute "branch"',
     }
     for line, message in expected.items():
         assert any(e.startswith(f"{tmp_path / 'memory.py'}:{line}: error: {message}") or
