@@ -352,14 +352,14 @@ class EvalResult:
     @property
     def precision_at_5(self) -> float | None:
         if self.HEADLINE not in self.figures:
-            raise AttributeError(f"{self.benchmark} has no precision_at_5; figures: {', '.join(sorted(self.figures))}")
+            raise AttributeError("precision_at_5")  # then __getattr__ names the figures there are
         return self.figures[self.HEADLINE]
 
     def __getattr__(self, name: str) -> Any:
         figures = self.__dict__.get("figures", {})
-        key = name.replace("_at_", "@")
-        if key in figures:
-            return figures[key]
+        for key in (name, name.replace("_at_", "@")):  # found_at_altitude; session_recall@5
+            if key in figures:
+                return figures[key]
         raise AttributeError(f"no figure {name!r}; figures: {', '.join(sorted(figures))}")
 
     def _score(self) -> float:
