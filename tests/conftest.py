@@ -17,6 +17,9 @@ def pytest_addoption(parser):
     parser.addoption("--update-asset-snapshots", action="store_true", default=False,
                      help="rewrite tests/dagster/snapshots/*.json from the compiled Dagster "
                           "definitions instead of comparing with them (review the diff)")
+    parser.addoption("--update-public-surface", action="store_true", default=False,
+                     help="rewrite tests/python_api/public_surface.txt from the `synix` package "
+                          "instead of comparing with it (review the diff)")
 
 
 @pytest.fixture(autouse=True)

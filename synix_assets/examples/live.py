@@ -3,7 +3,7 @@ become conversations → episodes → monthly rollups → core memory (docs/live
 
 Edit freely: this file is this memory's architecture. Relative paths resolve next to this file.
 """
-from synix_assets.pipeline.api import Pipeline
+from synix import Pipeline
 from synix_assets.pipeline import builtin_prompts as prompts
 
 pipeline = Pipeline("live-memory", agent="agent")

@@ -3,7 +3,7 @@
 Edit freely: this file is your memory architecture. Run `synix plan` to see what a change would
 rebuild, `synix run` to build. Relative paths resolve next to this file.
 """
-from synix_assets.pipeline.api import Pipeline
+from synix import Pipeline
 from synix_assets.pipeline import builtin_prompts as prompts
 
 pipeline = Pipeline("personal-memory", agent="me")

@@ -4,7 +4,7 @@ The same as the monthly pipeline with level 2 swapped: each topic's rollup is bu
 episodes the episode search index finds for it. Switching a project between the two rebuilds
 only the rollups and the core; transcripts and episodes stay cached.
 """
-from synix_assets.pipeline.api import Pipeline
+from synix import Pipeline
 from synix_assets.pipeline import builtin_prompts as prompts
 
 pipeline = Pipeline("personal-memory", agent="me")

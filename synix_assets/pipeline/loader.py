@@ -10,6 +10,8 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterator
 
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
@@ -22,7 +24,7 @@ class DeclarationEnds(BaseException):
     that line is the pipeline. A BaseException, so the script's own `except Exception` lets it
     through."""
 
-    def __init__(self, pipeline: PipelineSpec, action: str, namespace: dict):
+    def __init__(self, pipeline: PipelineSpec, action: str, namespace: dict[str, Any]):
         super().__init__(action)
         self.pipeline = pipeline
         self.action = action
@@ -43,10 +45,10 @@ class Declaration:
     the action it stopped at (None for a file that only declares)."""
 
     pipeline: PipelineSpec
-    namespace: dict
+    namespace: dict[str, Any]
     action: str | None = None
 
-    def names(self) -> dict:
+    def names(self) -> dict[str, Any]:
         """The file's own names (functions, imports, constants), for code that extends it."""
         return {k: v for k, v in self.namespace.items() if not k.startswith("__") and k != "pipeline"}
 
@@ -125,12 +127,12 @@ _ENDINGS = ("_exit", "execv", "execve")
 
 
 _loading: dict[tuple[int, int], int] = {}  # (pid, thread) → loads under way there (they can nest)
-_saved: list = []
+_saved: list[tuple[ModuleType, str, Callable[..., Any]]] = []
 _guard_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _process_kept():
+def _process_kept() -> Iterator[None]:
     """While pipeline.py runs in this process, its calls that would end the process raise
     ProcessEnding instead: `os._exit(0)` would otherwise end `synix run` as a success with nothing
     built. Only loading threads are guarded: other threads' calls, and those of a child the file
@@ -156,8 +158,8 @@ def _process_kept():
                     setattr(module, name, real)
 
 
-def _guarded(name: str, real):
-    def call(*args, **kwargs):
+def _guarded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
         if (os.getpid(), threading.get_ident()) not in _loading:
             return real(*args, **kwargs)
         shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])

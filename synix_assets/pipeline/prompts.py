@@ -19,20 +19,28 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import PipelineDefinitionError
 from synix_resources.fingerprints import sha256_text
 
 
-def prompt(version: str | None = None, *, system: str | None = None, max_words: int | None = None):
+# What a step's prompt= takes: a function of the step's inputs returning the prompt text (a
+# TemplateFile is one too).
+PromptFunction = Callable[..., str]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def prompt(version: str | None = None, *, system: str | None = None,
+           max_words: int | None = None) -> Callable[[F], F]:
     """Decorator: attach an explicit version (and optionally a system prompt / length) to a prompt."""
 
-    def wrap(fn: Callable) -> Callable:
-        fn.__synix_prompt_version__ = version
-        fn.__synix_system__ = system
-        fn.__synix_max_words__ = max_words
+    def wrap(fn: F) -> F:
+        # Attributes on the function object itself, so the engine finds them on any callable.
+        setattr(fn, "__synix_prompt_version__", version)
+        setattr(fn, "__synix_system__", system)
+        setattr(fn, "__synix_max_words__", max_words)
         return fn
 
     return wrap
@@ -58,7 +66,7 @@ class TemplateFile:
         return self.text().format_map(_Missing({**_placeholders(*args), **values}))
 
 
-class _Missing(dict):
+class _Missing(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
@@ -95,7 +103,7 @@ def template(path: str | Path) -> TemplateFile:
     return TemplateFile(path)
 
 
-def prompt_identity(fn: Callable | TemplateFile | None) -> str:
+def prompt_identity(fn: Callable[..., Any] | TemplateFile | None) -> str:
     """Stable identity of a prompt: explicit version, template content hash, or source hash."""
     if fn is None:
         return "builtin:none"
@@ -116,7 +124,7 @@ def prompt_identity(fn: Callable | TemplateFile | None) -> str:
     return "source:" + sha256_text(body)
 
 
-def prompt_name(fn: Callable | TemplateFile | None) -> str:
+def prompt_name(fn: Callable[..., Any] | TemplateFile | None) -> str:
     if fn is None:
         return "none"
     if isinstance(fn, TemplateFile):

@@ -8,9 +8,12 @@ creation time and audit, and walks its lineage through the project it was read f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from synix_resources.errors import ArtifactNotFound
+
+if TYPE_CHECKING:  # the reader above this floor that gives a read record its lineage
+    from synix_assets.python_api.reading import Lineage
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Record:
     embedding: list[float] | None = None
     level: int = 0
     # How this record's lineage is read (set when it was read from a project).
-    _lineage: Callable[[str], Any] | None = field(default=None, compare=False, repr=False)
+    _lineage: Callable[[str], Lineage] | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -60,7 +63,7 @@ class Record:
         title = f" {self.title!r}" if self.title else ""
         return f"Record({self.layer}:{self.artifact_id[:12]}{title})"
 
-    def lineage(self) -> Any:
+    def lineage(self) -> Lineage:
         """The provenance tree under this record, down to the source transcripts (a `Lineage`:
         `.record`, `.parents`, `.leaves()`, `.walk()`)."""
         if self._lineage is None:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Self, Sequence
 
 from synix_assets.pipeline import validation
-from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
+from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
 from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
@@ -98,11 +98,11 @@ class PipelineSpec:
         config = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict, "pii": _pii(name, pii)}
         return self._add(Step(name, "merge", tuple(from_), description=description, config=config))
 
-    def transform(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+    def transform(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
                   model: str | None = None, temperature: float | None = None,
                   max_tokens: int | None = None, system: str | None = None,
                   pii: str | None = None, description: str = "",
-                  validate: Callable | None = None) -> Step:
+                  validate: Callable[..., bool] | None = None) -> Step:
         """One output record per input record. `validate` is the design's reserved output check
         (§4.2: "Reserved for v1.0"): only None is accepted until it exists."""
         if validate is not None:
@@ -112,7 +112,7 @@ class PipelineSpec:
         return self._add(Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
                               temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
 
-    def aggregate(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+    def aggregate(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
                   period: str | None = None, topics: Sequence[str] | str | None = None,
                   topic_limit: int = 12, model: str | None = None,
                   temperature: float | None = None, max_tokens: int | None = None,
@@ -135,7 +135,7 @@ class PipelineSpec:
         return self._add(Step(name, "aggregate", self._reads(name, "aggregate", from_), prompt, model,
                               temperature, max_tokens, system, description, config))
 
-    def fold(self, name: str, *, from_: str, prompt: Callable | TemplateFile,
+    def fold(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
              order_key: str = "group_key", checkpoint_every: int = 6, max_state_tokens: int = 8000,
              model: str | None = None, temperature: float | None = None,
              max_tokens: int | None = None, system: str | None = None,
@@ -184,7 +184,7 @@ class PipelineSpec:
                                       hint='use surface="search" or surface="projection"')
 
     # ---- derived views ------------------------------------------------------------------
-    def validate(self) -> "PipelineSpec":
+    def validate(self) -> Self:
         for step in self.steps.values():  # template("x.txt") called where no file name was known
             if isinstance(step.prompt, TemplateFile) and not step.prompt.path.is_absolute() \
                     and self.base_dir is not None:
@@ -268,7 +268,7 @@ class PipelineSpec:
 
     @classmethod
     def from_toml(cls, source: str | Path, *, base_dir: str | Path | None = None,
-                  namespace: dict[str, Any] | None = None) -> "PipelineSpec":
+                  namespace: dict[str, Any] | None = None) -> Self:
         """A pipeline of this class read from TOML: `source` is a file's path (relative: next to
         the calling file) or the TOML text itself (text has line breaks, a path never). Prompts
         are looked up in `namespace` (default: the caller's globals), then imported."""

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from synix_assets.pipeline.prompts import TemplateFile
+from synix_assets.pipeline.prompts import PromptFunction, TemplateFile
 
 StepKind = Literal["merge", "transform", "aggregate", "fold"]
 PERIODS = ("month", "week", "quarter")
@@ -30,7 +30,7 @@ class Step:
     name: str
     kind: StepKind
     from_: tuple[str, ...]
-    prompt: Callable | TemplateFile | None = None
+    prompt: PromptFunction | TemplateFile | None = None
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None

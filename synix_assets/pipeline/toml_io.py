@@ -9,12 +9,18 @@ from __future__ import annotations
 import importlib
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import tomli_w
 
 from synix_assets.pipeline.prompts import TemplateFile, prompt_identity
+from synix_assets.pipeline.steps import SearchIndexProjection
 from synix_resources.errors import PipelineDefinitionError
+
+if TYPE_CHECKING:
+    from synix_assets.pipeline.spec import PipelineSpec
+
+P = TypeVar("P", bound="PipelineSpec")
 
 
 def _prompt_ref(fn: Any, base_dir: Path | None = None) -> str | None:
@@ -29,7 +35,7 @@ def _prompt_ref(fn: Any, base_dir: Path | None = None) -> str | None:
     return f"{fn.__module__}:{fn.__qualname__}"
 
 
-def pipeline_to_toml(p) -> str:
+def pipeline_to_toml(p: PipelineSpec) -> str:
     doc: dict[str, Any] = {"pipeline": {"name": p.name, "agent": p.agent,
                                         "description": p.description,
                                         "temperature": p.temperature, "max_tokens": p.max_tokens}}
@@ -59,7 +65,7 @@ def pipeline_to_toml(p) -> str:
     doc["steps"] = steps
     projs = []
     for pr in p.projections.values():
-        if pr.kind == "search_index":
+        if isinstance(pr, SearchIndexProjection):
             projs.append({"name": pr.name, "kind": pr.kind, "from": list(pr.from_),
                           "embeddings": pr.embeddings})
         else:
@@ -69,7 +75,7 @@ def pipeline_to_toml(p) -> str:
     return tomli_w.dumps(doc)
 
 
-def _resolve_prompt(ref: str, namespace: dict[str, Any], base_dir: Path | None) -> Callable | TemplateFile:
+def _resolve_prompt(ref: str, namespace: dict[str, Any], base_dir: Path | None) -> Callable[..., Any] | TemplateFile:
     if ref.startswith("template:"):
         path = Path(ref.removeprefix("template:"))
         if not path.is_absolute() and base_dir is not None:
@@ -89,7 +95,16 @@ def _resolve_prompt(ref: str, namespace: dict[str, Any], base_dir: Path | None) 
     return obj
 
 
-def pipeline_from_toml(text: str, *, cls: type, base_dir=None, namespace=None):
+def _step_prompt(step: dict[str, Any], namespace: dict[str, Any],
+                 base_dir: Path | None) -> Callable[..., Any] | TemplateFile:
+    if "prompt" not in step:
+        raise PipelineDefinitionError(f"step '{step['name']}' ({step['kind']}): no prompt in the TOML",
+                                      hint='add prompt = "module:function" or "template:path" to the step')
+    return _resolve_prompt(step["prompt"], namespace, base_dir)
+
+
+def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None = None,
+                       namespace: dict[str, Any] | None = None) -> P:
     """A validated pipeline of class `cls` (the caller's: PipelineSpec, or the Pipeline that can
     branch), so this module needs neither."""
     try:
@@ -111,7 +126,6 @@ def pipeline_from_toml(text: str, *, cls: type, base_dir=None, namespace=None):
     for s in doc.get("steps", []):
         cfg = dict(s.get("config", {}))
         common = {k: s[k] for k in ("model", "temperature", "max_tokens", "system") if k in s}
-        prompt = _resolve_prompt(s["prompt"], namespace, bd) if "prompt" in s else None
         kind, name, from_ = s["kind"], s["name"], s["from"]
         desc = s.get("description", "")
         if kind == "merge":
@@ -119,13 +133,16 @@ def pipeline_from_toml(text: str, *, cls: type, base_dir=None, namespace=None):
                     fields=cfg.get("fields", ["conversation_id"]),
                     conflict=cfg.get("conflict", "prefer_latest"), pii=cfg.get("pii"), description=desc)
         elif kind == "transform":
-            p.transform(name, from_=from_[0], prompt=prompt, pii=cfg.get("pii"), description=desc, **common)
+            p.transform(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), pii=cfg.get("pii"),
+                        description=desc, **common)
         elif kind == "aggregate":
-            p.aggregate(name, from_=from_[0], prompt=prompt, period=cfg.get("period"),
+            p.aggregate(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd),
+                        period=cfg.get("period"),
                         topics=cfg.get("topics"), topic_limit=cfg.get("topic_limit", 12),
                         pii=cfg.get("pii"), description=desc, **common)
         elif kind == "fold":
-            p.fold(name, from_=from_[0], prompt=prompt, order_key=cfg.get("order_key", "group_key"),
+            p.fold(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd),
+                   order_key=cfg.get("order_key", "group_key"),
                    checkpoint_every=cfg.get("checkpoint_every", 6),
                    max_state_tokens=cfg.get("max_state_tokens", 8000), pii=cfg.get("pii"),
                    description=desc, **common)

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from synix_assets.project.config import project_config
 from synix_resources.errors import ProjectNotFound
 from synix_resources.names import MAIN, check_branch
 from synix_resources.settings import settings
 from synix_resources.store.dialect import is_postgres_url
+
+if TYPE_CHECKING:
+    from synix_assets.pipeline.spec import PipelineSpec
 
 PIPELINE_FILE = "pipeline.py"
 CURRENT_BRANCH_FILE = "current_branch"
@@ -71,7 +75,7 @@ class ProjectPaths:
 
         return ArtifactStore(self.store, branch=self.branch, **kwargs)
 
-    def load_pipeline(self):
+    def load_pipeline(self) -> PipelineSpec:
         from synix_assets.pipeline.loader import load_pipeline
 
         return load_pipeline(self.pipeline_file, base_dir=self.root)

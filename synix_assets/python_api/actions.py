@@ -5,13 +5,16 @@ same results)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, overload
 
 from synix_assets.project import ProjectPaths
 from synix_assets.python_api.reading import Hit, Lineage, Reader, SearchResults
 from synix_assets.python_api.results import EvalResult, Plan, SyncReport
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import EvalError
+
+if TYPE_CHECKING:  # imported where used: reading a memory does not load the build
+    from synix_assets.app.run import BuildReport
 
 BENCHMARKS = ("locomo", "longmemeval", "synixbench")
 
@@ -40,7 +43,7 @@ class Actions:
         return SyncReport(sync(self._paths("sync")))
 
     def run(self, step: str | None = None, *, from_: str | None = None, full: bool = False,
-            replay: bool = False, batch: bool = False) -> Any:
+            replay: bool = False, batch: bool = False) -> BuildReport:
         """Build (`synix run`): everything that changed; `step` builds that step and what it
         needs; `from_` that step and everything after it; `full` ignores materialization keys;
         `replay` answers LLM calls from the response cache only. Returns the build report
@@ -77,19 +80,26 @@ class Actions:
         """The provenance tree of a record down to the source transcripts (`synix lineage`)."""
         return Reader(self._paths("lineage")).lineage(record_id)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Records per step (`synix stats`)."""
         from synix_assets.app.stats import stats
 
         return stats(self._paths("stats"))
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """Per step: records, stale, blocked, failed, last build (`synix status`)."""
         from synix_assets.app.status import project_status
 
         return project_status(self._paths("status"))
 
-    def runs(self, run_id: str | None = None, *, limit: int = 20) -> Any:
+    @overload
+    def runs(self, run_id: None = None, *, limit: int = 20) -> list[dict[str, Any]]: ...
+
+    @overload
+    def runs(self, run_id: str, *, limit: int = 20) -> dict[str, Any]: ...
+
+    def runs(self, run_id: str | None = None, *,
+             limit: int = 20) -> list[dict[str, Any]] | dict[str, Any]:
         """Recent builds, newest first, or one build's per-step statistics (`synix runs`)."""
         from synix_assets.app.query import runs_view
 
@@ -97,7 +107,7 @@ class Actions:
         return view["runs"] if run_id is None else view
 
     def ask(self, question: str, *, offline: bool | None = None, model: str | None = None,
-            max_steps: int = 8) -> dict:
+            max_steps: int = 8) -> dict[str, Any]:
         """An answer citing record ids and source conversations (`synix ask`); without a model
         configured (or offline=True) the best evidence, no generated answer."""
         from synix_assets.app.memory import MemoryService
@@ -128,7 +138,8 @@ class Actions:
         if benchmark == "synixbench":
             from synix_assets.eval.synixbench import run_synixbench
 
-            return run_synixbench(paths, branch=paths.branch, results_db=results_path(paths.state_dir))
+            report = run_synixbench(paths, branch=paths.branch, results_db=results_path(paths.state_dir))
+            return EvalResult(report, mode=report["mode"])
         data = data or (settings().locomo_data if benchmark == "locomo" else settings().longmemeval_data)
         if not data:
             env = "SYNIX_LOCOMO_DATA" if benchmark == "locomo" else "SYNIX_LONGMEMEVAL_DATA"

@@ -15,10 +15,11 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from synix_assets.app import branches
 from synix_assets.pipeline.prompts import TemplateFile
+from synix_assets.pipeline.spec import PipelineSpec
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.python_api.actions import Actions
 from synix_resources.errors import PipelineDefinitionError
@@ -89,7 +90,7 @@ class BranchDiff:
     """`branch.diff()`: the steps whose definition differs from the base's and, per step, the
     records added, removed and changed (`synix branch diff --json`)."""
 
-    report: dict
+    report: dict[str, Any]
 
     @property
     def changed_steps(self) -> list[str]:
@@ -98,14 +99,14 @@ class BranchDiff:
         return list(self.report["changed_steps"])
 
     @property
-    def steps(self) -> list[dict]:
+    def steps(self) -> list[dict[str, Any]]:
         return self.report["steps"]
 
     @property
-    def layers(self) -> list[dict]:
+    def layers(self) -> list[dict[str, Any]]:
         return self.report["layers"]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
 
 
@@ -126,7 +127,7 @@ class PipelineBranch(Actions):
         return self.paths.branch
 
     @property
-    def pipeline(self):
+    def pipeline(self) -> PipelineSpec:
         """The branch's pipeline as its file defines it now."""
         return self.paths.load_pipeline()
 
@@ -150,21 +151,27 @@ class PipelineBranch(Actions):
     def fold(self, name: str, **kwargs: Any) -> "PipelineBranch":
         return self._override("fold", name, kwargs)
 
-    def diff(self, record: str | None = None, *, base: str = MAIN) -> Any:
+    @overload
+    def diff(self, record: None = None, *, base: str = MAIN) -> BranchDiff: ...
+
+    @overload
+    def diff(self, record: str, *, base: str = MAIN) -> dict[str, Any]: ...
+
+    def diff(self, record: str | None = None, *, base: str = MAIN) -> BranchDiff | dict[str, Any]:
         """How this branch differs from `base` (a BranchDiff), or one record's text diff."""
         root = self.paths.on_branch(MAIN)
         if record is not None:
             return branches.diff_record(root, self.name, record, base=base)
         return BranchDiff(branches.diff_branch(root, self.name, base=base))
 
-    def promote(self, *, force: bool = False) -> dict:
+    def promote(self, *, force: bool = False) -> dict[str, Any]:
         """Main serves this branch's pipeline and memory (undo: promote 'main@previous')."""
         return branches.promote_branch(self.paths.on_branch(MAIN), self.name, force=force)
 
-    def delete(self) -> dict:
+    def delete(self) -> dict[str, Any]:
         return branches.delete_branch(self.paths.on_branch(MAIN), self.name)
 
-    def switch(self) -> dict:
+    def switch(self) -> dict[str, Any]:
         """Make this the project's current branch: the one `synix.open(path)` and commands
         without --branch act on (`synix branch switch`)."""
         return branches.switch_branch(self.paths.on_branch(MAIN), self.name)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from synix_assets.pipeline.loader import DeclarationEnds, loading
 from synix_assets.pipeline.spec import PipelineSpec
@@ -16,15 +17,18 @@ from synix_assets.python_api.project import check_same, open_paths, register
 from synix_assets.python_api.results import PurgeResult
 from synix_resources.errors import PipelineDefinitionError
 
+if TYPE_CHECKING:  # imported where used: a script that never branches does not load it
+    from synix_assets.python_api.branch import PipelineBranch
+
 
 def _caller_file(depth: int) -> Path | None:
     name = sys._getframe(depth + 1).f_globals.get("__file__")
     return Path(name).resolve() if name else None
 
 
-def _declaring_namespace() -> dict:
+def _declaring_namespace() -> dict[str, Any]:
     """The globals of the pipeline file being loaded (the frame that called the action)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_globals.get("__name__") == "__synix_pipeline__":
             return dict(frame.f_globals)
@@ -59,17 +63,15 @@ class Pipeline(PipelineSpec, Actions):
     # ---- opening --------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, branch: str | None = None) -> "Pipeline":
-        """The pipeline of an existing project (a folder, its pipeline file, or a folder inside
-        it; default: the current folder), on `branch` (default: its current branch)."""
-        paths = open_paths(path, branch)
-        pipeline = paths.on_branch(MAIN).load_pipeline()
+    def load(cls, path: str | Path | None = None) -> Pipeline:
+        """Main's pipeline of an existing project (a folder, its pipeline file, or a folder
+        inside it; default: the current folder); `.branch(name)` gives one of its branches."""
+        paths = open_paths(path, MAIN)
+        pipeline = paths.load_pipeline()
         if not isinstance(pipeline, Pipeline):  # a file that built a bare PipelineSpec
             raise PipelineDefinitionError(f"{paths.pipeline_file} does not declare a synix Pipeline",
                                           hint="write `from synix import Pipeline` in it")
-        pipeline._opened = paths.on_branch(MAIN)
-        if paths.branch != MAIN:
-            return pipeline.branch(paths.branch)  # type: ignore[return-value]
+        pipeline._opened = paths
         return pipeline
 
     @classmethod
@@ -113,14 +115,14 @@ class Pipeline(PipelineSpec, Actions):
 
     # ---- main-only actions ----------------------------------------------------------------
 
-    def branch(self, name: str, *, from_branch: str | None = None):
+    def branch(self, name: str, *, from_branch: str | None = None) -> PipelineBranch:
         """This pipeline's project on branch `name` (created from main if new): override steps,
         then plan, run, diff, eval and promote it (python_api/branch.py)."""
         from synix_assets.python_api.branch import PipelineBranch
 
         return PipelineBranch(self._paths("branch"), name, from_branch=from_branch)
 
-    def branches(self) -> list[dict]:
+    def branches(self) -> list[dict[str, Any]]:
         """Every branch with its records and last build (`synix branch list`)."""
         from synix_assets.app.branches import list_branches
 
@@ -138,13 +140,14 @@ class Pipeline(PipelineSpec, Actions):
                 hint="purge(record_id, cascade=True); preview with dry_run=True")
         return PurgeResult(purge(self._paths("purge"), record_id, dry_run).to_json())
 
-    def gc(self, *, dry_run: bool = False) -> dict:
+    def gc(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Remove records no branch points at (`synix gc`)."""
         from synix_assets.app.branches import gc
 
         return gc(self._paths("gc"), dry_run=dry_run)
 
 
-def open(path: str | Path | None = None, *, branch: str | None = None) -> Pipeline:  # noqa: A001
-    """`synix.open("mem")`: the pipeline of an existing project (Pipeline.load)."""
-    return Pipeline.load(path, branch=branch)
+def open(path: str | Path | None = None) -> Pipeline:  # noqa: A001
+    """`synix.open("mem")`: main's pipeline of an existing project (Pipeline.load); a branch of
+    it is `synix.open("mem").branch("name")`."""
+    return Pipeline.load(path)

@@ -15,6 +15,7 @@ import logging
 from pathlib import Path
 
 from synix_assets.project import MAIN, PIPELINE_FILE, ProjectPaths, find_project, project_config
+from synix_assets.pipeline.spec import PipelineSpec
 from synix_assets.project.config import set_project_config
 from synix_resources.errors import PipelineDefinitionError
 
@@ -39,7 +40,7 @@ def register(root: Path, declared_in: Path) -> None:
     set_project_config(root, "pipeline", name)
 
 
-def check_same(pipeline, loaded, source: Path) -> None:
+def check_same(pipeline: PipelineSpec, loaded: PipelineSpec, source: Path) -> None:
     """The pipeline acted on must be the one its file declares (what Dagster and the CLI load)."""
     mine, theirs = fingerprint(pipeline), fingerprint(loaded)
     if mine == theirs:
@@ -52,7 +53,7 @@ def check_same(pipeline, loaded, source: Path) -> None:
              "call (or change the branch with pipeline.branch(...))")
 
 
-def fingerprint(pipeline) -> dict[str, str]:
+def fingerprint(pipeline: PipelineSpec) -> dict[str, str]:
     out = {f"source {n}": f"{pipeline.resolve(s.path)}|{s.format}|{s.kind}" for n, s in pipeline.sources.items()}
     out.update({f"step {l}": pipeline.version(l) for l in pipeline.layer_order()})
     out.update({f"artifact {n}": repr(sorted((k, str(v)) for k, v in vars(p).items()))

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from synix_assets.pipeline.records import Record
+from synix_assets.project import ProjectPaths
 
 
-def record_of(art: dict, *, branch: str, lineage: Callable[[str], Any] | None = None) -> Record:
+def record_of(art: dict[str, Any], *, branch: str, lineage: Callable[[str], Lineage] | None = None) -> Record:
     """A Record from an artifact dict (app.query.artifact_dict)."""
     return Record(art["artifact_id"], art["layer"], art.get("group_key", ""), art.get("content", ""),
                   dict(art.get("metadata") or {}), branch=branch,
@@ -28,7 +29,7 @@ class Hit:
     `sources()` (direct parents), `leaves(max_depth=10, max_count=100)` (the source records
     under it), `lineage()` (the whole tree)."""
 
-    data: dict  # the hit as `synix search --json` prints it
+    data: dict[str, Any]  # the hit as `synix search --json` prints it
     _reader: "Reader" = field(repr=False, compare=False)
 
     @property
@@ -60,7 +61,7 @@ class Hit:
         return self.record.content
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         return self.record.metadata
 
     def sources(self) -> list[Record]:
@@ -74,23 +75,23 @@ class Hit:
     def lineage(self) -> "Lineage":
         return self._reader.lineage(self.id)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.data
 
     def __repr__(self) -> str:
         return f"Hit({self.step}:{self.id[:12]} score={self.score:.3f} {self.title!r})"
 
 
-class SearchResults(list):
+class SearchResults(list[Hit]):
     """The hits, best first, with the mode actually used and its notice (a fallback)."""
 
-    def __init__(self, view: dict, reader: "Reader"):
+    def __init__(self, view: dict[str, Any], reader: "Reader"):
         super().__init__(Hit(h, reader) for h in view["hits"])
         self.view = view
         self.mode: str = view["mode"]
         self.notice: str | None = view.get("notice")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         from synix_assets.app.query import search_json
 
         return search_json(self.view)
@@ -100,7 +101,7 @@ class SearchResults(list):
 class Lineage:
     """A provenance tree: `record`, `parents` (Lineage each), `leaves()`, `walk()`."""
 
-    tree: dict
+    tree: dict[str, Any]
     _reader: "Reader" = field(repr=False, compare=False)
 
     @property
@@ -134,7 +135,7 @@ class Lineage:
                 seen.setdefault(node.id, node)
         return list(seen.values())
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.tree
 
     def __str__(self) -> str:
@@ -145,7 +146,7 @@ class Reader:
     """Reads records of one branch of a project for the objects above (each call opens the
     store briefly, so nothing holds the project's files between calls)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths: ProjectPaths):
         self.paths = paths
 
     def get(self, ref: str) -> Record:

@@ -22,7 +22,7 @@ class Plan:
     """`pipeline.plan()`: what a run would execute and cost. `print(plan)` shows the design's
     table; the figures are attributes (§4.4, §4.8)."""
 
-    report: dict  # `synix plan --json`
+    report: dict[str, Any]  # `synix plan --json`
     full: bool = False
 
     @property
@@ -65,7 +65,7 @@ class Plan:
     def nothing_to_do(self) -> bool:
         return bool(self.report["nothing_to_do"])
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
 
     def warning(self) -> str | None:
@@ -137,17 +137,17 @@ def _tokens(n: float) -> str:
 class SyncReport:
     """`pipeline.sync()`: how the declared pipeline differs from the one last synced or built."""
 
-    report: dict  # `synix sync --json`
+    report: dict[str, Any]  # `synix sync --json`
 
     @property
-    def changes(self) -> list[dict]:
+    def changes(self) -> list[dict[str, Any]]:
         return self.report["changes"]
 
     @property
     def changed_steps(self) -> list[str]:
         return [c["step"] for c in self.changes]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
 
     def __str__(self) -> str:
@@ -178,50 +178,56 @@ class EvalResult:
     `turn_recall_at_10`, `precision_at_5`, …; `figures` has them all as the CLI names them).
     `precision_at_5` is the design's "Top 5 retrieval accuracy" (§9.5): the share of questions
     with an evidence session among the top 5 hits (LoCoMo's hit@5, = `session_recall@5`).
-    Results compare by it (`branch_eval > main_eval`)."""
+    Results compare by their `headline` figure, that one or synixbench's `found_at_altitude`."""
 
     HEADLINE = "session_recall@5"
 
-    def __init__(self, result: dict, *, mode: str = "hybrid"):
-        self.result = result
-        self.mode = mode
-        self.figures: dict[str, Any] = dict(result["systems"]["memory"][mode])
-        self.baselines: dict[str, dict] = {s: m[mode] for s, m in result["systems"].items()
-                                           if s != "memory" and mode in m}
+    def __init__(self, result: dict[str, Any], *, mode: str = "hybrid"):
+        self.result, self.mode = result, mode
+        if "systems" in result:  # locomo, longmemeval: the runner's record
+            self.benchmark, self.branch = result["run"]["benchmark"], result["run"]["branch"]
+            self.figures: dict[str, Any] = dict(result["systems"]["memory"][mode])
+            self.baselines: dict[str, dict[str, Any]] = {
+                s: m[mode] for s, m in result["systems"].items() if s != "memory" and mode in m}
+        else:  # synixbench's report
+            self.benchmark, self.branch = "synixbench", result["branch"]
+            self.figures, self.baselines = {"questions": result["questions"], **result["scores"]}, {}
+        self.headline = self.HEADLINE if self.HEADLINE in self.figures else "found_at_altitude"
+
+    @property
+    def precision_at_5(self) -> float | None:
+        if self.HEADLINE not in self.figures:
+            raise AttributeError("precision_at_5")  # then __getattr__ names the figures there are
+        return self.figures[self.HEADLINE]
 
     def __getattr__(self, name: str) -> Any:
         figures = self.__dict__.get("figures", {})
-        if name == "precision_at_5":
-            return figures[self.HEADLINE]
-        key = name.replace("_at_", "@")
-        if key in figures:
-            return figures[key]
+        for key in (name, name.replace("_at_", "@")):  # found_at_altitude; session_recall@5
+            if key in figures:
+                return figures[key]
         raise AttributeError(f"no figure {name!r}; figures: {', '.join(sorted(figures))}")
 
-    def _key(self, other: "EvalResult") -> tuple[float, float]:
-        return (self.figures[self.HEADLINE] or 0.0, other.figures[self.HEADLINE] or 0.0)
+    def _score(self) -> float:
+        return self.figures.get(self.headline) or 0.0
 
-    def __gt__(self, other: "EvalResult") -> bool:
-        a, b = self._key(other)
-        return a > b
+    def __gt__(self, other: EvalResult) -> bool:
+        return self._score() > other._score()
 
-    def __lt__(self, other: "EvalResult") -> bool:
-        a, b = self._key(other)
-        return a < b
+    def __lt__(self, other: EvalResult) -> bool:
+        return self._score() < other._score()
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.result
 
     def __repr__(self) -> str:
-        return (f"EvalResult({self.result['run']['benchmark']} on {self.result['run']['branch']}: "
-                f"precision_at_5={self.figures[self.HEADLINE]})")
+        return f"EvalResult({self.benchmark} on {self.branch}: {self.headline}={self.figures.get(self.headline)})"
 
 
 @dataclass
 class PurgeResult:
     """`pipeline.purge(id, ...)`: what was (or, with dry_run, would be) deleted (§11.3)."""
 
-    report: dict  # `synix purge --json`
+    report: dict[str, Any]  # `synix purge --json`
 
     @property
     def dry_run(self) -> bool:
@@ -236,7 +242,7 @@ class PurgeResult:
         """Every record deleted with it: the source record and all derived from it."""
         return [a["id"] for a in self.report["artifacts"]]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.report
 
     def __repr__(self) -> str:
