@@ -113,8 +113,9 @@ class SearchIndex:
         self._writer.purge_free_pages()
 
     def stats(self) -> dict:
-        by_layer = {r[0]: {"level": r[1], "docs": r[2]} for r in self.db.execute(
-            "SELECT layer, MIN(level), COUNT(*) FROM docs GROUP BY layer ORDER BY layer")}
+        # searchable: found by an unscoped search; the other layers only when a search names them
+        by_layer = {r[0]: {"level": r[1], "docs": r[2], "searchable": bool(r[3])} for r in self.db.execute(
+            "SELECT layer, MIN(level), COUNT(*), MAX(searchable) FROM docs GROUP BY layer ORDER BY layer")}
         return {
             "path": str(self.path),
             "docs": self.db.execute("SELECT COUNT(*) FROM docs").fetchone()[0],
