@@ -108,7 +108,9 @@ class IndexWriter:
             keys = []
             for unit in units:
                 key = None
-                if embedder is not None and doc.searchable:
+                # the source transcripts too, named or hidden: leaf search ("leaf bypass") is
+                # hybrid like any other; hidden middle layers are found by their words only
+                if embedder is not None and (doc.searchable or doc.level == 0):
                     key = self.vectors.key(embedder.name, unit.embed_text)
                     texts[key] = unit.embed_text
                 keys.append(key)
