@@ -43,7 +43,10 @@ talked wanted decided help helps helped specific specifically necessary provide 
 create created creating find found following follow various different certain overall able
 consider considering ensure important approach step steps option options question questions answer
 time times minute minutes hour hours day days week weeks month months year years morning
-evening tonight tomorrow yesterday dollar dollars euro euros percent
+evening tonight tomorrow yesterday dollar dollars euro euros percent january february march
+april june july august september october november december monday tuesday wednesday thursday
+friday saturday sunday three four five six seven eight nine ten hundred thousand add adds
+added change changes changed
 de het een en van ik je dat die niet zijn voor met op te aan er maar om ook als dan bij nog naar
 uit wat kan wel zo hoe mijn wordt worden deze door heb hebben heeft meer geen moet onze jouw
 dit hier wij jij hun zich waren kunnen zal zou omdat alleen tot over onder veel goed nu jullie
