@@ -9,7 +9,6 @@ new ones, as they would in a model's rewrite.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from synix_resources.keyphrases import phrases
@@ -49,10 +48,11 @@ def memory_document(request: LLMRequest, budget: int) -> tuple[str, tuple[str, .
         return "", ()
     latest = max((i.date for i in items), default="")
     used: set[str] = set()
-    topic_lines = _topics(items, topic_dates, int(budget * SHARES[TOPICS]), used)
+    # who the user is, what is open and what is recent come first; topics take what is left
     who = _pick([i for i in items if _FIRST_PERSON.search(i.text)], budget * SHARES[WHO], used, latest_first=False)
-    recent = _pick([i for i in items if i.date == latest], budget * SHARES[RECENT], used, latest_first=False)
     still_open = _pick([i for i in items if _OPEN.search(i.text)], budget * SHARES[OPEN], used, latest_first=True)
+    recent = _pick([i for i in items if i.date == latest], budget * SHARES[RECENT], used, latest_first=False)
+    topic_lines = _topics(items, topic_dates, int(budget * SHARES[TOPICS]), used)
     sections = [(WHO, [_line(i) for i in who]), (TOPICS, topic_lines),
                 (RECENT + (f" ({latest})" if latest else ""), [_line(i) for i in recent]),
                 (OPEN, [_line(i) for i in still_open])]
@@ -126,15 +126,14 @@ def _topics(items: list[_Item], known: dict[str, set[str]], budget: int, used: s
             dates.setdefault(phrase, set()).add(item.date)
             holders.setdefault(phrase, []).append(item)
     several_periods = len({i.date for i in items}) > 1
-    weight = Counter({p: (len(ds) if several_periods else len(holders.get(p, ()))) * (1 + 0.5 * p.count(" "))
-                      for p, ds in dates.items() if p in holders})
+    support = {p: len(ds) if several_periods else len(holders[p]) for p, ds in dates.items() if p in holders}
+    # the phrase of the most periods first; among equals the longer (more specific) one
     lines: list[str] = []
     chosen: list[str] = []
     words = 0
-    for phrase, score in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0])):
-        support = len(dates[phrase]) if several_periods else len(holders[phrase])
-        if support < 2 or len(chosen) == MOST_TOPICS:
-            continue
+    for phrase in sorted(support, key=lambda p: (-support[p], -p.count(" "), p)):
+        if support[phrase] < 2 or len(chosen) == MOST_TOPICS:
+            break
         if any(set(phrase.split()) & set(c.split()) for c in chosen):
             continue  # "marathon" beside "marathon training" says nothing more
         fresh = [i for i in holders[phrase] if i.text not in used]
