@@ -95,3 +95,20 @@ def doc_section(doc: str, title: str) -> list[str]:
         elif inside and line:
             out.append(line)
     return out
+
+
+def test_demo_core_built_offline_is_the_sectioned_document_of_its_monthly_rollups(demo_project, monkeypatch):
+    from synix_assets.app.run import run_build
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
+    run_build(demo_project)
+    store = ArtifactStore(demo_project.store)
+    core = store.current("core", "all")
+    assert core.metadata["meta.step.model"] == "extractive-v2" and core.content.startswith(NOTE)
+    assert {f"## {WHO}", f"## {TOPICS}", f"## {OPEN}"} <= set(core.content.splitlines())
+    months = {m.metadata["meta.time.period"]: " ".join(m.content.split()) for m in store.list_layer("monthly")}
+    assert all(m.startswith("# Topics: ") for m in months.values())
+    for line in bullets(core.content):
+        period = line.rsplit(" (", 1)[1].rstrip(")")
+        assert sentence_of(line) in months[period], line
