@@ -114,8 +114,9 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             meta["meta.custom.pii"] = pii_counts
         if redacted and found:
             meta["meta.custom.pii_redacted"] = found
-        calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text,
-                                                           records, f"{layer}/{w.group_key}", render),
+        calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text, records,
+                                                           f"{layer}/{w.group_key}", render,
+                                                           shape="rollup"),
                                  [a.artifact_id for a in members], meta, w.key, len(members)))
         prompts.append((records, lambda recs, group=w.group_key: call_prompt(step, recs, group)))
     calls, unfit = reduction.fit_to_window(

@@ -97,7 +97,7 @@ class _Folder:
         # The state is a source too: an extractive summariser must be able to keep it.
         prior = [("state", state)] if state != EMPTY_STATE else []
         req = make_request(ctx, layer, call_prompt(step, rec, state), [rec], f"{layer}/{rec.group_key}",
-                           render=_step_render(step, rec, state), extra_sources=prior)
+                           render=_step_render(step, rec, state), extra_sources=prior, shape="memory")
         last = self.last = ctx.llm.complete(req)
         _add(self.totals, last)
         if last.map_reduce_parts:  # an input over the window was summarised in parts first
@@ -108,7 +108,7 @@ class _Folder:
         if estimate_tokens(state) > max_tokens:
             comp = ctx.llm.complete(make_request(
                 ctx, layer, builtin_prompts.compress_state(state, max_tokens),
-                [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)],
+                [], f"{layer}/compress@{pos + 1}", extra_sources=[("state", state)], shape="memory",
                 render=lambda sources, limit=max_tokens: builtin_prompts.compress_state(
                     dict(sources)["state"], limit)))
             _add(self.totals, comp)

@@ -101,7 +101,9 @@ class PendingCall:
 
 def make_request(ctx, layer: str, prompt_text: str, records: list[Record], label: str,
                  render: Callable[[list[tuple[str, str]]], str] | None = None,
-                 extra_sources: list[tuple[str, str]] = ()) -> LLMRequest:
+                 extra_sources: list[tuple[str, str]] = (), shape: str = "") -> LLMRequest:
+    """The request for one call of `layer`'s step; `shape` and each record's date tell an offline
+    summariser, which cannot read the prompt, what to write (see LLMRequest.shape)."""
     step = ctx.pipeline.steps[layer]
     settings = ctx.pipeline.llm_settings(step)
     max_words = getattr(step.prompt, "__synix_max_words__", None)
@@ -109,7 +111,8 @@ def make_request(ctx, layer: str, prompt_text: str, records: list[Record], label
     return LLMRequest(prompt=prompt_text, system=system, model=settings["model"],
                       temperature=settings["temperature"], max_tokens=settings["max_tokens"],
                       label=label, sources=[*extra_sources, *((r.artifact_id, r.content) for r in records)],
-                      max_words=max_words, template_hash=prompt_identity(step.prompt), render=render)
+                      max_words=max_words, template_hash=prompt_identity(step.prompt), render=render,
+                      shape=shape, source_dates={r.artifact_id: r.period or r.date for r in records})
 
 
 def call_and_store(ctx, layer: str, level: int, calls: list[PendingCall]) -> list[PartitionOutcome]:

@@ -5,8 +5,8 @@ rendered prompt, which provider/model/parameters, what came back, and what it co
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping, Sequence
 
 from synix_resources.fingerprints import sha256_text
 
@@ -14,7 +14,9 @@ from synix_resources.fingerprints import sha256_text
 # with chunk summaries in place of oversize sources.
 RenderFn = Callable[[list[tuple[str, str]]], str]
 
-EXTRACTIVE_MODEL = "extractive-v1"
+# v2: structured memory documents for folds and topic headlines for rollups; a new name so every
+# step built by v1 rebuilds (the model is part of each step's version and of the cache key).
+EXTRACTIVE_MODEL = "extractive-v2"
 
 
 @dataclass
@@ -29,6 +31,10 @@ class LLMRequest:
     max_words: int | None = None
     template_hash: str = ""
     render: RenderFn | None = None
+    # What the answer is for, for a summariser that cannot read the prompt (the offline
+    # extractive one): "" prose, "rollup" a summary of several inputs, "memory" a fold's document.
+    shape: str = ""
+    source_dates: Mapping[str, str] = field(default_factory=dict)  # source id → date or period
 
     def __post_init__(self) -> None:
         self.sources = tuple((str(sid), str(text)) for sid, text in self.sources)

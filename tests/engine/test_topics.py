@@ -65,3 +65,30 @@ def test_auto_topics_build_one_rollup_per_discovered_topic_through_dagster(demo_
     assert len(instance.get_materialized_partitions(layer_key("topics"))) == len(topics)
     again = run_build(demo_project)
     assert again.to_json()["llm_calls"] == 0
+
+
+CHATTY = [  # chat filler and contractions everywhere; the topics are in the nouns
+    "I'll keep the marathon long run around 18 miles, let's start the taper after that.",
+    "Sure, here's the plan: keep the marathon pace easy and start the long run early.",
+    "I'll start a sourdough starter and keep the sourdough loaf in a warm spot around noon.",
+    "Let's keep going: the sourdough starter doubled, I'll bake the sourdough loaf tomorrow.",
+    "Here's how you'd fix the rust borrow checker error: keep one mutable borrow around.",
+    "I'll start over; the rust borrow checker still complains, let's keep the lifetimes explicit.",
+]
+
+
+def test_auto_topic_names_are_content_phrases_never_filler_or_contractions():
+    from synix_resources.keyphrases import STOP_WORDS
+
+    topics = discover(CHATTY, titles=["Marathon taper", "Marathon pacing", "Sourdough starter",
+                                      "Sourdough bake", "Rust borrow checker", "Borrow checker again"])
+    assert len(topics) == 3, topics
+    for expected in ("marathon", "sourdough", "borrow"):
+        assert any(expected in t.split() for t in topics), (expected, topics)
+    for name in topics:
+        assert not set(name.split()) & STOP_WORDS and "'" not in name, name
+
+
+def test_titles_weigh_more_than_the_body_in_a_topic_name():
+    texts = ["We compared the tram and the bus.", "The tram was faster than the bus."]
+    assert discover(texts, titles=["Lisbon transport", "Lisbon transport"]) == ["lisbon transport"]

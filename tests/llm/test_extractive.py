@@ -78,7 +78,7 @@ def test_attribution_names_each_source_and_labels_itself_extractive():
         body = line.rsplit(" [", 1)[0]
         assert body.split(". ")[0] in " ".join((TRIP if source == "conv-a" else COMPILER).split())
     audit = resp.audit()
-    assert audit["provider"] == "extractive" and audit["model"] == "extractive-v1"
+    assert audit["provider"] == "extractive" and audit["model"] == "extractive-v2"
     assert audit["cost_usd"] == 0 and audit["temperature"] is None
     assert "extractive" in audit["flags"]
 

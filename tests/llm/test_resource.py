@@ -38,7 +38,7 @@ def test_resource_env_override_and_direct_use_outside_dagster(monkeypatch):
     llm = LLMResource(provider="fake")
     text = "The garden needs water every morning in July. Tomatoes grow fast."
     response = llm.complete(LLMRequest("x", sources=[("s1", text)]))
-    assert response.provider == "extractive" and response.model == "extractive-v1"
+    assert response.provider == "extractive" and response.model == "extractive-v2"
     assert llm.get_client() is llm.get_client()
 
 
