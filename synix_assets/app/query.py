@@ -155,11 +155,13 @@ def hit_dict(hit) -> dict:
 def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = None,
                 mode: str = "fts", exact: bool = False, limit: int = 10, since: str | None = None,
                 until: str | None = None, source: str | None = None, trees: bool = True,
-                leaves: bool = False) -> dict:
+                leaves: bool = False, period: str | None = None,
+                conversation: str | None = None) -> dict:
     """{"hits": [...], "mode": used mode, "notice"?: why semantic fell back to FTS}.
 
     `leaves=True` ranks the source transcripts themselves, below every summary, one hit per
-    matched message ("leaf bypass": the words as they were said).
+    matched message ("leaf bypass": the words as they were said). The filters are
+    `SearchIndex.search`'s (since/until, period, conversation, source).
 
     Each hit: artifact_id, layer, level, score, snippet, provenance (leaf ids), sources
     (conversation_id, title, date, message_range), title, date, and with `trees` its
@@ -180,7 +182,8 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
             mode = "fts"
         results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
                                since=since, until=until, source=source, leaves=leaves,
-                               per="passage" if leaves else "artifact")
+                               per="passage" if leaves else "artifact", period=period,
+                               conversation=conversation)
     finally:
         index.close()
     notice = notice or results.notice

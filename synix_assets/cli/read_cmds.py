@@ -61,12 +61,19 @@ def stats(ctx, as_json) -> None:
 @click.option("--leaves", is_flag=True,
               help="Rank the source transcripts themselves, below every summary: one hit per matched message.")
 @click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True, help="Number of hits.")
-@click.option("--since", metavar="DATE", help="Only artifacts dated on or after DATE (YYYY-MM-DD).")
-@click.option("--until", metavar="DATE", help="Only artifacts dated on or before DATE (YYYY-MM-DD).")
+@click.option("--since", metavar="DATE",
+              help="Only artifacts dated on or after DATE (YYYY[-MM[-DD]] or an ISO date-time).")
+@click.option("--until", metavar="DATE",
+              help="Only artifacts dated on or before DATE (YYYY[-MM[-DD]] or an ISO date-time).")
+@click.option("--period", metavar="PERIOD",
+              help="Only artifacts of this period (YYYY-MM, YYYY-Www or YYYY-Qn), e.g. a month's rollup.")
+@click.option("--conversation", metavar="ID",
+              help="Only artifacts built from this conversation (its transcript, episode, rollups).")
 @json_option("Print the hits as JSON.")
 @project_option
 @click.pass_context
-def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, as_json) -> None:
+def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, period,
+           conversation, as_json) -> None:
     """Search the memory; every hit shows where it came from.
 
     \b
@@ -76,18 +83,21 @@ def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, 
       synix search marathon --step episodes --step monthly
       synix search "half marathon" --exact --json
       synix search "which crampons" --leaves --mode hybrid
+      synix search marathon --period 2025-03 --since 2025-03-10
     """
     from synix_assets.cli import render
     from synix_assets.app.query import search_json, search_view
-    from synix_resources.search.query import check_filters
+    from synix_resources.search.filters import check_filters
 
-    check_filters(since=since, until=until)  # a bad date is wrong whatever the project holds
+    # a bad filter value is wrong whatever the project holds
+    check_filters(since=since, until=until, period=period, conversation=conversation)
     named = [*(s.strip() for s in steps), *(l.strip() for l in (layers or "").split(","))]
     if any(not s.strip() for s in steps):
         raise click.BadParameter("a step name is empty", param_hint="--step")
     layer_list = list(dict.fromkeys(s for s in named if s)) or None
     data = search_view(project_paths(ctx), query, layers=layer_list, mode=mode, exact=exact, limit=limit,
-                       since=since, until=until, trees=not as_json, leaves=leaves)
+                       since=since, until=until, trees=not as_json, leaves=leaves, period=period,
+                       conversation=conversation)
     if as_json:
         echo_json(search_json(data))
     else:

@@ -59,17 +59,21 @@ class Actions:
 
     def search(self, query: str, *, step: str | Sequence[str] | None = None, mode: str = "fts",
                exact: bool = False, limit: int = 10, since: str | None = None,
-               until: str | None = None, leaves: bool = False) -> SearchResults:
+               until: str | None = None, leaves: bool = False, period: str | None = None,
+               conversation: str | None = None) -> SearchResults:
         """Search the memory (`synix search`, §4.6): `step` picks the altitude (a step or a
         list of them; unscoped, a summary that covers a lower hit is returned instead of it);
         `mode` fts | semantic | hybrid; `exact` matches the words literally; `leaves` ranks the
-        source messages themselves."""
+        source messages themselves. Filters (§6.1): `since`/`until` bound the record's date
+        (YYYY[-MM[-DD]] or an ISO date-time, inclusive); `period` is its period ("2024-03");
+        `conversation` keeps the records built from that conversation id."""
         from synix_assets.app.query import search_view
 
         paths = self._paths("search")
         layers = [step] if isinstance(step, str) else list(step) if step else None
         view = search_view(paths, query, layers=layers, mode=mode, exact=exact, limit=limit,
-                           since=since, until=until, trees=False, leaves=leaves)
+                           since=since, until=until, trees=False, leaves=leaves, period=period,
+                           conversation=conversation)
         return SearchResults(view, Reader(paths))
 
     def get(self, record_id: str) -> Record:

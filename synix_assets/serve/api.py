@@ -24,13 +24,16 @@ def _list(value: str | None) -> list[str] | None:
 def search(request: Request, q: str = Query(..., description="Words to search for."),
            layers: str | None = Query(None, description="Comma-separated layers (default: all, best altitude per lineage)."),
            mode: str = Query("fts", description=f"One of {', '.join(MODES)}."),
-           since: str | None = Query(None, description="YYYY[-MM[-DD]], inclusive."),
-           until: str | None = Query(None, description="YYYY[-MM[-DD]], inclusive."),
+           since: str | None = Query(None, description="Documents dated on or after: YYYY[-MM[-DD]] or an ISO date-time."),
+           until: str | None = Query(None, description="Documents dated on or before: YYYY[-MM[-DD]] or an ISO date-time."),
+           period: str | None = Query(None, description="The document's period: YYYY-MM, YYYY-Www or YYYY-Qn."),
+           conversation: str | None = Query(None, description="Documents built from this conversation id."),
            limit: int = Query(10, ge=1, le=MAX_LIMIT),
            evidence: bool = Query(False, description="Search the raw transcripts (passages)."),
            branch: str = BRANCH) -> dict:
     return memory_for(request, branch).search(q, branch=branch, layers=_list(layers), mode=mode,
-                                              since=since, until=until, limit=limit, evidence=evidence)
+                                              since=since, until=until, limit=limit, evidence=evidence,
+                                              period=period, conversation=conversation)
 
 
 @router.get("/records/{record_id}", summary="One record: content, metadata, audit, sources")

@@ -20,17 +20,24 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         return svc.memory_map()
 
     def search_memories(query: str, layers: list[str] | None = None, mode: str = "fts",
-                        since: str | None = None, until: str | None = None, limit: int = 10) -> dict:
+                        since: str | None = None, until: str | None = None, limit: int = 10,
+                        period: str | None = None, conversation: str | None = None) -> dict:
         """Search the built memories (summaries, rollups, core). Each hit has its record id,
         layer, snippet and the source conversations it came from. `layers` scopes the search
-        (e.g. ["episodes"]); dates are YYYY[-MM[-DD]]; mode is fts, semantic or hybrid."""
-        return svc.search(query, layers=layers, mode=mode, since=since, until=until, limit=limit)
+        (e.g. ["episodes"]); since/until bound the date (YYYY[-MM[-DD]] or an ISO date-time);
+        `period` is a record's period (2025-03); `conversation` keeps the records built from
+        that conversation id; mode is fts, semantic or hybrid."""
+        return svc.search(query, layers=layers, mode=mode, since=since, until=until,
+                          period=period, conversation=conversation, limit=limit)
 
     def search_evidence(query: str, since: str | None = None, until: str | None = None,
-                        limit: int = 10) -> dict:
+                        limit: int = 10, period: str | None = None,
+                        conversation: str | None = None) -> dict:
         """Search the raw conversation transcripts: each hit is a passage with the
-        conversation, its date and the exact message range. Use it to verify a memory."""
-        return svc.search(query, since=since, until=until, limit=limit, evidence=True)
+        conversation, its date and the exact message range. Use it to verify a memory.
+        Filters as search_memories'."""
+        return svc.search(query, since=since, until=until, period=period,
+                          conversation=conversation, limit=limit, evidence=True)
 
     def get_memory(record_id: str) -> dict:
         """One record in full: content, metadata, the LLM audit (model, tokens, cost), its

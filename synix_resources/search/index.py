@@ -135,19 +135,26 @@ class SearchIndex:
     def search(self, query: str, *, layers: Iterable[str] | None = None, mode: str = "fts",
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
-               per: str = "artifact", leaves: bool = False) -> SearchResults:
+               per: str = "artifact", leaves: bool = False, period: str | None = None,
+               conversation: str | None = None) -> SearchResults:
         """Ranked hits for `query`.
 
         `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
         kept (lower ones via `drill_down`). `exact=True` finds the literal phrase in the leaves.
         `per="passage"` returns one hit per matched unit (a message of a transcript) instead of
-        one per artifact. `since`/`until` compare ISO date prefixes, inclusive. `leaves=True`
-        ranks only the leaves (level-0 artifacts, hidden transcripts included): the words of the
-        conversations themselves, below every summary ("leaf bypass").
+        one per artifact. `leaves=True` ranks only the leaves (level-0 artifacts, hidden
+        transcripts included): the words of the conversations themselves, below every summary
+        ("leaf bypass").
+
+        Filters (`filters.py`, each SQL, in every mode): `since`/`until` bound the document's
+        date, inclusive (a year, month, day or ISO date-time; a rollup is dated by its earliest
+        source); `period` is the document's own `meta.time.period` (2024-03, 2024-W09,
+        2024-Q1); `conversation` keeps the documents built from that conversation (its
+        transcript, its episode, the rollups over it); `source` is the export kind.
         """
         return self._reader.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
                                    since=since, until=until, source=source, per=per,
-                                   leaves=leaves)
+                                   leaves=leaves, period=period, conversation=conversation)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:

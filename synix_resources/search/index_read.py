@@ -3,6 +3,7 @@ search. One search reads one snapshot (`_snapshot`), so the generation its cache
 and the rows it reads belong to the same committed state."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -12,9 +13,9 @@ from typing import Iterable, Iterator
 from synix_resources.errors import SearchError
 from synix_resources.search import fusion
 from synix_resources.search.documents import Hit, HitSources, SearchResults
-from synix_resources.search.query import (ParsedQuery, check_filters, check_phrase, parse_query,
-                                          require_text)
-from synix_resources.search.rows import Filters, Rows
+from synix_resources.search.filters import Filters, check_filters
+from synix_resources.search.query import ParsedQuery, check_phrase, parse_query, require_text
+from synix_resources.search.rows import Rows
 from synix_resources.search.snippets import exact_snippet, fold, highlight, stem
 from synix_resources.search.vectors import Vectors
 
@@ -56,7 +57,8 @@ class IndexReader:
     def search(self, query: str, *, layers: Iterable[str] | None = None, mode: str = "fts",
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
-               per: str = "artifact", leaves: bool = False) -> SearchResults:
+               per: str = "artifact", leaves: bool = False, period: str | None = None,
+               conversation: str | None = None) -> SearchResults:
         """`SearchIndex.search`."""
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
@@ -64,10 +66,11 @@ class IndexReader:
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
         if limit <= 0:
             return SearchResults([], mode=mode, requested_mode=mode)
-        layers = check_filters(layers=layers, since=since, until=until, source=source)
+        checked = check_filters(layers=layers, since=since, until=until, source=source,
+                                period=period, conversation=conversation)
         with self._snapshot():
-            layer_list = self._check_layers(layers)
-            filters = Filters(layer_list, since, until, source, leaves)
+            layer_list = self._check_layers(checked.layers)
+            filters = dataclasses.replace(checked, layers=layer_list, leaves=leaves)
             if exact:
                 return SearchResults(self._exact(check_phrase(query), filters, limit),
                                      mode="exact", requested_mode="exact")

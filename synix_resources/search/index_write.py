@@ -20,6 +20,18 @@ from synix_resources.search.vectors import Vectors
 SYNC_BATCH = 200              # docs cut into units, embedded and written per transaction
 
 
+def conversations_of(doc: IndexDoc) -> list[str]:
+    """The conversations a document was built from: its sources' and its own (a transcript or
+    an episode carries `meta.chat.conversation_id`), what the conversation filter matches."""
+    ids = [s.get("conversation_id") for s in doc.sources]
+    ids.append(doc.metadata.get("meta.chat.conversation_id"))
+    return list(dict.fromkeys(str(c) for c in ids if c is not None and c != ""))
+
+
+def _text_or_none(value) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
 class IndexWriter:
     """Writes of one index connection (`db`, a sqlite_utils Database)."""
 
@@ -162,13 +174,16 @@ class IndexWriter:
         cur = self.db.execute(
             "INSERT INTO docs(artifact_id, collection, layer, level, title, date, source, "
             "content, content_hash, meta_hash, metadata, parent_ids, leaf_ids, ancestry, sources,"
-            " searchable) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " searchable, period) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [doc.artifact_id, name, doc.layer, int(doc.level), doc.title, doc.date, doc.source,
              doc.content, doc.content_hash, doc.meta_hash(), json.dumps(doc.metadata, default=str),
              json.dumps(list(doc.parent_ids)), json.dumps(list(doc.leaf_ids)),
              json.dumps(list(doc.ancestry)), json.dumps([dict(s) for s in doc.sources]),
-             int(doc.searchable)])
+             int(doc.searchable), _text_or_none(doc.metadata.get("meta.time.period"))])
         doc_id = cur.lastrowid
+        self.db.conn.executemany(
+            "INSERT OR IGNORE INTO doc_conversations(doc_id, conversation_id) VALUES (?, ?)",
+            [(doc_id, cid) for cid in conversations_of(doc)])
         self.db.conn.executemany(
             "INSERT INTO units(doc_id, ord, first_msg, last_msg, msg_ids, body, context, title, "
             "vec_key, level, layer, searchable, date, source) VALUES "
@@ -186,6 +201,7 @@ class IndexWriter:
         return int(level) == 0 or not searchable
 
     def _delete_doc(self, doc_id: int) -> None:
+        self.db.execute("DELETE FROM doc_conversations WHERE doc_id = ?", [doc_id])
         self.db.execute("DELETE FROM units WHERE doc_id = ?", [doc_id])
         self.db.execute("DELETE FROM leaf_trigram WHERE rowid = ?", [doc_id])
         self.db.execute("DELETE FROM docs WHERE id = ?", [doc_id])

@@ -7,8 +7,6 @@ plain text whatever it contains.
 """
 from __future__ import annotations
 
-import calendar
-import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -23,8 +21,6 @@ MAX_TERMS = 64
 # FTS5's trigram phrase cost grows roughly with the square of the phrase length (100 KB: 31 s,
 # 2.8 GB), and nobody remembers 1,000 characters verbatim.
 MAX_PHRASE_CHARS = 1000
-# since/until: a date or a prefix of one (year, month), optionally with a time.
-_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2})?)?Z?)?)?)?")
 
 # A general English stop list (function words, auxiliaries, question words). Not tuned to any
 # benchmark: these words carry no topic, so in an OR query they only add noise matches.
@@ -85,44 +81,6 @@ def require_text(value: object, what: str) -> str:
         raise SearchError(f"{what} '{shown}' is not valid Unicode text (bytes that are not UTF-8, "
                           "or a lone surrogate)", hint="retype it as UTF-8 text")
     return value
-
-
-def check_filters(*, layers: object = None, since: object = None, until: object = None,
-                  source: object = None) -> list[str] | None:
-    """Raise a one-line `SearchError` for a filter value no index row could match safely;
-    return `layers` as a list (read once: it may be any iterable), or None."""
-    layer_list = None if layers is None else [layers] if isinstance(layers, str) else list(layers)
-    for layer in layer_list or []:
-        require_text(layer, "layer")
-    for what, value in (("--since", since), ("--until", until)):
-        if value is None:
-            continue
-        if not _DATE.fullmatch(require_text(value, what)):
-            raise SearchError(f"{what} '{escape_invalid(value[:40])}' is not a date",
-                              hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
-        wrong = calendar_problem(value)
-        if wrong:  # compared as text it would silently match nothing (or everything)
-            raise SearchError(f"{what} '{value}' is not a real date ({wrong})",
-                              hint="use YYYY-MM-DD (or YYYY-MM, YYYY)")
-    if source is not None:
-        require_text(source, "source")
-    return layer_list
-
-
-def calendar_problem(value: str) -> str | None:
-    """What is out of range in a `_DATE`-shaped value (month 13, 30 February, hour 25), or None."""
-    numbers = [int(n) for n in re.findall(r"\d+", value)]
-    year, month, day, hour, minute, second = numbers + [None] * (6 - len(numbers))
-    if year == 0:
-        return "there is no year 0"
-    if month is not None and not 1 <= month <= 12:
-        return f"there is no month {month}"
-    if day is not None and not 1 <= day <= calendar.monthrange(year, month)[1]:
-        return f"{calendar.month_name[month]} {year} has no day {day}"
-    for name, n, top in (("hour", hour, 23), ("minute", minute, 59), ("second", second, 59)):
-        if n is not None and n > top:
-            return f"there is no {name} {n}"
-    return None
 
 
 def check_phrase(phrase: object) -> str:

@@ -1,45 +1,17 @@
-"""Row access shared by both sides of the index: the SQL of search filters, the BM25 candidates of
-a query, and the unit and document rows that hits are made of (units cached per generation)."""
+"""Row access shared by both sides of the index: the BM25 candidates of a query (filtered by
+the SQL of `filters.Filters`), the units a filter allows, and the unit and document rows that
+hits are made of (units cached per generation)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from synix_resources.search import fusion, schema
+from synix_resources.search.filters import Filters
 from synix_resources.search.query import ParsedQuery, fts_match
 
 CANDIDATE_UNITS = 400         # units fetched per ranker before grouping by artifact
 UNIT_ROW_CACHE = 50_000       # unit rows kept between queries (cleared when the index changes)
-
-
-@dataclass(frozen=True)
-class Filters:
-    layers: list[str] | None
-    since: str | None
-    until: str | None
-    source: str | None
-    leaves: bool = False  # only level-0 artifacts (the source transcripts, named or hidden)
-
-    def sql(self, include_hidden: bool, prefix: str = "d") -> tuple[str, list]:
-        parts, args = [], []
-        if not include_hidden:
-            parts.append(f"{prefix}.searchable = 1")
-        if self.leaves:
-            parts.append(f"{prefix}.level = 0")
-        if self.layers is not None:
-            parts.append(f"{prefix}.layer IN ({','.join('?' * len(self.layers))})")
-            args.extend(self.layers)
-        if self.since:
-            parts.append(f"substr({prefix}.date, 1, ?) >= ?")
-            args.extend([len(self.since), self.since])
-        if self.until:
-            parts.append(f"substr({prefix}.date, 1, ?) <= ?")
-            args.extend([len(self.until), self.until])
-        if self.source:
-            parts.append(f"{prefix}.source = ?")
-            args.append(self.source)
-        return ("AND " + " AND ".join(parts)) if parts else "", args
 
 
 class Rows:
@@ -112,6 +84,14 @@ class Rows:
         where, args = filters.sql(include_hidden, prefix="u")
         return {r[0] for r in self.rows_in(
             "SELECT u.id FROM units u WHERE u.id IN ({marks}) " + where, unit_ids, args)}
+
+    def allowed_units(self, filters: Filters, include_hidden: bool) -> Iterator[int]:
+        """Ids of the units with a vector that `filters` allow (a period or a conversation
+        is found through its index, not a scan of the units)."""
+        where, args = filters.sql(include_hidden, prefix="u")
+        for row in self.db.execute(
+                f"SELECT u.id FROM units u WHERE u.vec_key IS NOT NULL {where}", args):
+            yield row[0]
 
     # -- rows of hits -----------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from synix_resources.fingerprints import sha256_text
 from synix_resources.search.embeddings import load_embedder
-from synix_resources.search.rows import CANDIDATE_UNITS, Filters, Rows
+from synix_resources.search.filters import Filters
+from synix_resources.search.rows import CANDIDATE_UNITS, Rows
 
 QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
 
@@ -106,10 +107,23 @@ class Vectors:
         take = min(len(sims), CANDIDATE_UNITS * 4 if restrict is None else len(sims))
         top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
             len(sims))
-        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), int(unit_ids[i])))
-        candidates = [(int(unit_ids[i]), float(sims[i])) for i in order]
-        allowed = self.rows.filter_units([c[0] for c in candidates], filters, include_hidden)
-        kept = [c for c in candidates if c[0] in allowed]
+        kept = self._allowed(unit_ids, sims, top, filters, include_hidden)
+        if len(kept) < CANDIDATE_UNITS and take < len(sims) and filters.narrows():
+            # The filter left fewer than a full slice: its best units may lie below the slice,
+            # so rank every unit the filter allows (found in SQL) instead.
+            allowed = np.fromiter(self.rows.allowed_units(filters, include_hidden), dtype=np.int64)
+            within = np.nonzero(np.isin(unit_ids, allowed))[0]
+            if len(within) > take:
+                within = within[np.argpartition(-sims[within], take - 1)[:take]]
+            kept = self._allowed(unit_ids, sims, within, filters, include_hidden)
         if restrict is not None:
             kept = self.rows.restrict(kept, restrict)
         return kept[:CANDIDATE_UNITS]
+
+    def _allowed(self, unit_ids: np.ndarray, sims: np.ndarray, picked: np.ndarray,
+                 filters: Filters, include_hidden: bool) -> list[tuple[int, float]]:
+        """(unit id, cosine) of the `picked` positions the filters allow, best first."""
+        order = sorted(picked.tolist(), key=lambda i: (-float(sims[i]), int(unit_ids[i])))
+        candidates = [(int(unit_ids[i]), float(sims[i])) for i in order]
+        allowed = self.rows.filter_units([c[0] for c in candidates], filters, include_hidden)
+        return [c for c in candidates if c[0] in allowed]

@@ -81,7 +81,7 @@ def test_a_version_1_index_is_upgraded_in_place_when_opened(tmp_path):
     assert len(_fts_ids(path, "units_fts")) == len(_unit_ids(path, 0) | _unit_ids(path, 1))
 
     index = SearchIndex(path, embeddings=False)
-    assert index.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "2"
+    assert index.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == schema.SCHEMA_VERSION
     assert [h.to_dict() for h in index.search("rust ownership")] == expected
     assert [h.artifact_id for h in index.drill_down("e-c1", "borrow checker")] == ["t-c1"]
     assert index.sync("memory", corpus(searchable_leaves=False).values()).unchanged == 8

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from synix_assets.app.memory.params import FILTERS, BadRequest, check_date, check_limit, record_summary
+from synix_assets.app.memory.params import CHECKS, FILTERS, BadRequest, check_limit, record_summary
 from synix_assets.app.query import artifact_dict, focus_tree, source_of, tree_of
 from synix_assets.engine.projections import artifact_title, transcript_messages
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import check_layer
+from synix_resources.search.filters import check_date
 
 if TYPE_CHECKING:
     from synix_assets.app.memory.service import MemoryService
@@ -118,6 +119,7 @@ def layer_page(svc: MemoryService, layer: str, *, branch: str, page: int, per_pa
     for name, value in filters.items():
         if name not in FILTERS:
             raise BadRequest(f"unknown filter {name!r} — use one of {', '.join(FILTERS)}")
+        value = CHECKS[name](value, name) if name in CHECKS else value
         if value:
             meta[FILTERS[name]] = value
     with svc.reader(branch) as r:

@@ -1,11 +1,13 @@
-"""Checks of read parameters (limits, dates) and the summary a list shows of a record."""
-from __future__ import annotations
+"""Checks of read parameters (limits, filters) and the summary a list shows of a record.
 
-import re
+Dates, periods and conversation ids are checked by the search index's own checks
+(`synix_resources/search/filters.py`), so a search and a layer listing accept and refuse the
+same values."""
+from __future__ import annotations
 
 from synix_assets.engine.projections import artifact_title
 from synix_resources.errors import ServeError
-from synix_resources.search.query import calendar_problem
+from synix_resources.search.filters import check_conversation, check_period
 
 MAX_LIMIT = 200
 PREVIEW_CHARS = 280
@@ -13,7 +15,8 @@ MODES = ("fts", "semantic", "hybrid")
 # Metadata a layer listing can filter on: query name -> metadata key.
 FILTERS = {"period": "meta.time.period", "conversation": "meta.chat.conversation_id",
            "source": "meta.source.name", "source_file": "meta.source.path"}
-_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+# The checks of the filter values a listing or a search takes, by query name.
+CHECKS = {"period": check_period, "conversation": check_conversation}
 
 
 class BadRequest(ServeError):
@@ -24,17 +27,6 @@ def check_limit(limit: int, name: str = "limit") -> int:
     if not 1 <= int(limit) <= MAX_LIMIT:
         raise BadRequest(f"{name} must be between 1 and {MAX_LIMIT}, got {limit}")
     return int(limit)
-
-
-def check_date(value: str | None, name: str) -> str | None:
-    if value in (None, ""):
-        return None
-    if not _DATE.match(value):
-        raise BadRequest(f"{name} must be a date like 2025-03 or 2025-03-09, got {value!r}")
-    wrong = calendar_problem(value)
-    if wrong:  # compared as text it would silently match nothing (or everything)
-        raise BadRequest(f"{name} {value!r} is not a real date ({wrong}) — use a date like 2025-03-09")
-    return value
 
 
 def preview(text: str, chars: int = PREVIEW_CHARS) -> str:

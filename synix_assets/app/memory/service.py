@@ -158,12 +158,14 @@ class MemoryService:
 
     def search(self, query: str, *, branch: str | None = None, layers: list[str] | None = None,
                mode: str = "fts", since: str | None = None, until: str | None = None,
-               limit: int = 10, evidence: bool = False) -> dict:
+               limit: int = 10, evidence: bool = False, period: str | None = None,
+               conversation: str | None = None) -> dict:
         """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
-        per matched passage (message range)."""
+        per matched passage (message range). Filters as `SearchIndex.search`'s."""
         branch = self.own(branch)
         return _search.search(self, query, branch=branch, layers=layers, mode=mode, since=since,
-                              until=until, limit=limit, evidence=evidence)
+                              until=until, limit=limit, evidence=evidence, period=period,
+                              conversation=conversation)
 
     # ---- documents for agents ---------------------------------------------------------
 
