@@ -134,13 +134,18 @@ class IndexReader:
         elif used == "fts":
             scored = self.rows.fts_units(parsed, filters, include_hidden, restrict)
         elif used == "semantic":
-            scored = self.vectors.vector_units(*self.vectors.similarities(parsed.text), filters,
-                                               include_hidden, restrict)
+            semantic = self.vectors.vector_units(*self.vectors.similarities(parsed.text), filters,
+                                                 include_hidden, restrict)
+            scored = [(uid, sim) for uid, sim in semantic if sim >= fusion.MATCH_COSINE]
         else:
             lexical = self.rows.fts_units(parsed, filters, include_hidden, restrict)
             unit_ids, sims = self.vectors.similarities(parsed.text)
             semantic = self.vectors.vector_units(unit_ids, sims, filters, include_hidden, restrict)
-            scored = fusion.fuse_scores(lexical, semantic, unit_ids, sims, fusion.SEMANTIC_WEIGHT)
+            fused = fusion.fuse_scores(lexical, semantic, unit_ids, sims, fusion.SEMANTIC_WEIGHT)
+            # a hit matches by its words, or by a meaning close enough (MATCH_COSINE)
+            matching = {uid for uid, _ in lexical} | {uid for uid, sim in semantic
+                                                       if sim >= fusion.MATCH_COSINE}
+            scored = [(uid, score) for uid, score in fused if uid in matching]
         if key is not None and key not in self._scored_units:
             self._scored_units[key] = scored
             if len(self._scored_units) > SCORED_QUERY_CACHE:
@@ -163,10 +168,9 @@ class IndexReader:
             picked = fusion.with_speaker_prior(picked, speakers, parsed.terms,
                                                fusion.SPEAKER_PRIOR)
         if dedup:
-            # Highest altitude wins: a candidate inside the ancestry of a higher-level candidate
-            # is dropped (reachable from that hit by drill_down) — when that higher hit answers the
-            # query comparably well. A core memory that summarises everything must not hide the one
-            # episode a query is really about just because it mentions a query word in passing.
+            # Highest altitude wins (§4.6): a candidate inside the ancestry of a higher-level
+            # candidate is dropped, reachable from that hit by drill_down (COVER_RATIO: how well
+            # the higher hit must score, as a share of the lower one's; 0 = whenever both match).
             heads = self.rows.doc_heads({unit_rows[uid]["doc_id"] for uid, _ in picked})
             covers: dict[str, list[tuple[int, float]]] = {}  # artifact id -> (level, score) above it
             for uid, score in picked:

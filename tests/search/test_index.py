@@ -274,7 +274,7 @@ def test_embeddings_are_reused_across_rebuilds(tmp_path):
     assert calls == [] and index.stats()["vectors"] == vectors
 
 
-def test_a_summary_that_barely_matches_does_not_hide_the_episode_the_query_is_about(tmp_path):
+def test_a_matching_rollup_is_returned_instead_of_what_it_was_built_from_and_drill_down_reaches_it(tmp_path):
     from synix_resources.search.documents import IndexDoc
     from synix_resources.search.index import SearchIndex
 
@@ -287,7 +287,10 @@ def test_a_summary_that_barely_matches_does_not_hide_the_episode_the_query_is_ab
     index = SearchIndex(tmp_path / "s.db", embeddings=False)
     index.sync("m", [ep, other, core])
     ids = [h.artifact_id for h in index.search("rust borrow checker")]
-    assert ids[0] == "ep-rust"  # the core mentions Rust once: it does not hide the episode
+    # the core and the episode under it both match: the highest altitude is returned (§4.6)
+    assert ids == ["core"]
+    assert [h.artifact_id for h in index.drill_down("core", "rust borrow checker")][0] == "ep-rust"
+    assert [h.artifact_id for h in index.search("rust borrow checker", layers=["episodes"])][0] == "ep-rust"
     marathon = [h.artifact_id for h in index.search("marathon")]
     assert "core" in marathon
 

@@ -181,7 +181,8 @@ def test_a_selective_filter_still_fills_the_limit_in_semantic_search(tmp_path):
     filter must rank them all, not filter a top-k that holds none of them."""
     crowd = [_transcript(f"z{i}", "2024-05-01T00:00:00Z", [("user", f"zzz zig zag {i}")])
              for i in range(CANDIDATE_UNITS * 4 + 50)]
-    target = [_transcript("mine", "2024-06-01T00:00:00Z", [("user", f"apples and zebras {i}")
+    # close to the query by meaning (a cosine ≥ MATCH_COSINE), but less close than the crowd
+    target = [_transcript("mine", "2024-06-01T00:00:00Z", [("user", f"zebra zoo fizz {i}")
                                                            for i in range(12)])]
     idx = SearchIndex(tmp_path / "crowd.sqlite", embedder=LetterEmbedder())
     idx.sync("memory", crowd + target)
