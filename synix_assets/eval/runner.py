@@ -166,7 +166,7 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
            "seconds": round(time.monotonic() - started, 3), "builds": builds,
            "build_llm_calls": sum(b.get("llm_calls", 0) for b in builds),
            "build_seconds": round(sum(b["seconds"] for b in builds), 3),
-           "build_run_ids": [b["run_id"] for b in builds], "incremental": incremental,
+           "build_run_ids": [b["built_by"] for b in builds], "incremental": incremental,
            "incremental_speedup": incremental["speedup"] if incremental else None,
            "qa_note": None if settings.qa else qa_mod.OFFLINE_NOTE, "notices": notices}
     if answerer is not None:
@@ -205,11 +205,23 @@ def _build(paths, case_id: str, settings: EvalSettings) -> dict:
     and store), so every figure can be traced to the memory that produced it."""
     t0 = time.monotonic()
     report = workspace.build(paths, llm_config=settings.llm_config)
-    return {"case": case_id, "seconds": round(time.monotonic() - t0, 3), "run_id": report.run_id,
+    seconds = round(time.monotonic() - t0, 3)
+    return {"case": case_id, "seconds": seconds, "run_id": report.run_id,
+            "built_by": report.run_id if not report.noop else _last_completed_run(paths),
             "store": str(paths.store), "status": report.status,
             **{k: v for k, v in report.to_json().items()
                if k in ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "layers")},
             "noop": report.noop}
+
+
+def _last_completed_run(paths) -> str | None:
+    """The store's run that built the memory a no-op build found current (a no-op records no
+    run of its own)."""
+    store = paths.open_store()
+    try:
+        return next((r.run_id for r in store.list_runs(limit=50) if r.status == "completed"), None)
+    finally:
+        store.close()
 
 
 def measure_incremental(paths, first: dict, settings: EvalSettings) -> dict:
@@ -223,7 +235,7 @@ def measure_incremental(paths, first: dict, settings: EvalSettings) -> dict:
             "first_noop": first["noop"], "first_llm_calls": first.get("llm_calls", 0),
             "rebuild_s": again["seconds"], "rebuild_run_id": again["run_id"],
             "rebuild_llm_calls": again.get("llm_calls", 0), "rebuild_noop": again["noop"],
-            "store": first["store"], "speedup": speedup}
+            "memory_run_id": first["built_by"], "store": first["store"], "speedup": speedup}
 
 
 def run_branches(bench: Benchmark, branches: list[tuple[str, ProjectPaths]], *,
