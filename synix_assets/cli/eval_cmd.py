@@ -107,7 +107,9 @@ def _run(ctx, bench, *, modes, baselines, compare, no_memory, name, qa, results,
     if targets:
         outcome = run_branches(bench, targets, settings=settings, results_db=db, progress=progress)
     else:
-        outcome = [run_eval(bench, project=None, branch=name or "baseline", settings=settings,
+        # baselines only: a project, when there is one, keeps their files (raw-rag's index, mem0's
+        # ingest) for the next run
+        outcome = [run_eval(bench, project=project, branch=name or "baseline", settings=settings,
                             results_db=db, progress=progress)]
     if as_json:
         echo_json(_json_out(outcome), default=None)
@@ -165,7 +167,7 @@ def _print(results: list[dict], db) -> None:
         table.add_row(*row[1:])
     out.print(table)
     out.print(escape(DESIGN_NOTE))
-    head, body = stamp_rows([{"run": r["run"]} for r in results])
+    head, body = stamp_rows([{"run": r["run"]} for r in results if r["run"].get("builds")])
     for row in body:
         out.print(f"{escape(row[3])}: pipeline {escape(row[4])}, builds {escape(row[5])} (stores: {escape(row[6])})")
     for r in (res["run"] for res in results):

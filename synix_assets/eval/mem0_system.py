@@ -91,11 +91,14 @@ class _LocalEmbedding:
         return [v.tolist() for v in self.model.embed([str(t) for t in texts])]
 
 
-def _open(folder: Path, llm: dict, home: Path):
-    # Both are read when mem0 is first imported: no phoning home (and no notices on stdout), and
-    # Mem0's per-user config file in the eval's folder, not ~/.mem0 (unless the user set them).
+def _quiet(home: Path) -> None:
+    """Before mem0 is first imported (it reads both then): no telemetry (PostHog) calls, and
+    Mem0's per-user config file in the eval's folder, not ~/.mem0 — unless the user set them."""
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     os.environ.setdefault("MEM0_DIR", str(home))
+
+
+def _open(folder: Path, llm: dict):
     from mem0 import Memory
 
     memory = Memory.from_config({
@@ -117,6 +120,7 @@ class Mem0Retriever:
     name = "mem0"
 
     def __init__(self, case: Case, folder: Path, home: Path, env: Mapping[str, str] | None = None):
+        _quiet(home)
         from mem0.exceptions import MemoryError as Mem0Error
 
         self.case = case
@@ -129,7 +133,7 @@ class Mem0Retriever:
         if fresh and folder.exists():
             shutil.rmtree(folder)  # a half-done or other model's ingest is never mixed in
         folder.mkdir(parents=True, exist_ok=True)
-        self.memory = _open(folder, llm, home)
+        self.memory = _open(folder, llm)
         self.added = 0
         try:
             if fresh:

@@ -99,6 +99,7 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
             context_doc = ""
             session_dates = {s.session_id: s.date for s in case.sessions}
             folder = workspace.case_folder(project, bench.name, case.case_id) if project else scratch
+            folder.mkdir(parents=True, exist_ok=True)
             if set(PIPELINE_SYSTEMS) & set(settings.systems):
                 notify(Progress(done, total, time.monotonic() - started, "build",
                                 f"case {c_index + 1}/{len(bench.cases)} ({case.case_id}) through the pipeline"))
@@ -156,8 +157,9 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
             answerer.close()
         if tmp is not None:
             tmp.cleanup()
+    measured_pipeline = bool(set(PIPELINE_SYSTEMS) & set(settings.systems))
     run = {"benchmark": bench.name, "variant": bench.variant, "branch": branch,
-           "pipeline_version": pipeline_version(project) if project else None,
+           "pipeline_version": pipeline_version(project) if project and measured_pipeline else None,
            "project": str(project.root) if project else None,
            "data_file": bench.path, "data_hash": bench.data_hash, "settings": settings.to_json(),
            "questions": total, "skipped_questions": bench.skipped_questions,

@@ -79,9 +79,10 @@ def model():
 
 
 @pytest.fixture(autouse=True)
-def _mem0_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("MEM0_TELEMETRY", "False")
-    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0-home"))
+def _mem0_env(monkeypatch):
+    # unset, as for a user: the eval itself must turn telemetry off and keep mem0's files local
+    monkeypatch.delenv("MEM0_TELEMETRY", raising=False)
+    monkeypatch.delenv("MEM0_DIR", raising=False)
 
 
 def test_mem0_row_is_scored_from_the_memories_mem0_returned(model, make_project, locomo_file):
@@ -119,6 +120,10 @@ def test_mem0_row_is_scored_from_the_memories_mem0_returned(model, make_project,
         again.close()
     assert len(model.extractions) == 6
     assert mem0["session_recall@10"] == 1.0  # three sessions: every one is read by k=10
+    from mem0.memory import setup, telemetry
+
+    assert telemetry.MEM0_TELEMETRY is False  # no PostHog calls from an eval
+    assert setup.mem0_dir == str(project.state_dir / "eval" / "mem0-home")
 
 
 def run(*args):
