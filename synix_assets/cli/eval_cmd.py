@@ -202,6 +202,7 @@ def locomo(ctx, data, conversations, limit, **opts) -> None:
     Examples:
       synix eval locomo --data locomo10.json --baseline raw-rag
       synix eval locomo --data locomo10.json --modes fts,hybrid --json
+      synix eval locomo --data locomo10.json --baseline core-only --compare mem0   # with a model
       synix eval locomo --data locomo10.json --no-memory --baseline raw-rag --modes fts,semantic,hybrid
     """
     from synix_assets.eval.data import load_locomo

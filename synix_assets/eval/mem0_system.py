@@ -2,7 +2,8 @@
 conversations and questions (design 000 §5.2, §9.4: "same data, add() then search()").
 
 Ingestion follows Mem0's own LoCoMo evaluation: each session's turns are added in order, two at
-a time, as `"<speaker>: <text>"` messages of one user (the case), so Mem0's LLM extracts its
+a time, as `"<speaker>: <text>"` messages (LongMemEval's user/assistant turns as they are) of
+one user (the case), so Mem0's LLM extracts its
 memories from them. Every add carries metadata naming its session, date and turns; Mem0 keeps
 that metadata on each memory it extracts, so what `search()` returns maps back to the evidence
 sessions/turns and is scored exactly like the other systems (k = sessions / turns read).
@@ -150,7 +151,8 @@ class Mem0Retriever:
         for s in self.case.sessions:
             for start in range(0, len(s.turns), BATCH_TURNS):
                 batch = s.turns[start:start + BATCH_TURNS]
-                self.memory.add([{"role": t.role, "content": f"{t.speaker}: {t.text}"} for t in batch],
+                self.memory.add([{"role": t.role, "content": t.text if t.speaker == t.role else f"{t.speaker}: {t.text}"}
+                                 for t in batch],
                                 user_id=self.case.case_id,
                                 metadata={"session": s.session_id, "date": s.date or "",
                                           "turns": [t.turn_id for t in batch]})

@@ -166,3 +166,15 @@ def test_compare_mem0_without_the_package_names_the_extra(locomo_file, tmp_path,
     assert result.exit_code == 1 and "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'pip install "synix[mem0]"' in lines[0]
+
+
+def test_mem0_on_longmemeval_stores_user_and_assistant_turns_as_they_are(model, make_project, lme_files):
+    from synix_assets.eval.data import load_longmemeval
+
+    project = make_project()
+    result = run_eval(load_longmemeval(lme_files["s"]), project=project, branch="main",
+                      settings=EvalSettings(modes=("fts",), systems=("mem0",), qa_options={"env": model.env}))
+    assert any("user: I just bought a blue kayak" in e for e in model.extractions)
+    assert not any("user: user:" in e for e in model.extractions)
+    mem0 = result["systems"]["mem0"]["mem0"]
+    assert mem0["questions"] == 2 and mem0["session_recall@10"] == 1.0 and mem0["provenance_complete"] == 1.0
