@@ -12,7 +12,8 @@ import click
 from synix_assets.cli.common import echo_json, json_option, project_dir_option, project_option
 
 MODES = ("fts", "semantic", "hybrid")
-BASELINES = ("raw-rag", "full-context")
+BASELINES = ("raw-rag", "full-context", "core-only")
+COMPARE = ("mem0",)
 
 
 def _parse_modes(ctx, param, value: str) -> tuple[str, ...]:
@@ -36,7 +37,11 @@ def _common(fn):
                      help="Comma-separated search modes to measure (fts, semantic, hybrid)."),
         click.option("--baseline", "baselines", multiple=True, type=click.Choice(BASELINES),
                      help="Also measure a baseline on the same questions (repeatable). raw-rag: the raw "
-                          "turns indexed, no pipeline; full-context: every session in the prompt (needs a model)."),
+                          "turns indexed, no pipeline; full-context: every session in the prompt; core-only: "
+                          "the pipeline's context document alone (these two need a model)."),
+        click.option("--compare", "compare", multiple=True, type=click.Choice(COMPARE),
+                     help="Also run another memory system on the same conversations and questions with "
+                          "your configured model (mem0: pip install \"synix[mem0]\")."),
         click.option("--no-memory", is_flag=True, help="Measure only the baselines (no project needed)."),
         click.option("--name", default=None,
                      help="Name the memory's results carry (default: the project folder's name)."),
@@ -84,14 +89,14 @@ def _branches(ctx, names: tuple[str, ...], no_memory: bool, name: str | None) ->
     return out
 
 
-def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json, branches) -> None:
+def _run(ctx, bench, *, modes, baselines, compare, no_memory, name, qa, results, as_json, branches) -> None:
     from synix_assets.eval import qa as qa_mod
     from synix_assets.eval.results import results_path
     from synix_assets.eval.runner import EvalSettings, run_branches, run_eval
 
-    systems = tuple(([] if no_memory else ["memory"]) + list(dict.fromkeys(baselines)))
+    systems = tuple(([] if no_memory else ["memory"]) + list(dict.fromkeys(baselines + compare)))
     if not systems:
-        raise click.UsageError("--no-memory needs at least one --baseline")
+        raise click.UsageError("--no-memory needs at least one --baseline or --compare")
     targets = _branches(ctx, branches, no_memory, name)
     project = targets[0][1] if targets else _project(ctx, required=False)
     use_qa = qa_mod.model_configured() if qa is None else qa
@@ -102,7 +107,9 @@ def _run(ctx, bench, *, modes, baselines, no_memory, name, qa, results, as_json,
     if targets:
         outcome = run_branches(bench, targets, settings=settings, results_db=db, progress=progress)
     else:
-        outcome = [run_eval(bench, project=None, branch=name or "baseline", settings=settings,
+        # baselines only: a project, when there is one, keeps their files (raw-rag's index, mem0's
+        # ingest) for the next run
+        outcome = [run_eval(bench, project=project, branch=name or "baseline", settings=settings,
                             results_db=db, progress=progress)]
     if as_json:
         echo_json(_json_out(outcome), default=None)
@@ -116,7 +123,7 @@ def _progress_printer():
     def show(p) -> None:
         now = time.monotonic()
         if p.stage == "build":
-            click.echo(f"building {p.detail} through the pipeline…", err=True)
+            click.echo(f"building {p.detail}…", err=True)
             return
         if now - last["t"] < 2 and p.done != p.total:
             return
@@ -139,7 +146,7 @@ def _print(results: list[dict], db) -> None:
     from rich.markup import escape
 
     from synix_assets.cli import render
-    from synix_assets.eval.report import rows_of, table_rows
+    from synix_assets.eval.report import DESIGN_NOTE, design_rows, rows_of, stamp_rows, table_rows
 
     out = render.console()
     if not out.is_terminal:  # redirected to a file: never truncate the numbers
@@ -153,6 +160,16 @@ def _print(results: list[dict], db) -> None:
     for row in body:
         table.add_row(*row)
     out.print(table)
+    rows = rows_of(results)
+    head, body = design_rows(rows)
+    table = render.make_table(*head[1:], title="design metrics (000 §9.5) [target]", left=("system", "mode"))
+    for row in body:
+        table.add_row(*row[1:])
+    out.print(table)
+    out.print(escape(DESIGN_NOTE))
+    head, body = stamp_rows([{"run": r["run"]} for r in results if r["run"].get("builds")])
+    for row in body:
+        out.print(f"{escape(row[3])}: pipeline {escape(row[4])}, builds {escape(row[5])} (stores: {escape(row[6])})")
     for r in (res["run"] for res in results):
         if r.get("builds"):
             out.print(f"{escape(r['branch'])}: built {len(r['builds'])} memories through the pipeline in "
@@ -185,6 +202,7 @@ def locomo(ctx, data, conversations, limit, **opts) -> None:
     Examples:
       synix eval locomo --data locomo10.json --baseline raw-rag
       synix eval locomo --data locomo10.json --modes fts,hybrid --json
+      synix eval locomo --data locomo10.json --baseline core-only --compare mem0   # with a model
       synix eval locomo --data locomo10.json --no-memory --baseline raw-rag --modes fts,semantic,hybrid
     """
     from synix_assets.eval.data import load_locomo

@@ -20,6 +20,9 @@ from typing import Iterable
 from synix_resources.errors import ExportFormatError
 
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "inference", "4": "single-hop"}
+# The category whose questions the design's "temporal accuracy" (000 §9.5) is measured on.
+TEMPORAL_CATEGORY = {"locomo": next(c for c, name in LOCOMO_CATEGORIES.items() if name == "temporal"),
+                     "longmemeval": "temporal-reasoning"}
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"^D(\d+):0*(\d+)$")
 

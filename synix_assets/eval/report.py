@@ -11,7 +11,17 @@ from typing import Iterable
 
 from synix_assets.eval.metrics import KS
 
-BASELINES = ("raw-rag", "full-context")
+BASELINES = ("raw-rag", "full-context", "core-only", "mem0")
+# Systems that depend on the pipeline: measured per branch, stamped with its build.
+PIPELINE_SYSTEMS = ("memory", "core-only")
+
+
+def system_label(system: str, branch: str) -> str:
+    """How a system is named side by side: a memory by its branch, core-only by its branch too
+    (it reads that pipeline's context document), a baseline or another system by its own name."""
+    if system == "memory":
+        return branch
+    return f"core-only ({branch})" if system == "core-only" else system
 PALETTE = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00")
 
 
@@ -35,15 +45,18 @@ def rows_of(entries: Iterable[dict]) -> list[dict]:
     for entry in entries:
         run = entry["run"]
         for system, modes in entry["systems"].items():
-            label = run["branch"] if system == "memory" else system
+            label = system_label(system, run["branch"])
+            built = system in PIPELINE_SYSTEMS
             for mode, summary in modes.items():
                 key = (run["benchmark"], run.get("variant") or "", run["data_hash"], label, mode)
                 rows[key] = {"benchmark": run["benchmark"] + (f"-{run['variant']}" if run.get("variant") else ""),
                              "system": label, "kind": "memory" if system == "memory" else "baseline",
                              "mode": mode, "run_id": run.get("run_id"), "branch": run["branch"],
-                             "pipeline_version": run.get("pipeline_version") if system == "memory" else None,
+                             "pipeline_version": run.get("pipeline_version") if built else None,
+                             "build_run_ids": run.get("build_run_ids") if built else None,
                              "build_llm_calls": run.get("build_llm_calls") if system == "memory" else None,
                              "build_seconds": run.get("build_seconds") if system == "memory" else None,
+                             "incremental_speedup": run.get("incremental_speedup") if system == "memory" else None,
                              "qa_note": run.get("qa_note"), **summary}
     return list(rows.values())
 
@@ -88,6 +101,51 @@ def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
+# The design's names (000 §9.5) for what we measure, with the design's targets.
+DESIGN_COLUMNS = [("precision@5 (= S@5)", "precision@5", "> 0.80"),
+                  ("temporal accuracy", "temporal_accuracy", "> 0.75"),
+                  ("memory freshness", "memory_freshness", "> 0.70"),
+                  ("provenance completeness", "provenance_completeness", "100 %"),
+                  ("incremental speedup", "incremental_speedup", "< 0.1x")]
+_BASIS = {"qa_accuracy": "QA", "session_recall@5": "S@5"}
+
+
+def design_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    head = ["benchmark", "system", "mode", *(f"{name} [{target}]" for name, _, target in DESIGN_COLUMNS)]
+    body = []
+    for r in rows:
+        temporal = _f(r.get("temporal_accuracy"))
+        if r.get("temporal_accuracy_basis"):
+            temporal += f" ({_BASIS.get(r['temporal_accuracy_basis'], r['temporal_accuracy_basis'])}, " \
+                        f"n={r.get('temporal_questions')})"
+        speedup = r.get("incremental_speedup")
+        body.append([r["benchmark"], r["system"], r["mode"], _f(r.get("precision@5")), temporal,
+                     _f(r.get("memory_freshness")), _pct(r.get("provenance_completeness")),
+                     "–" if speedup is None else f"{speedup:.3f}x"])
+    return head, body
+
+
+DESIGN_NOTE = ("Design metrics (000 §9.5), [target]: precision@5 is \"top 5 retrieval accuracy\", our "
+               "session recall@5; temporal accuracy is on the temporal category (LoCoMo 2, LongMemEval "
+               "temporal-reasoning): QA accuracy when a model answered, else session recall@5; memory "
+               "freshness = fresh; incremental speedup = a no-change rebuild's time / the first build's, "
+               "measured in the run.")
+
+
+def stamp_rows(entries: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Which memory every recorded number came from: branch, pipeline version, the Synix
+    build run(s) of the scratch projects and their stores."""
+    head = ["run", "recorded", "benchmark", "branch", "pipeline version", "builds (Synix run ids)", "stores"]
+    body = []
+    for e in entries:
+        r = e["run"]
+        stores = sorted({b.get("store", "") for b in r.get("builds", []) if b.get("store")})
+        body.append([str(r.get("run_id", "–")), r.get("created_at") or "–", r["benchmark"], r["branch"],
+                     r.get("pipeline_version") or "–", ", ".join(r.get("build_run_ids") or []) or "–",
+                     ", ".join(stores) or "–"])
+    return head, body
+
+
 def _md_table(head: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in body]
@@ -124,6 +182,7 @@ def markdown(entries: list[dict]) -> str:
         parts += ["## LongMemEval metrics (abstention questions excluded)", "",
                   _md_table(["system", "mode", *(c for c, _ in LME_COLUMNS)],
                             [[r["system"], r["mode"], *(_f(r.get(k)) for _, k in LME_COLUMNS)] for r in lme]), ""]
+    parts += ["## Design metrics", "", DESIGN_NOTE, "", _md_table(*design_rows(rows)), ""]
     for bench, chead, cbody in category_tables(rows):
         parts += [f"## {bench} by category", "", _md_table(chead, cbody), ""]
     memory = [r for r in rows if r["kind"] == "memory"]
@@ -133,6 +192,7 @@ def markdown(entries: list[dict]) -> str:
                   _md_table(["benchmark", "branch", "mode", *layers],
                             [[r["benchmark"], r["system"], r["mode"],
                               *(str(r.get("altitude_top1", {}).get(l, 0)) for l in layers)] for r in memory]), ""]
+    parts += ["## Runs: the memory each number measured", "", _md_table(*stamp_rows(entries)), ""]
     notes = sorted({r["qa_note"] for r in rows if r.get("qa_note")})
     parts += [f"Note: {n}" for n in notes]
     return "\n".join(parts).rstrip() + "\n"
@@ -238,4 +298,6 @@ def html_report(entries: list[dict]) -> str:
             ".chart{display:inline-block;margin:6px 12px 6px 0}.note{color:#a60}</style></head><body>"
             "<h1>Synix eval report</h1><p>Recall: did an evidence session (S) / turn (T) come within the first k "
             "read; a memory hit counts for the sessions it derives from (provenance).</p>"
-            + _html_table(head, body) + cat_html + notes + "".join(sections) + "</body></html>\n")
+            + _html_table(head, body) + f"<h3>Design metrics</h3><p>{html.escape(DESIGN_NOTE)}</p>"
+            + _html_table(*design_rows(rows)) + cat_html
+            + "<h3>Runs: the memory each number measured</h3>" + _html_table(*stamp_rows(entries)) + notes + "".join(sections) + "</body></html>\n")

@@ -13,10 +13,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from synix_resources.errors import EvalResultsError
+from synix_resources.store.migrations import MigrationRegistry
 
 RESULTS_FILE = "results.db"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+# Named migrations, applied once each (synix_resources.store.migrations): never edit or reorder
+# one; add the next at the end. A results file from before the registry has the tables of
+# m001 already (CREATE ... IF NOT EXISTS) and gets only what came after.
+MIGRATIONS = MigrationRegistry()
+
+
+_M001 = (
+    """CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_at TEXT NOT NULL,
     benchmark TEXT NOT NULL,
@@ -28,8 +35,8 @@ CREATE TABLE IF NOT EXISTS runs (
     settings TEXT NOT NULL,
     run TEXT NOT NULL,
     summary TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS questions (
+)""",
+    """CREATE TABLE IF NOT EXISTS questions (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     question_id TEXT NOT NULL,
     case_id TEXT NOT NULL,
@@ -38,8 +45,22 @@ CREATE TABLE IF NOT EXISTS questions (
     mode TEXT NOT NULL,
     result TEXT NOT NULL,
     PRIMARY KEY (run_id, question_id, system, mode)
-);
-"""
+)""",
+)
+
+
+@MIGRATIONS
+def m001_runs_and_questions(db) -> None:
+    for statement in _M001:
+        db.execute(statement)
+
+
+@MIGRATIONS
+def m002_build_stamps(db) -> None:
+    """The Synix builds a run measured (run ids of the scratch builds, JSON list) and their
+    stores, so a number can be traced to the memory that produced it."""
+    db.execute("ALTER TABLE runs ADD COLUMN build_run_ids TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE runs ADD COLUMN stores TEXT NOT NULL DEFAULT '[]'")
 
 
 def results_path(state_dir: Path) -> Path:
@@ -54,7 +75,9 @@ class ResultsStore:
             self.conn = sqlite3.connect(str(self.path), timeout=10)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(_SCHEMA)
+            level, self.conn.isolation_level = self.conn.isolation_level, None  # the registry's own transactions
+            MIGRATIONS.apply(self.conn)
+            self.conn.isolation_level = level
         except sqlite3.DatabaseError as exc:
             raise EvalResultsError(f"eval results {self.path} cannot be opened: {exc}",
                                    hint="move the file away; the next eval starts a new one") from exc
@@ -73,11 +96,12 @@ class ResultsStore:
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs(created_at, benchmark, variant, branch, pipeline_version, data_file, "
-                "data_hash, settings, run, summary) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "data_hash, settings, run, summary, build_run_ids, stores) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), run["benchmark"],
                  run.get("variant") or "", run["branch"], run.get("pipeline_version"), run["data_file"],
                  run["data_hash"], json.dumps(run["settings"]), json.dumps(run),
-                 json.dumps(result["systems"])))
+                 json.dumps(result["systems"]), json.dumps(run.get("build_run_ids") or []),
+                 json.dumps(sorted({b["store"] for b in run.get("builds", []) if b.get("store")}))))
             run_id = int(cur.lastrowid)
             self.conn.executemany(
                 "INSERT OR REPLACE INTO questions VALUES (?,?,?,?,?,?,?)",
@@ -86,7 +110,8 @@ class ResultsStore:
         return run_id
 
     def runs(self, benchmark: str | None = None) -> list[dict]:
-        sql = "SELECT id, created_at, benchmark, variant, branch, pipeline_version, data_hash, run, summary FROM runs"
+        sql = ("SELECT id, created_at, benchmark, variant, branch, pipeline_version, data_hash, run, summary, "
+               "build_run_ids FROM runs")
         args: list = []
         if benchmark:
             sql += " WHERE benchmark = ?"
@@ -94,7 +119,7 @@ class ResultsStore:
         out = []
         for row in self.conn.execute(sql + " ORDER BY id", args):
             run = json.loads(row[7])
-            run.update(run_id=row[0], created_at=row[1])
+            run.update(run_id=row[0], created_at=row[1], build_run_ids=json.loads(row[9]))
             out.append({"run": run, "systems": json.loads(row[8])})
         return out
 

@@ -14,14 +14,19 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from synix_assets.eval import metrics, workspace
-from synix_assets.eval.data import Benchmark
+from synix_assets.eval.data import TEMPORAL_CATEGORY, Benchmark
+from synix_assets.eval.report import PIPELINE_SYSTEMS, system_label
 from synix_assets.eval.retrieval import MemoryRetriever, RawRag
 from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import EvalError
 from synix_resources.fingerprints import sha256_text
 
-SYSTEMS = ("memory", "raw-rag", "full-context")
+SYSTEMS = ("memory", "raw-rag", "full-context", "core-only", "mem0")
+# Systems that do not rank anything: a model answers from a fixed context (their "mode").
+# full-context: every session in the prompt; core-only: the pipeline's context document alone
+# (the compressed-log approach several memory systems take).
+QA_ONLY = {"full-context": "full", "core-only": "core"}
 MODES = ("fts", "semantic", "hybrid")
 
 
@@ -74,12 +79,7 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
     from synix_assets.eval import qa as qa_mod
 
     notify = progress or (lambda p: None)
-    if "memory" in settings.systems and project is None:
-        raise EvalError("evaluating the memory needs a project (its pipeline.py)",
-                        hint="run inside a Synix project or pass -p DIR; or use --no-memory for baselines only")
-    if "full-context" in settings.systems and not settings.qa:
-        raise EvalError("the full-context baseline answers from the whole conversation, so it needs a model",
-                        hint="configure a model (ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER) and pass --qa")
+    _refuse(settings, project)
     answerer = qa_mod.QA(bench.name, settings.qa_options, cache_path=project.llm_cache if project else None) \
         if settings.qa else None
     started = time.monotonic()
@@ -87,6 +87,7 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
     done = 0
     rows: list[dict] = []
     builds: list[dict] = []
+    incremental: dict | None = None
     notices: dict[str, str] = {}
     tmp = tempfile.TemporaryDirectory(prefix="synix-eval-") if project is None else None
     scratch = Path(tmp.name) if tmp else None
@@ -97,40 +98,54 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
             retrievers = {}
             context_doc = ""
             session_dates = {s.session_id: s.date for s in case.sessions}
-            if "memory" in settings.systems:
+            folder = workspace.case_folder(project, bench.name, case.case_id) if project else scratch
+            folder.mkdir(parents=True, exist_ok=True)
+            if set(PIPELINE_SYSTEMS) & set(settings.systems):
                 notify(Progress(done, total, time.monotonic() - started, "build",
-                                f"case {c_index + 1}/{len(bench.cases)} ({case.case_id})"))
+                                f"case {c_index + 1}/{len(bench.cases)} ({case.case_id}) through the pipeline"))
                 paths = workspace.prepare(project, bench.name, case)
-                t0 = time.monotonic()
-                report = workspace.build(paths, llm_config=settings.llm_config)
-                builds.append({"case": case.case_id, "seconds": round(time.monotonic() - t0, 3),
-                               **{k: v for k, v in report.to_json().items()
-                                  if k in ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "layers")},
-                               "noop": report.noop})
-                retrievers["memory"] = MemoryRetriever(case, paths.search, paths.store)
+                builds.append(_build(paths, case.case_id, settings))
+                if incremental is None:
+                    incremental = measure_incremental(paths, builds[-1], settings)
+                if "memory" in settings.systems:
+                    retrievers["memory"] = MemoryRetriever(case, paths.search, paths.store)
                 doc = workspace.context_doc_path(paths)
                 context_doc = doc.read_text(encoding="utf-8") if doc and doc.exists() else ""
+                if "core-only" in settings.systems and not context_doc.strip():
+                    raise EvalError(f"core-only answers from the pipeline's context document, and "
+                                    f"{project.pipeline_file} built none for {case.case_id}",
+                                    hint='add pipeline.context_doc("context", from_=["core"], path="context.md")')
             if "raw-rag" in settings.systems:
-                folder = workspace.case_folder(project, bench.name, case.case_id) if project else scratch
                 retrievers["raw-rag"] = RawRag(case, folder / "raw-rag.sqlite",
                                                embeddings="auto" if set(settings.modes) - {"fts"} else False)
+            if "mem0" in settings.systems:
+                from synix_assets.eval.mem0_system import Mem0Retriever
+
+                notify(Progress(done, total, time.monotonic() - started, "build",
+                                f"case {c_index + 1}/{len(bench.cases)} ({case.case_id}) into mem0 (a model call per 2 turns)"))
+                home = workspace.bench_folder(project, bench.name).parent if project else scratch
+                retrievers["mem0"] = Mem0Retriever(case, folder / "mem0", home / "mem0-home",
+                                                   settings.qa_options.get("env"))
             try:
                 for q in case.questions:
                     for system, retriever in retrievers.items():
-                        for mode in settings.modes:
+                        for mode in settings.modes if system != "mem0" else ("mem0",):
                             ranking, notice = retriever.rank(q.text, mode, depth=max(settings.ks))
                             if notice:
                                 notices[f"{system}/{mode}"] = notice
                             row = _row(bench, case.case_id, q, system, mode, ranking, settings.ks)
                             row["fresh"] = metrics.freshness(q.evidence_sessions, ranking.sessions,
                                                              session_dates, max(settings.ks))
-                            if answerer is not None and mode == settings.qa_mode:
+                            if answerer is not None and mode in (settings.qa_mode, "mem0"):
                                 row["qa"] = answerer.answer_and_judge(
                                     q, ranking.passages, context_doc if system == "memory" else "")
                             rows.append(row)
-                    if answerer is not None and "full-context" in settings.systems:
-                        row = _row(bench, case.case_id, q, "full-context", "full", None, settings.ks)
-                        row["qa"] = answerer.answer_and_judge(q, qa_mod.full_context(case), "")
+                    for system, mode in QA_ONLY.items():
+                        if answerer is None or system not in settings.systems:
+                            continue
+                        row = _row(bench, case.case_id, q, system, mode, None, settings.ks)
+                        passages = qa_mod.full_context(case) if system == "full-context" else []
+                        row["qa"] = answerer.answer_and_judge(q, passages, context_doc if system == "core-only" else "")
                         rows.append(row)
                     done += 1
                     notify(Progress(done, total, time.monotonic() - started))
@@ -142,8 +157,9 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
             answerer.close()
         if tmp is not None:
             tmp.cleanup()
+    measured_pipeline = bool(set(PIPELINE_SYSTEMS) & set(settings.systems))
     run = {"benchmark": bench.name, "variant": bench.variant, "branch": branch,
-           "pipeline_version": pipeline_version(project) if project else None,
+           "pipeline_version": pipeline_version(project) if project and measured_pipeline else None,
            "project": str(project.root) if project else None,
            "data_file": bench.path, "data_hash": bench.data_hash, "settings": settings.to_json(),
            "questions": total, "skipped_questions": bench.skipped_questions,
@@ -152,6 +168,8 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
            "seconds": round(time.monotonic() - started, 3), "builds": builds,
            "build_llm_calls": sum(b.get("llm_calls", 0) for b in builds),
            "build_seconds": round(sum(b["seconds"] for b in builds), 3),
+           "build_run_ids": [b["built_by"] for b in builds], "incremental": incremental,
+           "incremental_speedup": incremental["speedup"] if incremental else None,
            "qa_note": None if settings.qa else qa_mod.OFFLINE_NOTE, "notices": notices}
     if answerer is not None:
         run["qa_model"] = answerer.identity
@@ -163,6 +181,63 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
         with ResultsStore(results_db) as store:
             result["run"]["run_id"] = store.record(result)
     return result
+
+
+def _refuse(settings: EvalSettings, project: ProjectPaths | None) -> None:
+    """Stop before any work when a system cannot be measured as asked."""
+    for system in PIPELINE_SYSTEMS:
+        if system in settings.systems and project is None:
+            raise EvalError(f"evaluating {'the memory' if system == 'memory' else system} needs a project "
+                            "(its pipeline.py)", hint="run inside a Synix project or pass -p DIR; or use "
+                            "--no-memory with --baseline raw-rag/full-context")
+    reads = {"full-context": "answers from the whole conversation",
+             "core-only": "answers from the pipeline's context document alone"}
+    for system in QA_ONLY:
+        if system in settings.systems and not settings.qa:
+            raise EvalError(f"the {system} baseline {reads[system]}, so it needs a model",
+                            hint="configure a model (ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER) and pass --qa")
+    if "mem0" in settings.systems:
+        from synix_assets.eval.mem0_system import require
+
+        require(settings.qa_options.get("env"))
+
+
+def _build(paths, case_id: str, settings: EvalSettings) -> dict:
+    """Build the case's scratch project; what it cost and which build it was (its Synix run id
+    and store), so every figure can be traced to the memory that produced it."""
+    t0 = time.monotonic()
+    report = workspace.build(paths, llm_config=settings.llm_config)
+    seconds = round(time.monotonic() - t0, 3)
+    return {"case": case_id, "seconds": seconds, "run_id": report.run_id,
+            "built_by": report.run_id if not report.noop else _last_completed_run(paths),
+            "store": str(paths.store), "status": report.status,
+            **{k: v for k, v in report.to_json().items()
+               if k in ("llm_calls", "tokens_in", "tokens_out", "cost_usd", "layers")},
+            "noop": report.noop}
+
+
+def _last_completed_run(paths) -> str | None:
+    """The store's run that built the memory a no-op build found current (a no-op records no
+    run of its own)."""
+    store = paths.open_store()
+    try:
+        return next((r.run_id for r in store.list_runs(limit=50) if r.status == "completed"), None)
+    finally:
+        store.close()
+
+
+def measure_incremental(paths, first: dict, settings: EvalSettings) -> dict:
+    """The design's incremental speedup (000 §9.5, "re-run / full run time", target < 0.1x),
+    measured: a second build of the same scratch project with nothing changed, timed against
+    the first build of this run. The first build may itself have been answered from the
+    response cache or found nothing to do (`first_noop`); both times are recorded."""
+    again = _build(paths, first["case"], settings)
+    speedup = round(again["seconds"] / first["seconds"], 4) if first["seconds"] else None
+    return {"case": first["case"], "first_build_s": first["seconds"], "first_run_id": first["run_id"],
+            "first_noop": first["noop"], "first_llm_calls": first.get("llm_calls", 0),
+            "rebuild_s": again["seconds"], "rebuild_run_id": again["run_id"],
+            "rebuild_llm_calls": again.get("llm_calls", 0), "rebuild_noop": again["noop"],
+            "memory_run_id": first["built_by"], "store": first["store"], "speedup": speedup}
 
 
 def run_branches(bench: Benchmark, branches: list[tuple[str, ProjectPaths]], *,
@@ -179,7 +254,7 @@ def run_branches(bench: Benchmark, branches: list[tuple[str, ProjectPaths]], *,
     results = []
     for i, (name, project) in enumerate(branches):
         offset = bench.questions * i
-        systems = settings.systems if i == 0 else tuple(s for s in settings.systems if s == "memory")
+        systems = settings.systems if i == 0 else tuple(s for s in settings.systems if s in PIPELINE_SYSTEMS)
         if not systems:
             continue
 
@@ -193,12 +268,11 @@ def run_branches(bench: Benchmark, branches: list[tuple[str, ProjectPaths]], *,
 
 
 def combined(results: list[dict]) -> dict:
-    """{system: {mode: summary}} of several runs side by side: a memory under its branch's
-    name, a baseline under its own."""
+    """{system: {mode: summary}} of several runs side by side (names: `system_label`)."""
     out: dict = {}
     for result in results:
         for system, modes in result["systems"].items():
-            out[result["run"]["branch"] if system == "memory" else system] = modes
+            out[system_label(system, result["run"]["branch"])] = modes
     return out
 
 
@@ -217,7 +291,7 @@ def summarise_rows(rows: Iterable[dict], ks: Iterable[int] = metrics.KS) -> dict
 
 def _row(bench: Benchmark, case_id: str, q, system: str, mode: str, ranking, ks) -> dict:
     row = {"question_id": q.question_id, "case": case_id, "category": q.category, "system": system,
-           "mode": mode, "question": q.text}
+           "mode": mode, "question": q.text, "temporal": q.category == TEMPORAL_CATEGORY.get(bench.name)}
     if ranking is None:
         row.update(scores=None, ms=0.0)
         return row
