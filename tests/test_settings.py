@@ -32,6 +32,7 @@ ENVIRON_USERS = {
     "synix_assets/dagster_defs/storage.py": "sets and restores DAGSTER_HOME and a Dagster switch",
     "synix_assets/app/demo.py": "sets the offline provider for the demo's own builds",
     "synix_assets/serve/home.py": "drops an inherited DAGSTER_HOME",
+    "synix_assets/eval/mem0_system.py": "mem0 reads MEM0_TELEMETRY/MEM0_DIR from os.environ at import",
 }
 
 
