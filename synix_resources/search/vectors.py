@@ -27,6 +27,8 @@ class Vectors:
         self._embedder_loaded = embedder is not None
         self._matrix: np.ndarray | None = None
         self._matrix_units: np.ndarray | None = None
+        self._matrix_searchable: np.ndarray | None = None
+        self._matrix_leaf: np.ndarray | None = None
         self._matrix_generation: str | None = None
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -68,15 +70,26 @@ class Vectors:
             return
         embedder = self.embedder()
         rows = self.db.execute(
-            "SELECT u.id, v.vec FROM units u JOIN vectors v ON v.key = u.vec_key "
+            "SELECT u.id, v.vec, u.searchable, u.level FROM units u JOIN vectors v ON v.key = u.vec_key "
             "WHERE v.model = ? ORDER BY u.id", [embedder.name]).fetchall()
         dim = embedder.dim
         matrix = np.empty((len(rows), dim), dtype=np.float32)
-        for i, (_, blob) in enumerate(rows):
+        for i, (_, blob, _, _) in enumerate(rows):
             matrix[i] = np.frombuffer(blob, dtype=np.float32)
         self._matrix = matrix
         self._matrix_units = np.array([r[0] for r in rows], dtype=np.int64)
+        # which rows an unscoped search may return, and which are source transcripts: the
+        # transcripts' vectors (most of a memory's) must not crowd a summary search's top slice
+        self._matrix_searchable = np.array([bool(r[2]) for r in rows], dtype=bool)
+        self._matrix_leaf = np.array([r[3] == 0 for r in rows], dtype=bool)
         self._matrix_generation = generation
+
+    def _eligible(self, include_hidden: bool, leaves: bool) -> np.ndarray | None:
+        """Matrix rows a search may return before its SQL filters (None: every row)."""
+        mask = None if include_hidden else self._matrix_searchable
+        if leaves:
+            mask = self._matrix_leaf if mask is None else mask & self._matrix_leaf
+        return mask
 
     def clear_query_vectors(self) -> None:
         self._query_vectors.clear()
@@ -103,12 +116,16 @@ class Vectors:
                      include_hidden: bool, restrict: set | None) -> list[tuple[int, float]]:
         if not len(sims):
             return []
-        # Take a generous top slice, then filter: filters are applied in SQL on that slice.
-        take = min(len(sims), CANDIDATE_UNITS * 4 if restrict is None else len(sims))
-        top = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(
-            len(sims))
+        # Take a generous top slice of the rows the search may return, then filter: filters
+        # are applied in SQL on that slice.
+        mask = self._eligible(include_hidden, filters.leaves) if len(sims) == len(self._matrix_units) else None
+        rows = np.nonzero(mask)[0] if mask is not None else np.arange(len(sims))
+        if not len(rows):
+            return []
+        take = min(len(rows), CANDIDATE_UNITS * 4 if restrict is None else len(rows))
+        top = rows[np.argpartition(-sims[rows], take - 1)[:take]] if take < len(rows) else rows
         kept = self._allowed(unit_ids, sims, top, filters, include_hidden)
-        if len(kept) < CANDIDATE_UNITS and take < len(sims) and filters.narrows():
+        if len(kept) < CANDIDATE_UNITS and take < len(rows) and filters.narrows():
             # The filter left fewer than a full slice: its best units may lie below the slice,
             # so rank every unit the filter allows (found in SQL) instead.
             allowed = np.fromiter(self.rows.allowed_units(filters, include_hidden), dtype=np.int64)
