@@ -12,6 +12,12 @@ with a full fsync and closes the last connection to the file, which checkpoints 
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
   the last close that forces a WAL checkpoint;
 
+Speed may not cost liveness: Dagster's UI learns of new events by watching `event_log.db` itself
+(watchdog), which a WAL write does not touch, so with no checkpoint a live run page froze after
+STEP_START. A background thread checkpoints each kept database whose WAL changed, at most every
+CHECKPOINT_EVERY_S (PASSIVE: it never waits for a writer), so the file the UI watches changes
+within about a second of each event while events still commit without one fsync each.
+
 Dagster's per-partition ASSET_MATERIALIZATION_PLANNED events are kept where a partition may still
 fail: they are what lets Dagster mark the partitions of a failed step as failed rather than
 missing. A `synix run` whose work graph already built a layer without a failure launches that
@@ -24,6 +30,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 import contextlib
 from contextlib import contextmanager
@@ -60,6 +67,8 @@ _homes: set[str] = set()
 KEPT_HOMES = 4
 _keepers: OrderedDict[str, dict[str, sqlite3.Connection]] = OrderedDict()
 _lock = threading.Lock()
+CHECKPOINT_EVERY_S = 1.0
+_checkpointer: list[threading.Thread] = []
 
 
 def _in_a_home(path: str) -> bool:
@@ -106,6 +115,38 @@ def keep_open(dagster_home: Path) -> None:
             _, old = _keepers.popitem(last=False)
             for conn in old.values():
                 conn.close()
+        if not _checkpointer:
+            thread = threading.Thread(target=_checkpoint_loop, name="synix-dagster-checkpoint", daemon=True)
+            _checkpointer.append(thread)
+            thread.start()
+
+
+def _checkpoint_loop() -> None:
+    seen: dict[str, float] = {}  # database → mtime of its WAL when last checkpointed
+    while True:
+        time.sleep(CHECKPOINT_EVERY_S)
+        checkpoint_changed(seen)
+
+
+def checkpoint_changed(seen: dict[str, float]) -> None:
+    """Checkpoint (PASSIVE) every kept database whose WAL changed since `seen` says."""
+    with _lock:
+        kept = [(path, conn) for dbs in _keepers.values() for path, conn in dbs.items()]
+    for path, conn in kept:
+        try:
+            stamp = os.stat(path + "-wal").st_mtime
+        except OSError:  # no WAL yet (or the home was removed)
+            continue
+        if seen.get(path) == stamp:
+            continue
+        with _lock:
+            if not any(conn is c for dbs in _keepers.values() for c in dbs.values()):
+                continue  # evicted (closed) meanwhile
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.Error:  # busy or removed: the next round tries again
+                continue
+        seen[path] = stamp
 
 
 STAGING_PREFIX = ".dagster-new-"

@@ -77,3 +77,35 @@ def test_a_build_stopped_while_dagster_creates_its_databases_leaves_none_half_ma
     with dagster_instance(demo_project) as instance:  # the next build creates them whole
         assert instance.get_dynamic_partitions("conversations") == []
         assert {p.name for p in home.rglob("*.db")} >= {"event_log.db", "runs.db"}
+
+
+def test_a_watched_run_sees_its_events_within_seconds_while_the_connections_are_kept(demo_project):
+    """Dagster's UI learns of new events by watching event_log.db (watchdog); with the kept
+    connections a WAL write alone never touched that file, and a live run page froze."""
+    import threading
+    import time
+
+    import dagster as dg
+
+    @dg.op
+    def noop():
+        return 1
+
+    @dg.job
+    def watched():
+        noop()
+
+    seen = threading.Event()
+    with dagster_instance(demo_project) as instance:
+        run = instance.create_run_for_job(job_def=watched)
+        def told(*_args, **_kwargs):
+            seen.set()
+
+        instance.event_log_storage.watch(run.run_id, None, told)
+        try:
+            time.sleep(0.5)  # the watcher is running before anything is written
+            for i in range(3):
+                instance.report_engine_event(f"event {i}", run)
+            assert seen.wait(timeout=8), "no watcher was told of the run's new events"
+        finally:
+            instance.event_log_storage.end_watch(run.run_id, told)
