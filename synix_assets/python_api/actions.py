@@ -4,6 +4,7 @@ is one `synix` command with the same name (tests/python_api/test_python_cli_pari
 same results)."""
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, overload
 
@@ -19,11 +20,12 @@ if TYPE_CHECKING:  # imported where used: reading a memory does not load the bui
 BENCHMARKS = ("locomo", "longmemeval", "synixbench")
 
 
-class Actions:
+class Actions(ABC):
     """Mixed into `Pipeline` and `PipelineBranch`; `_paths(action)` gives the branch to act on."""
 
+    @abstractmethod
     def _paths(self, action: str) -> ProjectPaths:
-        raise NotImplementedError
+        """The branch an action works on (a pipeline also registers its script project here)."""
 
     # ---- build ------------------------------------------------------------------------------
 

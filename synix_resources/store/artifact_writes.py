@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
@@ -78,7 +79,7 @@ def prepare(*, layer: str, group_key: str, content: str, materialization_key: st
     return Pending(artifact, json.dumps(metadata, ensure_ascii=False, default=str), audit_row)
 
 
-class PutFront:
+class PutFront(ABC):
     """`put` and `put_many` of every backend: the arguments are checked and normalised once
     (`prepare`), then the backend's `_put_pending` stores them in one transaction."""
 
@@ -98,8 +99,9 @@ class PutFront:
             return []
         return self._put_pending(pendings, f"storing {len(pendings)} artifacts")
 
+    @abstractmethod
     def _put_pending(self, pendings: list[Pending], action: str) -> list[Artifact]:
-        raise NotImplementedError
+        """Store the prepared artifacts in one transaction of this backend, results in order."""
 
 
 class ArtifactWrites(PutFront):

@@ -10,6 +10,7 @@ from synix_resources.search import embeddings as emb
 from synix_resources.search import vectors as vectors_module
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
+from tests.support.embedders import LetterEmbedder
 
 
 def transcript(cid, title, date, lines, searchable=True, source="chatgpt"):
@@ -295,29 +296,10 @@ def test_a_matching_rollup_is_returned_instead_of_what_it_was_built_from_and_dri
     assert "core" in marathon
 
 
-class _LetterEmbedder:
-    """Letter-frequency vectors: deterministic, input-dependent, no model needed."""
-
-    name = "letters-26"
-    dim = 26
-
-    def __init__(self):
-        self.calls = 0
-
-    def embed(self, texts):
-        import numpy as np
-
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for ch in text.lower():
-                if "a" <= ch <= "z":
-                    out[row, ord(ch) - 97] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
 def test_a_given_embedder_fills_and_answers_semantic_search(tmp_path):
-    embedder = _LetterEmbedder()
+    embedder = LetterEmbedder()
     index = SearchIndex(tmp_path / "e.sqlite", embedder=embedder)
     index.sync("t", [transcript("a", "A", None, [("user", "zzz zebra zigzag")]),
                      transcript("b", "B", None, [("user", "aaa banana cabana")])])

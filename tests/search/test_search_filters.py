@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import numpy as np
 import pytest
 
 from synix_resources.errors import SearchError
@@ -14,23 +13,11 @@ from synix_resources.search import schema
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 from synix_resources.search.rows import CANDIDATE_UNITS
+from tests.support.embedders import LetterEmbedder
 
 MODES = ("fts", "semantic", "hybrid")
 
 
-class LetterEmbedder:
-    """Letter-frequency vectors: deterministic, input-dependent, no model needed."""
-
-    name = "letters-26"
-    dim = 26
-
-    def embed(self, texts):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for ch in text.lower():
-                if "a" <= ch <= "z":
-                    out[row, ord(ch) - 97] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
 def _transcript(cid: str, date: str, lines: list[tuple[str, str]]) -> IndexDoc:

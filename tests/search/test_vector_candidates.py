@@ -3,27 +3,14 @@ transcripts (hidden, most of its vectors) must not crowd the summaries out of an
 semantic search, nor the summaries the transcripts out of a leaf search."""
 from __future__ import annotations
 
-import numpy as np
 
 from synix_resources.fingerprints import content_hash
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
 from synix_resources.search.rows import CANDIDATE_UNITS
+from tests.support.embedders import LetterEmbedder
 
 
-class LetterEmbedder:
-    """Letter-frequency vectors: deterministic, input-dependent, no model needed."""
-
-    name = "letters-26"
-    dim = 26
-
-    def embed(self, texts):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for ch in text.lower():
-                if "a" <= ch <= "z":
-                    out[row, ord(ch) - 97] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
 def _leaf(i: int) -> IndexDoc:
