@@ -56,9 +56,12 @@ def owners(pipeline) -> list[str]:
 
 def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMResource) -> BuildContext:
     tags = context.run.tags if context.run else {}
+    # A re-execution from the UI inherits the Synix run id of the run it repeats, which has
+    # ended: it is a Synix run of its own, recorded under its own Dagster run id.
+    run_id = context.run.run_id if context.run.parent_run_id else tags.get(RUN_ID_TAG) or context.run.run_id
     # one store resource serves every branch; each asset reads and moves its own branch's pointers
     return BuildContext(pipeline, store.get_store().on_branch(paths.branch), llm.get_client(), paths,
-                        run_id=tags.get(RUN_ID_TAG) or context.run.run_id,
+                        run_id=run_id,
                         batch=tags.get(BATCH_TAG) == "1")
 
 

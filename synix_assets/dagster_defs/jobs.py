@@ -14,8 +14,9 @@ import dagster as dg
 
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name
 from synix_assets.dagster_defs.partitions import partitions_for
-from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, BUILD_ALL, BUILD_MEMORY_OP, LAYER_JOB_PREFIX,
-                                                 LAYER_TAG, PROJECTIONS_JOB, TRIGGER_DAGSTER, TRIGGER_TAG)
+from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, BUILD_ALL, BUILD_MEMORY_OP, BUILD_RUN_TAG,
+                                                 LAUNCHED_BY_TAGS, LAYER_JOB_PREFIX, LAYER_TAG,
+                                                 PROJECTIONS_JOB, TRIGGER_DAGSTER, TRIGGER_TAG)
 from synix_resources.errors import SynixError
 from synix_resources.llm.resource import LLMResource
 
@@ -50,6 +51,14 @@ def layer_jobs(pipeline, names: Names = MAIN_NAMES) -> list:
     return jobs
 
 
+def run_links(instance, run_ids: list[str]) -> dict:
+    """One metadata entry per run the build launched, `run <n>: <job>`, which the UI shows as a
+    link to that run."""
+    runs = {r.run_id: r for r in instance.get_runs(dg.RunsFilter(run_ids=run_ids))} if run_ids else {}
+    return {f"run {i}: {runs[r].job_name if r in runs else 'run'}": dg.MetadataValue.dagster_run(r)
+            for i, r in enumerate(run_ids, 1)}
+
+
 def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
     """`build`: the build itself (app/run.py's `run_build`), passed in by whoever compiles the
     definitions, so this floor never imports the application layer."""
@@ -59,9 +68,12 @@ def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
         trigger = context.run.tags.get(TRIGGER_TAG, TRIGGER_DAGSTER)
         settings = {k: v for k, v in llm.model_dump().items()
                     if k != "cache_path" and v not in ("", None, 0, 0.0, False)}
+        # the runs it launches name this run and who launched it (the UI's "Launched by")
+        launched_by = {k: v for k, v in context.run.tags.items() if k in LAUNCHED_BY_TAGS}
         try:
             report = build(paths, instance=context.instance, llm_config=settings,
-                               run_tags={TRIGGER_TAG: trigger, BRANCH_TAG: names.branch})
+                           run_tags={**launched_by, TRIGGER_TAG: trigger, BRANCH_TAG: names.branch,
+                                     BUILD_RUN_TAG: context.run.run_id})
         except SynixError as e:
             raise dg.Failure(description=e.one_line()) from None
         summary = report.to_json()
@@ -70,7 +82,8 @@ def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
         context.add_output_metadata({"noop": report.noop, "seconds": summary["seconds"],
                                      "llm_calls": summary["llm_calls"], "provider": summary["provider"],
                                      "layers": dg.MetadataValue.json(summary["layers"]),
-                                     "dagster_runs": dg.MetadataValue.json(report.dagster_runs)})
+                                     "dagster_runs": dg.MetadataValue.json(report.dagster_runs),
+                                     **run_links(context.instance, report.dagster_runs)})
         return None
 
     @dg.job(name=names.qualify(BUILD_ALL), tags={BRANCH_TAG: names.branch, LAYER_TAG: "all"},

@@ -19,6 +19,10 @@ LAYER_TAG = "synix/layer"  # a layer name, "projections" or "all" (also a job ta
 BRANCH_TAG = "synix/branch"  # the branch built (also a job and asset tag)
 OUTCOME_TAG = "synix/outcome"  # on the Dagster runs of a Synix run that did not complete
 LIVE_BATCH_TAG = "synix/live_batch"  # the live inbox batch a run builds
+BUILD_RUN_TAG = "synix/build_run"  # the synix_build_all run that launched this run
+# Dagster's own tags saying who launched a run (the UI's "Launched by"): the runs a
+# synix_build_all run launches carry its values, so a sensor's build shows the sensor throughout
+LAUNCHED_BY_TAGS = ("dagster/sensor_name", "dagster/schedule_name", "dagster/tick", "dagster/user")
 
 # values of TRIGGER_TAG
 TRIGGER_CLI = "cli"
@@ -40,6 +44,10 @@ PROJECTIONS_JOB = "synix_update_projections"
 LAYER_JOB_PREFIX = "synix_build_"  # + the layer's Dagster name: the per-layer jobs
 BUILD_MEMORY_OP = "build_memory"  # the op of synix_build_all
 QUALIFIER = "__"  # between a branch slug and a job or partition-set name
+
+# --- the code location Synix's workspace.yaml files name (a project may rename it there)
+LOCATION = "synix"
+REPOSITORY = "__repository__"  # Dagster's name for the repository of a Definitions object
 
 # --- sensors and checks
 EXPORTS_SENSOR = "synix_exports_sensor"

@@ -31,10 +31,21 @@ def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, 
                         branches=[paths.branch], building_run=ctx.run_id, work=work)
     graph = branch_graph(paths, ctx.llm_identity, None)
     if scale is None:
-        return LocalLauncher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+        return LocalLauncher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph,
+                             repository=_repository(paths, ctx, instance))
     from synix_assets.orchestration.remote import RemoteLauncher
 
     return RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+
+
+def _repository(paths, ctx, instance):
+    """The code location this build's runs are re-executed in: that of the synix_build_all run
+    that started the build, else the project's workspace.yaml."""
+    from synix_assets.dagster_defs.origin import repository_origin
+    from synix_assets.dagster_defs.vocabulary import BUILD_RUN_TAG
+
+    build_run = ctx.run_tags.get(BUILD_RUN_TAG)
+    return repository_origin(paths.root, instance.get_run_by_id(build_run) if build_run else None)
 
 
 def build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notify, store, graph) -> None:

@@ -3,7 +3,9 @@
 `LocalLauncher` runs one layer's job over the partition range covering its stale partitions (or
 the projections' job), records each Dagster run id, and turns a run that did not finish into
 KeyboardInterrupt (a signal) or LayerIncomplete (partitions neither built nor recorded as
-failed). orchestration/remote.py submits the same runs to a distributed deployment instead.
+failed). Each run carries the origin of its job in the project's code location
+(dagster_defs/origin.py), so Dagster's UI lists it on the job page and re-executes it.
+orchestration/remote.py submits the same runs to a distributed deployment instead.
 """
 from __future__ import annotations
 
@@ -34,8 +36,10 @@ class LayerIncomplete(Exception):
 class LocalLauncher:
     """Launches the in-process Dagster runs of one Synix run and checks how each ended."""
 
-    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], graph):
+    def __init__(self, ctx, scan, defs, instance, run_config: dict, dagster_runs: list[str], graph,
+                 repository=None):
         self.ctx, self.scan, self.defs, self.instance = ctx, scan, defs, instance
+        self.repository = repository  # the code location origin the runs are created with
         self.graph = graph
         self.names = graph.names  # this branch's asset keys, partition sets and job names
         self.run_config = run_config
@@ -122,17 +126,17 @@ class LocalLauncher:
         KeyboardInterrupt if a signal came meanwhile and LayerIncomplete if a step failed leaving
         partitions neither built nor recorded as failed."""
         from synix_assets.dagster_defs.jobs import PROJECTIONS_JOB, layer_job_name
+        from synix_assets.dagster_defs.origin import execute_with_origin
 
         if len(names) == 1 and names[0] in pipeline.steps:
             job = self.defs.resolve_job_def(layer_job_name(names[0], self.names))
-            result = job.execute_in_process(instance=self.instance, tags=tags or self.tags(),
-                                            raise_on_error=False, run_config=self.run_config)
+            selection, tags = None, tags or self.tags()
         else:
             job = self.defs.resolve_job_def(self.names.qualify(PROJECTIONS_JOB))
-            result = job.execute_in_process(
-                instance=self.instance, asset_selection=[self.names.layer(n) for n in names],
-                tags=tags or {**self.tags(), LAYER_TAG: "projections"}, raise_on_error=False,
-                run_config=self.run_config)
+            selection = [self.names.layer(n) for n in names]
+            tags = tags or {**self.tags(), LAYER_TAG: "projections"}
+        result = execute_with_origin(job, self.instance, self.repository, run_config=self.run_config,
+                                     tags=tags, asset_selection=selection)
         self.dagster_runs.append(result.run_id)
         # Dagster swallows a signal that lands between its steps
         interrupts.raise_if_received()

@@ -21,7 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from synix_assets.dagster_defs.jobs import layer_job_name
-from synix_assets.dagster_defs.vocabulary import DISTRIBUTED_TAG, FULL_LAYER_TAG, LAYER_TAG, STATUS_KEY
+from synix_assets.dagster_defs.vocabulary import (DISTRIBUTED_TAG, FULL_LAYER_TAG, LAYER_TAG, REPOSITORY,
+                                                 STATUS_KEY)
 from synix_assets.orchestration.launch import LayerIncomplete, LocalLauncher, range_tags
 from synix_resources.errors import ScaleDeploymentError
 from synix_resources.process import interrupts
@@ -122,7 +123,7 @@ class RemoteLauncher(LocalLauncher):
         try:
             return self.client.submit_job_execution(
                 layer_job_name(layer, self.names), repository_location_name=self.config.location,
-                repository_name="__repository__", run_config=self.run_config, tags=tags)
+                repository_name=REPOSITORY, run_config=self.run_config, tags=tags)
         except (DagsterGraphQLClientError, OSError) as exc:
             raise ScaleDeploymentError(
                 f"could not submit the {layer} run to {self.config.webserver}: "
