@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tests.support.imports import (
     Edge,
+    raw_imports,
     Graph,
     build_graph,
     circles,
@@ -70,6 +71,11 @@ KNOWN_CIRCLE_MODULES: tuple[frozenset[str], ...] = ()
 
 # (module under NO_DAGSTER, module whose import of `dagster` it runs) pairs.
 KNOWN_DAGSTER_REACH: frozenset[tuple[str, str]] = frozenset()
+
+# The only modules that may import Dagster's private modules (`dagster._…`): Dagster has no public
+# way to create an in-process run with a job origin (dagster_defs/origin.py) nor a public path for
+# its consolidated SQLite event log (dagster_defs/storage.py).
+DAGSTER_INTERNALS = frozenset({"synix_assets.dagster_defs.origin", "synix_assets.dagster_defs.storage"})
 
 NEW_HINT = (f"An import may point only to its own floor or a lower one (FLOORS in {THIS_FILE}). "
             "Move the code to the floor it belongs on, or pass the dependency in from the "
@@ -181,6 +187,21 @@ def dagster_problems(root: Path, graph: Graph, prefixes: list[str],
     return out
 
 
+def internals_problems(root: Path, graph: Graph, allowed: frozenset[str]) -> list[str]:
+    """Imports of Dagster's private modules outside the allowed modules."""
+    out = []
+    for mod, path in sorted(graph.modules.items()):
+        if mod in allowed:
+            continue
+        for kind, line, level, m, names, _, type_only, _ in raw_imports(path.read_text(encoding="utf-8")):
+            dotted = [m] if kind in ("from", "dynamic") else names
+            if not level and any(d and d.startswith("dagster._") for d in dotted):
+                out.append(f"{path.relative_to(root)}:{line} imports Dagster's internals "
+                           f"({', '.join(d for d in dotted if d)}); only {', '.join(sorted(allowed))} "
+                           f"may: use Dagster's public API, or move the code there.")
+    return out
+
+
 def _report(problems: list[str]) -> str:
     return f"{len(problems)} layer contract problem(s):\n\n" + "\n\n".join(problems)
 
@@ -209,6 +230,11 @@ def test_every_module_sits_on_a_floor():
 
 def test_nothing_at_or_below_the_engine_loads_dagster_beyond_the_listed_modules():
     problems = dagster_problems(REPO, _graph(), NO_DAGSTER, KNOWN_DAGSTER_REACH)
+    assert not problems, _report(problems)
+
+
+def test_only_the_listed_modules_import_dagster_internals():
+    problems = internals_problems(REPO, _graph(), DAGSTER_INTERNALS)
     assert not problems, _report(problems)
 
 
@@ -314,3 +340,13 @@ def test_a_listed_circle_that_grew_fails_naming_the_module_that_joined(tmp_path)
     assert grew.startswith("a circle in KNOWN_CIRCLE_MODULES grew by synix_assets.engine.c "
                            "(now 3 modules); the imports closing it:\n"
                            "    synix_assets/engine/c.py:2 (in f()) -> synix_assets.engine.a")
+
+
+def test_an_import_of_dagster_internals_outside_the_listed_modules_fails_naming_its_line(tmp_path):
+    graph = _tree(tmp_path, {**_PKG, "synix_assets/engine/a.py":
+                             "def f():\n    from dagster._core.remote_origin import RemoteJobOrigin\n",
+                             "synix_assets/engine/b.py": "import dagster\n"})
+    [problem] = internals_problems(tmp_path, graph, frozenset())
+    assert problem.startswith("synix_assets/engine/a.py:2 imports Dagster's internals "
+                              "(dagster._core.remote_origin)")
+    assert internals_problems(tmp_path, graph, frozenset({"synix_assets.engine.a"})) == []
