@@ -48,7 +48,6 @@ CHECK_NAME = "synix_up_to_date"
 
 # --- asset groups (a branch other than main has one group, BRANCH_GROUP_PREFIX + its slug)
 GROUP = "memory"
-PROJECTIONS_GROUP = "projections"
 SOURCES_GROUP = "sources"
 BRANCH_GROUP_PREFIX = "branch_"
 
