@@ -21,6 +21,7 @@ import contextlib
 
 import dagster as dg
 
+from synix_assets.dagster_defs.automation import when_inputs_change
 from synix_assets.dagster_defs.checks import check_result
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
@@ -166,7 +167,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
 
     @dg.asset(key=key, deps=deps, partitions_def=part, group_name=names.group(GROUP),
               code_version=version, description=describe(pipeline, layer, identity),
-              output_required=False, owners=owners(pipeline),
+              output_required=False, owners=owners(pipeline), automation_condition=when_inputs_change(),
               backfill_policy=backfill_policy(paths.root) if part is not None else None,
               kinds={"synix", step.kind},
               check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
@@ -284,6 +285,7 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
               description=f"Synix projection: {what}, from {', '.join(p.name for p in ups)}. "
                           f"Rewritten only when the artifacts it reads changed.",
               kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline),
+              automation_condition=when_inputs_change(),
               tags={BRANCH_TAG: names.branch})
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):

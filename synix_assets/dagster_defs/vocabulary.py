@@ -44,6 +44,7 @@ QUALIFIER = "__"  # between a branch slug and a job or partition-set name
 # --- sensors and checks
 EXPORTS_SENSOR = "synix_exports_sensor"
 LIVE_SENSOR = "synix_live_sensor"
+AUTOMATION_SENSOR_PREFIX = "synix_automate_"  # + the asset: one automation sensor per asset
 CHECK_NAME = "synix_up_to_date"
 
 # --- asset groups (a branch other than main has one group, BRANCH_GROUP_PREFIX + its slug)
