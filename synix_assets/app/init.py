@@ -29,6 +29,19 @@ load_from:
       location_name: synix
 """
 
+# `dg` (dg dev, dg check defs, dg list defs, dg launch) finds a project by this table; the
+# project's "root module" is definitions.py itself, which is also its defs module.
+PYPROJECT_TOML = """# Makes this folder a `dg` project: `dg dev`, `dg check defs`, `dg list defs`, `dg launch`.
+[tool.dg]
+directory_type = "project"
+
+[tool.dg.project]
+root_module = "definitions"
+defs_module = "definitions"
+code_location_target_module = "definitions"
+code_location_name = "synix"
+"""
+
 
 
 def template_file(template: str) -> Path:
@@ -119,8 +132,11 @@ def describe_project(root: Path, *, template: str, exports: int,
 
 def write_dagster_files(root: str | Path, *, force: bool = False) -> None:
     """definitions.py, workspace.yaml, the Dagster home's dagster.yaml and the `.env` pointing
-    DAGSTER_HOME at it; existing definitions/workspace files are kept unless `force`."""
+    DAGSTER_HOME at it, and the pyproject.toml that lets `dg` run there; existing files are kept
+    unless `force` (a pyproject.toml of the user's own is never replaced)."""
     root = Path(root)
+    if not (root / "pyproject.toml").exists():
+        (root / "pyproject.toml").write_text(PYPROJECT_TOML, encoding="utf-8")
     for name, text in (("definitions.py", DEFINITIONS_PY), ("workspace.yaml", WORKSPACE_YAML)):
         if force or not (root / name).exists():
             (root / name).write_text(text, encoding="utf-8")

@@ -18,10 +18,10 @@ asset body calls the same per-layer engine code whoever launched the run (`synix
 """
 
 import contextlib
-from datetime import timedelta
 
 import dagster as dg
 
+from synix_assets.dagster_defs.automation import when_inputs_change
 from synix_assets.dagster_defs.checks import check_result
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
@@ -30,7 +30,7 @@ from synix_assets.dagster_defs.records import Provenance, artifact_metadata, dat
 from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
                                                  LAYER_JOB_PREFIX, LEVEL_KEY, PARTITIONING_KEY,
-                                                 PROJECTIONS_GROUP, QUALIFIER, RUN_ID_TAG,
+                                                 QUALIFIER, RUN_ID_TAG,
                                                  SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer, settle_failures
@@ -65,6 +65,18 @@ def _context(pipeline, paths, context, store: ArtifactStoreResource, llm: LLMRes
                         batch=tags.get(BATCH_TAG) == "1")
 
 
+def _same_model(used: str, identity: str, layer: str) -> None:
+    """The code versions Dagster shows were computed for `identity` (the provider and model the
+    environment named when the definitions loaded). A run whose `llm` config names another (an
+    override in the Launchpad) would record output of that model as current for this one, and
+    Dagster would call fresh what `synix plan` calls stale; so it is refused."""
+    if used != identity:
+        raise dg.Failure(description=(
+            f"{layer}: this run's llm config uses {used}, but the definitions were versioned for "
+            f"{identity}; set SYNIX_LLM_PROVIDER / SYNIX_LLM_MODEL (or ANTHROPIC_API_KEY) in the "
+            f"environment and reload definitions instead of overriding `llm` in the Launchpad"))
+
+
 def _outcome_metadata(outcome) -> dict:
     md = {STATUS_KEY: outcome.status, "cache": "hit" if outcome.status == "cached" else "built",
           "provider": outcome.provider, "model": outcome.model,
@@ -82,8 +94,10 @@ def describe(pipeline, layer: str, identity: str) -> str:
     """Step kind, inputs, partitioning, prompt and model: what a person needs to know in the UI."""
     step = pipeline.steps[layer]
     lines = [step.description] if step.description else []
+    grouping = pipeline.partitioning(layer)
+    per = "not partitioned (one artifact)" if grouping == "single" else f"one partition per {grouping}"
     lines.append(f"Synix {step.kind} step (level {pipeline.level(layer)}) reading "
-                 f"{', '.join(step.from_)}; one partition per {pipeline.partitioning(layer)}.")
+                 f"{', '.join(step.from_)}; {per}.")
     if step.kind != "merge":
         prompt = getattr(step.prompt, "__name__", None) or type(step.prompt).__name__
         settings = pipeline.llm_settings(step)
@@ -153,13 +167,10 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
     children = _children(pipeline, layer, names)
     fan_in = any(p.kind == "fan_in" for p in parents(pipeline, layer, names))
     version = versions[layer]
-    top = part is None and not children - {names.layer(n) for n in pipeline.projections}
-    freshness = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=7), warn_window=timedelta(days=1)) \
-        if top else None
 
     @dg.asset(key=key, deps=deps, partitions_def=part, group_name=names.group(GROUP),
               code_version=version, description=describe(pipeline, layer, identity),
-              output_required=False, owners=owners(pipeline), freshness_policy=freshness,
+              output_required=False, owners=owners(pipeline), automation_condition=when_inputs_change(),
               backfill_policy=backfill_policy(paths.root) if part is not None else None,
               kinds={"synix", step.kind},
               check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
@@ -175,6 +186,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
 
     def _build(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
+        _same_model(ctx.llm_identity, identity, layer)
         owned = _ensure_run(ctx, pipeline, layer, context)
         tags = context.run.tags
         full = tags.get(FULL_LAYER_TAG) == "1"
@@ -272,10 +284,11 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
         else f"context document {proj.path} (the agent's system prompt)"
     version = versions[name]
 
-    @dg.asset(key=names.layer(name), deps=deps, group_name=names.group(PROJECTIONS_GROUP), output_required=False,
+    @dg.asset(key=names.layer(name), deps=deps, group_name=names.group(GROUP), output_required=False,
               description=f"Synix projection: {what}, from {', '.join(p.name for p in ups)}. "
                           f"Rewritten only when the artifacts it reads changed.",
               kinds={"synix", proj.kind}, code_version=version, owners=owners(pipeline),
+              automation_condition=when_inputs_change(),
               tags={BRANCH_TAG: names.branch})
     def _projection(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
         with project_lock(paths.lock, timeout_s=settings().lock_timeout_s):

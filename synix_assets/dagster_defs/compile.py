@@ -20,6 +20,7 @@ from pathlib import Path
 import dagster as dg
 
 from synix_assets.dagster_defs import storage
+from synix_assets.dagster_defs.automation import automation_sensors
 from synix_assets.dagster_defs.assets import layer_asset, projection_asset, source_specs
 from synix_assets.dagster_defs.executor import executor_for, sensor_running
 from synix_assets.dagster_defs.graph import Names, code_versions
@@ -135,7 +136,10 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
         if graphs and graphs[0].names.is_main else []
     defs = dg.Definitions(assets=assets, jobs=jobs,
                           sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None,
-                                                 running=sensor_running(root)), *live],
+                                                 running=sensor_running(root)), *live,
+                                   *(s for g in graphs for s in automation_sensors(
+                                       sorted(g.asset_keys() - {g.names.source(x) for x in g.pipeline.sources},
+                                              key=lambda k: k.to_user_string()), g.names))],
                           resources=resources or resources_for(main_paths, identity),
                           executor=executor_for(root))
     home = settings().dagster_home

@@ -18,6 +18,7 @@ import time
 
 import dagster as dg
 
+from synix_assets.dagster_defs.automation import automation_on
 from synix_assets.dagster_defs.checks import check_evaluation
 from synix_assets.dagster_defs.graph import Names
 from synix_assets.dagster_defs.records import (register_partitions, sync_instance,
@@ -157,18 +158,22 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
             return dg.SensorResult(cursor=cursor_text,
                                    skip_reason=None if new_cursor else "no export files yet")
         paths_changed = {p for p, _ in changed}
+        automated = automation_on(context.instance)
         requests, events, seen = [], [], set()
         for g in graphs:
             reader = readers[g.names.branch]
             if not _reads(g, reader, paths_changed):
                 continue
             events += _branch_tick(context, g, reader, llm, seen)
+            if automated:  # the partitions are registered: the automation sensors take it from here
+                continue
             requests.append(dg.RunRequest(
                 run_key=sha256_text(json.dumps([g.names.branch, *sorted(changed)]))[:24],
                 job_name=build_jobs[g.names.branch].name,
                 tags={TRIGGER_TAG: TRIGGER_EXPORTS_SENSOR, BRANCH_TAG: g.names.branch}))
-        context.log.info(f"{len(changed)} export file(s) changed: building "
-                         f"{', '.join(r.tags[BRANCH_TAG] for r in requests)}")
+        context.log.info(f"{len(changed)} export file(s) changed: " + (
+            "partitions registered; automation is on, so its sensors build" if automated else
+            f"building {', '.join(r.tags[BRANCH_TAG] for r in requests)}"))
         return dg.SensorResult(run_requests=requests, asset_events=events, cursor=cursor_text)
 
     return _sensor

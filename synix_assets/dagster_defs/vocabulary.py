@@ -52,11 +52,11 @@ REPOSITORY = "__repository__"  # Dagster's name for the repository of a Definiti
 # --- sensors and checks
 EXPORTS_SENSOR = "synix_exports_sensor"
 LIVE_SENSOR = "synix_live_sensor"
+AUTOMATION_SENSOR_PREFIX = "synix_automate_"  # + the asset: one automation sensor per asset
 CHECK_NAME = "synix_up_to_date"
 
 # --- asset groups (a branch other than main has one group, BRANCH_GROUP_PREFIX + its slug)
 GROUP = "memory"
-PROJECTIONS_GROUP = "projections"
 SOURCES_GROUP = "sources"
 BRANCH_GROUP_PREFIX = "branch_"
 

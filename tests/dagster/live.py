@@ -33,13 +33,15 @@ def clean_env(**extra) -> dict:
 
 
 class DagsterDev:
-    def __init__(self, cwd: Path, *args: str, env: dict | None = None):
+    """`dagster dev` (or, with program="dg", `dg dev`) on a free loopback port, stopped by PID."""
+
+    def __init__(self, cwd: Path, *args: str, env: dict | None = None, program: str = "dagster"):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = cwd / f"dagster-dev-{self.port}.log"
         self._out = open(self.log, "wb")
         self.proc = subprocess.Popen(
-            [str(BIN / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(self.port), *args],
+            [str(BIN / program), "dev", "-h", "127.0.0.1", "-p", str(self.port), *args],
             cwd=cwd, env=env or clean_env(), stdout=self._out, stderr=subprocess.STDOUT,
             start_new_session=True)
 

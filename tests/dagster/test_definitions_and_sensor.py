@@ -41,7 +41,8 @@ def test_definitions_have_layers_jobs_checks_owners_and_a_running_sensor(demo_pr
     assert "transform step" in text and "`episode_summary`" in text and "fake:fake-v1" in text
     assert episodes.owners_by_key[layer_key("episodes")] == ["team:me"]
     assert [c.name for c in episodes.check_specs] == ["synix_up_to_date"]
-    assert _asset(defs, "core").specs_by_key[layer_key("core")].freshness_policy is not None
+    # "behind its inputs" is the up-to-date check's verdict, not the age of the last materialization
+    assert _asset(defs, "core").specs_by_key[layer_key("core")].freshness_policy is None
     jobs = {j.name for j in defs.jobs}
     assert {"synix_build_all", "synix_build_transcripts", "synix_build_episodes",
             "synix_build_monthly", "synix_build_core", "synix_update_projections"} <= jobs
@@ -270,3 +271,25 @@ def test_sensor_feeds_every_branch_reading_the_changed_export_and_observes_it_on
     assert len(instance.get_dynamic_partitions("exp__conversations")) == 24
     assert instance.get_dynamic_partitions("exp__monthly_periods") == \
         instance.get_dynamic_partitions("monthly_periods")
+
+
+def test_a_launchpad_llm_override_that_would_hide_staleness_is_refused_before_building(demo_project, monkeypatch):
+    """Code versions carry the model the environment named at load; a run whose `llm` config names
+    another would record that model's output as current, so Dagster would call it fresh while
+    `synix plan` calls it stale."""
+    monkeypatch.delenv("SYNIX_LLM_PROVIDER")  # no key, no provider named: extractive, as a new user has
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    key = partition_key(UUID)
+    instance.add_dynamic_partitions("conversations", [key])
+    result = dg.materialize(list(defs.assets), selection=[layer_key("transcripts"), layer_key("episodes")],
+                            partition_key=key, instance=instance, resources=defs.resources,
+                            run_config={"resources": {"llm": {"config": {"provider": "fake"}}}},
+                            raise_on_error=False)
+    assert not result.success
+    message = next(e for e in result.all_events if e.is_step_failure).event_specific_data.error.message
+    assert "extractive:extractive-v2" in message and "fake:fake-v1" in message
+    assert "SYNIX_LLM_PROVIDER" in message and "\n" not in message.strip()
+    assert ArtifactStore(demo_project.store).current("transcripts", key) is None
+    assert instance.get_latest_materialization_event(layer_key("transcripts")) is None

@@ -1,0 +1,87 @@
+"""Declarative automation: every layer and projection says in Dagster what keeps it current (an
+AutomationCondition), each has its own automation sensor (off by default), and with them turned
+on in a running `dagster dev` a dropped-in export becomes searchable, in context.md and fresh
+everywhere without the export sensor launching a whole build."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import dagster as dg
+import pytest
+
+from synix_assets.dagster_defs.automation import automation_on, sensor_name
+from synix_assets.dagster_defs.build import build_defs
+from synix_assets.dagster_defs.instance import dagster_instance
+from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, synix
+
+WAIT_S = 240
+START_SENSOR = """mutation($sel: SensorSelector!) { startSensor(sensorSelector: $sel) {
+  __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }"""
+RUNS = "{ runsOrError { ... on Runs { results { runId jobName status tags { key value } } } } }"
+
+
+def test_every_synix_asset_has_an_automation_condition_and_its_own_stopped_sensor(demo_project):
+    defs = build_defs(demo_project.root)
+    repo = defs.get_repository_def()
+    memory = [k for k in repo.asset_graph.get_all_asset_keys() if not k.path[0].startswith("sources")]
+    assert {k.to_user_string() for k in memory} >= {"transcripts", "episodes", "monthly", "core",
+                                                    "memory_index", "synix_context"}
+    for key in memory:
+        condition = repo.asset_graph.get(key).automation_condition
+        assert condition is not None and "inputs change" in condition.get_label()
+        sensor = repo.get_sensor_def(sensor_name(key))
+        assert sensor.default_status == dg.DefaultSensorStatus.STOPPED
+    assert not automation_on(dagster_instance(demo_project))
+
+
+@pytest.fixture(scope="module")
+def automated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("auto") / "mem"
+    from synix_assets.app.init import demo_exports, init_project
+
+    init_project(root, exports=demo_exports())
+    built = synix(root, "run", "--json")
+    assert built.returncode == 0, built.stderr[-2000:]
+    dev = DagsterDev(root).wait_serving()
+    try:
+        yield root, dev
+    finally:
+        dev.stop()
+
+
+def _searchable(root, words: str, conversation_id: str) -> bool:
+    found = synix(root, "search", words, "--json")
+    hits = json.loads(found.stdout)["hits"] if found.returncode == 0 else []
+    return any(s["conversation_id"] == conversation_id for h in hits for s in h.get("sources", []))
+
+
+def test_automation_sensors_turned_on_keep_a_dropped_in_export_current(automated, claude_export, conversation):
+    root, dev = automated
+    for asset in ("transcripts", "episodes", "monthly", "core", "memory_index", "synix_context"):
+        started = dev.gql(START_SENSOR, {"sel": {"repositoryLocationName": "synix",
+                                                 "repositoryName": "__repository__",
+                                                 "sensorName": sensor_name(dg.AssetKey(asset))}})
+        assert started["startSensor"]["sensorState"]["status"] == "RUNNING", started
+    before_runs = {r["runId"] for r in dev.gql(RUNS)["runsOrError"]["results"]}
+    context_before = (root / "context.md").read_text()
+    incoming = root / "incoming.json"
+    claude_export(incoming, [conversation("axo-1", "Axolotl care", "2025-08-03", "axolotl gills water")])
+    dropped = time.monotonic()
+    shutil.copy(incoming, root / "exports" / "axolotl.json")
+
+    deadline = dropped + WAIT_S
+    while time.monotonic() < deadline:
+        if (root / "context.md").read_text() != context_before and _searchable(root, "axolotl", "axo-1") \
+                and not any(dagster_stale(dev.staleness()).values()):
+            break
+        time.sleep(3)
+    else:
+        pytest.fail(f"not current within {WAIT_S}s\n{dev.output()[-3000:]}")
+    print(f"export dropped → searchable, in context.md and fresh: {time.monotonic() - dropped:.1f}s")
+    assert not any(plan_stale(root).values())
+    new_runs = [r for r in dev.gql(RUNS)["runsOrError"]["results"] if r["runId"] not in before_runs]
+    assert new_runs and not [r for r in new_runs if r["jobName"].endswith("synix_build_all")], new_runs
+    assert all(r["status"] == "SUCCESS" for r in new_runs), new_runs
+    assert "partitions registered; automation is on" in dev.output()
