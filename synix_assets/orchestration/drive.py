@@ -71,9 +71,7 @@ def build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notif
         if graph is not None and (leads or (not plan.stale and not plan.retire)):
             plan = found_by_graph(graph, layer, plan)
         if not plan.stale and not plan.retire:
-            launch.restamp(pipeline, layer)
-            if plan.blocked:
-                launch.report_blocked(layer, plan)
+            launch.report_check(layer, plan, after_restamp=launch.restamp(pipeline, layer, plan))
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
                                     "blocked": len(plan.blocked), "llm_calls": 0}
             notify(layer, "done", report.layers[layer])

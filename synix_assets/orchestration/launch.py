@@ -52,26 +52,42 @@ class LocalLauncher:
             tags[BATCH_TAG] = "1"
         return tags
 
-    def restamp(self, pipeline, layer: str) -> None:
+    def restamp(self, pipeline, layer: str, plan) -> bool:
         """A layer with nothing to build whose Dagster record carries another code version (it
         was recorded as outdated, e.g. before its upstream was rebuilt with identical content):
-        Synix just verified every current partition, so record them again as current."""
+        Synix just verified its current partitions, so record them again as current — all but
+        the blocked ones, which stay outdated until the failure upstream of them is fixed.
+        Returns whether anything was recorded."""
         from synix_assets.dagster_defs.records import record_current
 
         event = self.instance.get_latest_materialization_event(self.names.layer(layer))
         mat = event.asset_materialization if event is not None else None
         if mat is None or (mat.tags or {}).get("dagster/code_version") in (None, self.graph.versions[layer]):
-            return
-        keys = sorted(self.ctx.store.current_index(layer))
-        record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
-                       {layer: keys}, [], TRIGGER_VERIFIED)
+            return False
+        keys = sorted(set(self.ctx.store.current_index(layer)) - set(plan.blocked))
+        return record_current(self.instance, pipeline, self.ctx.store, self.graph.versions, self.names,
+                              {layer: keys}, [], TRIGGER_VERIFIED) > 0
 
-    def report_blocked(self, layer: str, plan) -> None:
-        """The `synix_up_to_date` check of a layer not launched because what it would build is
-        blocked by failures: its last evaluation, from before them, would show it up to date."""
+    def report_check(self, layer: str, plan, *, after_restamp: bool) -> None:
+        """The `synix_up_to_date` check of a layer not launched: its last evaluation may say
+        something else (blocked or stale before a build that found nothing to do, e.g. a month
+        rebuilt identical). Reported when its verdict changed, or after a restamp (Dagster ties
+        an evaluation to the latest materialization, so the restamp left it "Not evaluated")."""
+        import dagster as dg
+
         from synix_assets.dagster_defs.checks import check_evaluation
+        from synix_assets.dagster_defs.vocabulary import CHECK_NAME
 
-        self.instance.report_runless_asset_event(check_evaluation(layer, self.names.layer(layer), plan))
+        key = self.names.layer(layer)
+        evaluation = check_evaluation(layer, key, plan)
+        if not after_restamp:
+            record = self.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, CHECK_NAME))
+            entry = record.event if record is not None else None
+            last = entry.dagster_event.event_specific_data if entry is not None and entry.dagster_event else None
+            if last is not None and (getattr(last, "passed", None), getattr(last, "description", None)) \
+                    == (evaluation.passed, evaluation.description):
+                return
+        self.instance.report_runless_asset_event(evaluation)
 
     def drop_partitions(self, pipeline, retired: dict[str, list[str]]) -> None:
         """Partitions of vanished groups (a deleted export's conversations, a month left empty)

@@ -1,0 +1,75 @@
+"""The core's Dagster record and `synix_up_to_date` check say what `synix plan` says when a build
+does not launch it: blocked by a failed partition upstream (not re-stamped as verified), and
+current again after a build that found nothing to do for it (its failed check re-evaluated)."""
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from synix_assets.app.plan import make_plan
+from synix_assets.app.run import run_build
+from synix_assets.dagster_defs.assets import layer_key
+from synix_assets.dagster_defs.build import build_defs
+from synix_assets.dagster_defs.instance import dagster_instance
+from synix_resources.errors import BuildFailed
+
+CORE_CHECK = dg.AssetCheckKey(layer_key("core"), "synix_up_to_date")
+
+
+def _poison(project, claude_export, conversation):
+    path = project.root / "exports" / "poison.json"
+    claude_export(path, [conversation("bad-1", "Tomato blight", "2025-03-05", "SYNIX_FAIL_400 tomato blight")])
+    return path
+
+
+def _check(instance) -> tuple[bool, str, float]:
+    record = instance.get_latest_asset_check_evaluation_record(CORE_CHECK)
+    evaluation = record.event.dagster_event.event_specific_data
+    return evaluation.passed, evaluation.description, record.event.timestamp
+
+
+def _core_plan(project) -> dict:
+    return make_plan(project).to_json()["layers"]["core"]
+
+
+def test_a_core_blocked_by_a_failed_partition_is_not_restamped_and_its_check_says_blocked(
+        demo_project, claude_export, conversation):
+    run_build(demo_project)
+    text = (demo_project.root / "pipeline.py").read_text()
+    assert "prompt=prompts.core_memory" in text
+    (demo_project.root / "pipeline.py").write_text(
+        text.replace("prompt=prompts.core_memory", "prompt=lambda r: 'Terser: ' + r.content"))
+    _poison(demo_project, claude_export, conversation)
+    with pytest.raises(BuildFailed):
+        run_build(demo_project)
+    # `synix run core` then: nothing it may build (blocked), with the core recorded under the
+    # old prompt's version, which a restamp would have recorded as verified under the new one
+    try:
+        run_build(demo_project, select="core")
+    except BuildFailed:
+        pass
+    assert _core_plan(demo_project)["blocked"] == 1
+    instance = dagster_instance(demo_project)
+    version = build_defs(demo_project.root).get_repository_def().asset_graph.get(layer_key("core")).code_version
+    core = instance.get_latest_materialization_event(layer_key("core"))
+    # still recorded with the old prompt's version: Dagster shows it behind, not verified
+    assert core.asset_materialization.tags["dagster/code_version"] != version
+    passed, description, at = _check(instance)
+    assert not passed and "1 blocked" in description
+    assert at >= core.timestamp  # evaluated for the core Dagster shows, not "Not evaluated"
+
+
+def test_the_core_check_passes_again_after_a_build_that_had_nothing_to_do_for_it(
+        demo_project, claude_export, conversation):
+    run_build(demo_project)
+    poison = _poison(demo_project, claude_export, conversation)
+    with pytest.raises(BuildFailed):
+        run_build(demo_project)
+    instance = dagster_instance(demo_project)
+    assert _check(instance)[0] is False  # blocked by the failed episode's month
+    poison.unlink()
+    report = run_build(demo_project)
+    assert report.layers["core"]["built"] == 0  # nothing to do for core
+    assert _core_plan(demo_project)["stale"] == 0 and _core_plan(demo_project)["blocked"] == 0
+    passed, description, _ = _check(instance)
+    assert passed, description
