@@ -58,6 +58,8 @@ def ui(ctx, port, no_open, allow_hosts) -> None:
     from synix_assets.app.init import write_dagster_files
     from synix_assets.cli.render import console
     from synix_assets.web.serving import check_port_free, free_port
+    from synix_assets.dagster_defs.vocabulary import LOCATION
+    from synix_assets.web.reloader import Reloader, definition_files
     from synix_assets.web.ui_server import run_guarded_ui
 
     paths = project_paths(ctx)
@@ -69,9 +71,16 @@ def ui(ctx, port, no_open, allow_hosts) -> None:
     url = f"http://{HOST}:{port}"
     console().print(f"Dagster UI for {paths.root} at [bold]{url}[/] (Ctrl-C to stop)")
 
+    reloader = Reloader(f"http://{HOST}:{upstream}", LOCATION, lambda: definition_files(paths.root))
+
     def started(proc) -> None:
+        reloader.start()  # a pipeline edit reloads the definitions, no "Reload" button needed
         if not no_open:
             threading.Thread(target=_open_when_up, args=(url, upstream, proc), daemon=True).start()
 
-    ctx.exit(run_guarded_ui(cmd, env, paths.root, host=HOST, port=port, upstream_port=upstream,
-                            allowed_hosts=tuple(allow_hosts), on_started=started))
+    try:
+        code = run_guarded_ui(cmd, env, paths.root, host=HOST, port=port, upstream_port=upstream,
+                              allowed_hosts=tuple(allow_hosts), on_started=started)
+    finally:
+        reloader.stop()
+    ctx.exit(code)

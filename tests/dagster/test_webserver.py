@@ -108,3 +108,40 @@ def test_synix_ui_starts_the_dagster_ui_for_the_project_on_loopback(demo_project
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert f"http://127.0.0.1:{port}" in proc.stdout.read().decode()
+
+
+def test_synix_ui_reloads_the_definitions_when_the_pipeline_is_edited(demo_project):
+    """No "Reload definitions" click: the edited prompt's code version shows by itself."""
+    import shutil
+    import signal
+
+    port = _free_port()
+    synix = shutil.which("synix") or str(__import__("pathlib").Path(sys.executable).with_name("synix"))
+    proc = subprocess.Popen([synix, "-p", str(demo_project.root), "ui", "--port", str(port), "--no-open"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    query = '{ assetNodes { assetKey { path } opVersion } }'
+
+    def versions() -> dict:
+        nodes = _post(f"{base}/graphql", query)["data"]["assetNodes"]
+        return {"/".join(n["assetKey"]["path"]): n["opVersion"] for n in nodes}
+    try:
+        _wait_until_serving(base, proc, 150, lambda: proc.stdout.read().decode())
+        before = versions()
+        pipeline = demo_project.root / "pipeline.py"
+        pipeline.write_text(pipeline.read_text().replace(
+            "prompt=prompts.core_memory", "prompt=lambda r: 'Terser: ' + r.content"))
+        deadline = time.monotonic() + 90
+        after = before
+        while time.monotonic() < deadline and after["core"] == before["core"]:
+            time.sleep(1)
+            after = versions()
+        assert after["core"] != before["core"], "the UI still shows the old core after 90 s"
+        assert after["episodes"] == before["episodes"]  # only what the edit touches changed
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
