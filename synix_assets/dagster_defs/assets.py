@@ -168,21 +168,34 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
     fan_in = any(p.kind == "fan_in" for p in parents(pipeline, layer, names))
     version = versions[layer]
 
-    @dg.asset(key=key, deps=deps, partitions_def=part, group_name=names.group(GROUP),
-              code_version=version, description=describe(pipeline, layer, identity),
-              output_required=False, owners=owners(pipeline), automation_condition=when_inputs_change(),
-              backfill_policy=backfill_policy(paths.root) if part is not None else None,
-              kinds={"synix", step.kind},
-              check_specs=[dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
-                  "Partitions whose Synix materialization key changed (what `synix plan` would "
-                  "rebuild), evaluated by every build of this layer."))],
-              metadata={LEVEL_KEY: pipeline.level(layer), KIND_KEY: step.kind,
-                        PARTITIONING_KEY: pipeline.partitioning(layer)},
-              tags={LEVEL_KEY: str(pipeline.level(layer)), BRANCH_TAG: names.branch})
+    check = dg.AssetCheckSpec(CHECK_NAME, asset=key, description=(
+        "Partitions whose Synix materialization key changed (what `synix plan` would rebuild), "
+        "evaluated by every build of this layer; run it alone to re-evaluate it now."))
+
+    # A multi-asset of one asset only for `can_subset`: the up-to-date check can then be run on
+    # its own (the UI's "Execute" on the check), without building the layer.
+    @dg.multi_asset(
+        name=key.to_python_identifier(), can_subset=True, partitions_def=part,
+        backfill_policy=backfill_policy(paths.root) if part is not None else None,
+        check_specs=[check],
+        specs=[dg.AssetSpec(key, deps=deps, group_name=names.group(GROUP), code_version=version,
+                            description=describe(pipeline, layer, identity), skippable=True,
+                            owners=owners(pipeline), automation_condition=when_inputs_change(),
+                            kinds={"synix", step.kind},
+                            metadata={LEVEL_KEY: pipeline.level(layer), KIND_KEY: step.kind,
+                                      PARTITIONING_KEY: pipeline.partitioning(layer)},
+                            tags={LEVEL_KEY: str(pipeline.level(layer)), BRANCH_TAG: names.branch})])
     def _layer(context: dg.AssetExecutionContext, store: ArtifactStoreResource, llm: LLMResource):
+        if key not in context.selected_asset_keys:  # the check alone: plan, build nothing
+            yield _check_now(context, store, llm)
+            return
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with _build_lock(paths, context):
             yield from _build(context, store, llm)
+
+    def _check_now(context, store, llm) -> dg.AssetCheckResult:
+        ctx = _context(pipeline, paths, context, store, llm)
+        return check_result(layer, plan_all(ctx, ctx.reader.scan(), upto=layer)[layer])
 
     def _build(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
@@ -229,7 +242,9 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
                     and _feeds_this_run(context, children):
                 yield dg.MaterializeResult()  # lets downstream steps of this run start
             yield from _partitions(ctx, layer, record, prov, key)
-        if chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
+        if check.key not in context.selected_asset_check_keys:
+            pass  # the layer without its check (deselected in the Launchpad)
+        elif chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
             yield check_result(layer, plan_layer(ctx, layer, scan, None, keys),
                                scope=f" (the {len(keys)} partition(s) of this run)")
         else:  # the plan up to this layer, so partitions whose upstream is not built count

@@ -73,3 +73,27 @@ def test_the_core_check_passes_again_after_a_build_that_had_nothing_to_do_for_it
     assert _core_plan(demo_project)["stale"] == 0 and _core_plan(demo_project)["blocked"] == 0
     passed, description, _ = _check(instance)
     assert passed, description
+
+
+def test_the_up_to_date_check_runs_on_its_own_and_builds_nothing(demo_project):
+    from synix_resources.store.artifact_store import ArtifactStore
+
+    run_build(demo_project)
+    pipeline = demo_project.root / "pipeline.py"
+    pipeline.write_text(pipeline.read_text().replace(
+        "prompt=prompts.episode_summary", "prompt=lambda r: 'Shorter: ' + r.content"))
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    key = layer_key("episodes")
+    before = instance.get_latest_materialization_event(key).timestamp
+    with ArtifactStore(demo_project.store) as store:
+        ids = sorted(a.artifact_id for a in store.current_index("episodes").values())
+    result = dg.materialize(list(defs.assets), instance=instance, resources=defs.resources,
+                            selection=dg.AssetSelection.checks(dg.AssetCheckKey(key, "synix_up_to_date")))
+    assert result.success
+    assert not result.get_asset_materialization_events()
+    evaluation = result.get_asset_check_evaluations()[0]
+    assert evaluation.passed is False and evaluation.metadata["stale"].value == 24
+    assert instance.get_latest_materialization_event(key).timestamp == before
+    with ArtifactStore(demo_project.store) as store:
+        assert sorted(a.artifact_id for a in store.current_index("episodes").values()) == ids
