@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 import zipfile
 import zlib
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ _HEAD_BYTES = 64 * 1024
 _READ_BYTES = 4 * 1024 * 1024
 _SNIFF_ITEMS = 5  # conversations looked at before calling the format unknown
 _BOM = codecs.BOM_UTF8
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # raw control bytes: JSON never has them
 _ZIP_MAGIC = b"PK\x03\x04"
 _MEMBER = "conversations.json"
 _FIX_EXPORT = "export it again (ChatGPT: Settings → Data controls → Export data; Claude: Settings → Privacy → Export data)"
@@ -227,7 +229,7 @@ def _inspect(path: Path) -> tuple[str | None, str]:
         whole = len(head) < _HEAD_BYTES
     _check_head(path, head, whole)
     if not _is_zip(path):
-        _check_tail(path, _SESSION_FIX if _is_session(head) else _FIX_EXPORT)
+        _check_tail(path, head)
     return _sniff(path)
 
 
@@ -294,7 +296,7 @@ def _check_head(path: Path, head: bytes, whole: bool) -> None:
     if head[:2] == b"\x1f\x8b":
         raise ExportFormatError(f"{path}: is gzip-compressed; decompress it first (gunzip)")
     # Valid JSON never holds raw control bytes (they must be escaped), so these mean binary data.
-    if any(b < 0x20 and b not in (0x09, 0x0A, 0x0D) for b in head[:8192]) or b"\x00" in head:
+    if _CONTROL.search(head, 0, 8192) or b"\x00" in head:
         raise ExportFormatError(
             f"{path}: is a binary file, not a JSON export; pass conversations.json or the export .zip")
     try:
@@ -320,13 +322,14 @@ def _is_session(head: bytes) -> bool:
     return bool(keys & (set(_AGENT_KEYS) | _JSONL_KEYS))
 
 
-def _check_tail(path: Path, fix: str) -> None:
+def _check_tail(path: Path, head: bytes) -> None:
     """A cut-off download rarely ends in ] or }: catch it before anything is yielded."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
         handle.seek(max(0, size - 4096))
         tail = handle.read().rstrip()
     if tail[-1:] not in (b"]", b"}"):
+        fix = _SESSION_FIX if _is_session(head) else _FIX_EXPORT
         raise ExportFormatError(
             f"{path}: is truncated (the JSON does not end with ] or }}, last bytes "
             f"{tail[-20:]!r}); the download was cut off, {fix}")

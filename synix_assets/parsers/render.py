@@ -17,7 +17,13 @@ TITLE_CHARS = 80
 
 
 def clip(text: str, limit: int = ONE_LINE) -> str:
-    line = " ".join(str(text).split())
+    text = str(text)
+    window = limit * 8  # tool outputs run to megabytes: split only what the clip can show
+    if len(text) > window:
+        words = text[:window].split()[:-1]  # the last word may be cut at the window's edge
+        if len(" ".join(words)) >= limit:  # an exact prefix of the whole line, already too long
+            return " ".join(words)[: limit - 1] + "…"
+    line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
