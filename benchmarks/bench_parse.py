@@ -1,7 +1,10 @@
-"""Parse throughput (MB/s) and peak RSS of `iter_conversations` on a big ChatGPT export.
+"""Parse throughput (MB/s) and peak RSS of `iter_conversations` on a big export or history folder.
 
     python benchmarks/bench_parse.py                 # generates a 200 MB export in a temp dir
     python benchmarks/bench_parse.py --file conversations.json [--hash]
+    python benchmarks/bench_parse.py --format codex-cli --target-mb 80   # a generated history
+    python benchmarks/bench_parse.py --format all --target-mb 60         # every agent format
+    python benchmarks/bench_parse.py --file ~/.codex/sessions            # a real history folder
 
 Each measurement runs in a fresh subprocess, so its `ru_maxrss` (the child rusage that
 RUSAGE_CHILDREN reports, read per child with os.wait4) is the parse's own peak, not the
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,17 +30,25 @@ TARGET_RSS_MB = 400.0
 
 _CHILD = """
 import json, sys, time
+from pathlib import Path
 from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.model import ParseReport
+from synix_assets.sources.reader import export_files
 path, with_hash = sys.argv[1], sys.argv[2] == "1"
-report = ParseReport(path=path, format="auto")
+totals = {"conversations": 0, "messages": 0, "bytes": 0, "files": 0, "skipped": 0, "formats": []}
 start = time.perf_counter()
-for conversation in iter_conversations(path, report=report):
-    if with_hash:
-        conversation.content_hash()
-elapsed = time.perf_counter() - start
-print(json.dumps({"seconds": elapsed, "conversations": report.conversations,
-                  "messages": report.messages, "bytes": report.bytes}))
+for file in export_files(Path(path)):  # a folder is read as a source reads it, file by file
+    report = ParseReport(path=str(file), format="auto")
+    for conversation in iter_conversations(file, report=report):
+        if with_hash:
+            conversation.content_hash()
+    for key in ("conversations", "messages", "bytes"):
+        totals[key] += getattr(report, key)
+    totals["files"] += 1
+    totals["skipped"] += len(report.skipped)
+    totals["formats"] = sorted(set(totals["formats"]) | {report.format})
+totals["seconds"] = time.perf_counter() - start
+print(json.dumps(totals))
 """
 _BASELINE = "import synix_assets.parsers.detect"
 
@@ -66,14 +78,20 @@ def measure(path: Path, with_hash: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", help="existing export to parse (default: generate one)")
+    parser.add_argument("--file", help="existing export or history folder to parse (default: generate one)")
+    parser.add_argument("--format", default="chatgpt",
+                        choices=("chatgpt", "codex-cli", "gemini-cli", "claude-code", "all"),
+                        help="what to generate: a ChatGPT export or a coding agent's history folder")
     parser.add_argument("--target-mb", type=float, default=200.0)
     parser.add_argument("--hash", action="store_true", help="also time transcript()+content_hash()")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
         if args.file:
-            path = Path(args.file)
+            path = Path(args.file).expanduser()
+        elif args.format != "chatgpt":
+            path = None
+            sys.path.insert(0, str(HERE))
         else:
             sys.path.insert(0, str(HERE))
             from generate_exports import generate  # noqa: E402 (benchmark-local module)
@@ -82,17 +100,32 @@ def main(argv: list[str] | None = None) -> int:
             info = generate(2000, 24, 7, "chatgpt", path, int(args.target_mb * 1e6))
             print(f"generated {info['bytes'] / 1e6:.0f} MB, {info['conversations']} conversations "
                   f"in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        rows = [("parse", measure(path, False))]
-        if args.hash:
+        if args.file:
+            rows = [("parse", measure(path, False))]
+        elif args.format == "chatgpt":
+            rows = [("parse chatgpt", measure(path, False))]
+        else:
+            from generate_sessions import FORMATS as AGENTS, generate as generate_history
+            rows = []
+            for fmt in AGENTS if args.format == "all" else (args.format,):
+                folder = Path(tmp) / fmt
+                info = generate_history(fmt, folder, int(args.target_mb * 1e6))
+                print(f"generated {info['bytes'] / 1e6:.0f} MB of {fmt} history, {info['files']} "
+                      f"session files", file=sys.stderr)
+                rows.append((f"parse {fmt}", measure(folder, False)))
+                if args.hash:
+                    rows.append((f"parse {fmt} + transcript hash", measure(folder, True)))
+                shutil.rmtree(folder)
+        if args.hash and (args.file or args.format == "chatgpt"):
             rows.append(("parse + transcript hash", measure(path, True)))
     _out, baseline = _run_child(_BASELINE)
 
-    print("| run | file MB | conversations | messages | seconds | MB/s | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| run | files | MB | conversations | messages | skipped | seconds | MB/s | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in rows:
-        print(f"| {name} | {r['mb']:.1f} | {r['conversations']:,} | {r['messages']:,} | "
-              f"{r['seconds']:.2f} | {r['mbps']:.1f} | {r['rss_mb']:.0f} |")
-    print(f"| import only (baseline) | | | | | | {baseline:.0f} |")
+        print(f"| {name} | {r['files']:,} | {r['mb']:.1f} | {r['conversations']:,} | {r['messages']:,} | "
+              f"{r['skipped']:,} | {r['seconds']:.2f} | {r['mbps']:.1f} | {r['rss_mb']:.0f} |")
+    print(f"| import only (baseline) | | | | | | | | {baseline:.0f} |")
     ok = all(r["mbps"] >= TARGET_MBPS and r["rss_mb"] <= TARGET_RSS_MB for _, r in rows)
     print(f"\ntargets: >= {TARGET_MBPS:.0f} MB/s, <= {TARGET_RSS_MB:.0f} MB peak RSS: "
           f"{'met' if ok else 'MISSED'}  (python {sys.version.split()[0]}, pid {os.getpid()})")

@@ -72,9 +72,12 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
         if url is not None:
             postgres_setup.check_postgres_url(url, option)
     for export in exports:
-        if not Path(export).is_file():
+        if not Path(export).exists():
             raise ExportFormatError(f"export {export} does not exist",
-                                    hint="give the path of a conversations.json, export .zip or .jsonl")
+                                    hint="give the path of a conversations.json, export .zip or .jsonl, "
+                                         "or a tool history folder such as ~/.codex/sessions")
+    folders = [Path(e).expanduser().resolve() for e in exports if Path(e).is_dir()]
+    text = watch_folders(text, folders, template)
     if (root / "pipeline.py").exists() and not force:
         raise SynixError(f"{root / 'pipeline.py'} already exists",
                          hint="choose a new folder, or pass --force to overwrite the pipeline file")
@@ -83,6 +86,8 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     private_dir(root / ".synix" / "dagster")
     for export in exports:
         src = Path(export)
+        if src.is_dir():
+            continue  # read where it is (watch_folders)
         dest = root / "exports" / src.name
         if dest.exists() and dest.resolve() != src.resolve():
             dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
@@ -95,6 +100,26 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     write_dagster_files(root, force=True)
     (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
     return root
+
+
+_EXPORTS_SOURCE = 'pipeline.source("exports", path="exports", format="auto")\n'
+_EXPORTS_MERGE = 'from_=["exports"]'
+
+
+def watch_folders(text: str, folders: list[Path], template: str) -> str:
+    """pipeline.py with one more source per tool history folder given to `--from`. A folder is
+    read where it is, never copied: the export sensor then sees each session as the tool writes
+    it (a session is read once it settles and rebuilt when it grows)."""
+    if not folders:
+        return text
+    if _EXPORTS_SOURCE not in text or _EXPORTS_MERGE not in text:
+        raise SynixError(f"the {template} template has no export source to add a folder to",
+                         hint="use --template monthly or topical with a folder in --from")
+    names = ["history" if i == 0 else f"history_{i + 1}" for i in range(len(folders))]
+    sources = "".join(f"pipeline.source({name!r}, path={str(folder)!r}, format=\"auto\")\n"
+                      for name, folder in zip(names, folders))
+    text = text.replace(_EXPORTS_SOURCE, _EXPORTS_SOURCE + sources, 1)
+    return text.replace(_EXPORTS_MERGE, "from_=" + repr(["exports", *names]).replace("'", '"'), 1)
 
 
 def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str] = (),

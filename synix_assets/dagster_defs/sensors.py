@@ -3,8 +3,9 @@
 Every tick first syncs the instance with the store (partitions, first-time records, orphans: see
 records.py), so any Dagster home shows the real state. Then it looks at the export files. Cursor:
 per file its size, mtime and content hash. A file is read only once it has settled: the same size
-and mtime on two consecutive ticks, or untouched for `SETTLE_SECONDS` — so an export that is still
-being copied is never half-read. When files changed it observes the export folder (files and
+and mtime on two consecutive ticks, or untouched for `SETTLE_SECONDS`, and (a .jsonl session a
+tool appends to) its last line complete — so an export that is still being copied, or a session
+still being written, is never half-read; a session that grows is read again once it settles. When files changed it observes the export folder (files and
 conversation counts), registers the new conversation and period partitions, and launches one
 `synix_build_all` run per branch whose pipeline reads a changed file (main's, and
 `<branch>__synix_build_all` for each other branch): Synix's own plan then rebuilds exactly the affected conversations, months
@@ -42,6 +43,18 @@ INTERVAL_SECONDS = 10
 SENSOR_NAME = EXPORTS_SENSOR
 
 
+def _last_line_complete(path) -> bool:
+    """A session a tool appends to line by line (.jsonl) is mid-write while its last line has no
+    newline yet: reading it then would build a transcript from half a line."""
+    if path.suffix.lower() != ".jsonl":
+        return True
+    with path.open("rb") as fh:
+        if fh.seek(0, 2) == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
 def _settled(prev: dict | None, size: int, mtime_ns: int, now: float) -> bool:
     if prev and prev.get("size") == size and prev.get("mtime") == mtime_ns:
         return True
@@ -58,7 +71,7 @@ def changed_files(readers: list[SourceReader], cursor: dict, now: float) -> tupl
         st = path.stat()
         prev = cursor.get(name)
         entry = {"size": st.st_size, "mtime": st.st_mtime_ns, "sha": prev.get("sha") if prev else None}
-        if not _settled(prev, st.st_size, st.st_mtime_ns, now):
+        if not _settled(prev, st.st_size, st.st_mtime_ns, now) or not _last_line_complete(path):
             entry["sha"] = None  # still being written: look again next tick
         elif not (prev and prev.get("sha") and prev["size"] == st.st_size and prev["mtime"] == st.st_mtime_ns):
             entry["sha"] = file_sha256(path)

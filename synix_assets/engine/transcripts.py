@@ -110,7 +110,9 @@ def _item(ctx, layer: str, step, w, s, conv) -> dict:
         "meta.source.path": s.file,
         "meta.step.version_hash": ctx.version(layer),
     }
-    for k in ("dropped_branches", "model", "turn_ids", "session_version", "user_id"):
+    # where a coding agent worked (project folder, repository, branch) and which session spawned it
+    for k in ("dropped_branches", "model", "turn_ids", "session_version", "user_id",
+              "cwd", "gitBranch", "repository", "project_hash", "parent_session"):
         if k in conv.metadata:
             meta[f"meta.custom.{k}"] = conv.metadata[k]
     mode = step.config.get("pii")

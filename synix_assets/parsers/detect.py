@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 import zipfile
 import zlib
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from typing import IO, Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
-from . import chatgpt, claude, claude_code
+from . import chatgpt, claude, claude_code, codex, gemini
 from .decode import decode_entry, entry_label
 from .jsonl import read_session_lines
 from .jsonscan import RawEntry, StructureError, entries, object_keys, top_level_fields
@@ -39,12 +40,13 @@ from .model import Conversation, ParseReport, name_is_utf8, printable_path, spel
 
 log = logging.getLogger("synix.parsers")
 
-FORMATS = ("chatgpt", "claude", "claude-code")
+FORMATS = ("chatgpt", "claude", "claude-code", codex.FORMAT, gemini.FORMAT)
 _HEAD_BYTES = 64 * 1024
 # Fewer, larger reads: the scanner's per-read cost is small, memory cost is one buffer.
 _READ_BYTES = 4 * 1024 * 1024
 _SNIFF_ITEMS = 5  # conversations looked at before calling the format unknown
 _BOM = codecs.BOM_UTF8
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # raw control bytes: JSON never has them
 _ZIP_MAGIC = b"PK\x03\x04"
 _MEMBER = "conversations.json"
 _FIX_EXPORT = "export it again (ChatGPT: Settings → Data controls → Export data; Claude: Settings → Privacy → Export data)"
@@ -60,16 +62,26 @@ _ITEM_KEYS = {
 # Top-level keys of a Claude Code JSONL line.
 _JSONL_KEYS = {"type", "uuid", "parentUuid", "sessionId", "isSidechain", "userType",
                "leafUuid", "messageId", "snapshot", "logicalParentUuid", "timestamp", "cwd"}
+# Keys a Codex rollout line or a Gemini CLI recording has at the top too: not decisive alone.
+_SHARED_LINE_KEYS = {"type", "timestamp", "sessionId"}
 
 _PARSERS: dict[str, Callable[[Any, str], Conversation]] = {
     "chatgpt": chatgpt.parse_conversation, "claude": claude.parse_conversation}
 _IDS: dict[str, Callable[[Any], str | None]] = {
     "chatgpt": chatgpt.conversation_id, "claude": claude.conversation_id}
 _ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS}
+# Keys of a first top-level object that decide a coding agent's session file, and a list
+# entry's key that decides Gemini CLI's prompt log.
+_AGENT_KEYS = {**{k: (codex.FORMAT, codex.LAYOUT) for k in codex.SNIFF_KEYS},
+               **{k: (gemini.FORMAT, gemini.LAYOUT) for k in gemini.SNIFF_KEYS}}
+_AGENT_ITEM_KEYS = {gemini.LOG_ENTRY_KEY: (gemini.FORMAT, gemini.LOGS_LAYOUT)}
+_AGENT_LAYOUTS = (codex.LAYOUT, gemini.LAYOUT, gemini.LOGS_LAYOUT)
+_SESSION_FIX = ("a session file that is still being written is read once it is complete; "
+                "if it stays cut off, copy it again")
 
 
 def detect_format(path: str | Path) -> str:
-    """"chatgpt" | "claude" | "claude-code", from the first bytes and first conversation's keys."""
+    """One of `FORMATS`, from the first bytes and the first conversation's (or line's) keys."""
     fmt, _layout = _inspect(Path(path))
     if fmt is None:
         raise ExportFormatError(
@@ -97,6 +109,9 @@ def iter_conversations(path: str | Path, format: str = "auto",
         return  # an empty list: a valid export with nothing in it
     if layout == "jsonl":
         yield from _iter_claude_code(path, report)
+        return
+    if layout in _AGENT_LAYOUTS:
+        yield from _iter_agent_sessions(path, layout, report)
         return
     parse, get_id = _PARSERS[fmt], _IDS[fmt]
     with _open_payload(path) as stream:
@@ -161,6 +176,24 @@ def _iter_claude_code(path: Path, report: ParseReport) -> Iterator[Conversation]
         _skip(report, path, session_id, why)
 
 
+def _iter_agent_sessions(path: Path, layout: str, report: ParseReport) -> Iterator[Conversation]:
+    """Codex CLI rollouts and Gemini CLI recordings / prompt logs (codex.py, gemini.py)."""
+    with _open_payload(path) as stream:
+        if layout == codex.LAYOUT:
+            units, parse = codex.load(stream, path), codex.parse_rollout
+        elif layout == gemini.LOGS_LAYOUT:
+            units, parse = gemini.load_logs(_entries(path, stream, "list")), gemini.parse_logs
+        else:
+            units, parse = gemini.load_sessions(_entries(path, stream, "values")), gemini.parse_session
+        try:
+            for conv_id, raw in units:
+                conversation = _parse_one(parse, raw, conv_id, path, report)
+                if conversation is not None:
+                    yield conversation
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(path, exc.start) from exc
+
+
 def _entries(path: Path, stream: IO[bytes], layout: str) -> Iterator[RawEntry]:
     try:
         yield from entries(stream, layout, _READ_BYTES)
@@ -196,7 +229,7 @@ def _inspect(path: Path) -> tuple[str | None, str]:
         whole = len(head) < _HEAD_BYTES
     _check_head(path, head, whole)
     if not _is_zip(path):
-        _check_tail(path)
+        _check_tail(path, head)
     return _sniff(path)
 
 
@@ -263,7 +296,7 @@ def _check_head(path: Path, head: bytes, whole: bool) -> None:
     if head[:2] == b"\x1f\x8b":
         raise ExportFormatError(f"{path}: is gzip-compressed; decompress it first (gunzip)")
     # Valid JSON never holds raw control bytes (they must be escaped), so these mean binary data.
-    if any(b < 0x20 and b not in (0x09, 0x0A, 0x0D) for b in head[:8192]) or b"\x00" in head:
+    if _CONTROL.search(head, 0, 8192) or b"\x00" in head:
         raise ExportFormatError(
             f"{path}: is a binary file, not a JSON export; pass conversations.json or the export .zip")
     try:
@@ -282,16 +315,24 @@ def _check_head(path: Path, head: bytes, whole: bool) -> None:
             f"from the export, not chat.html or another file")
 
 
-def _check_tail(path: Path) -> None:
+def _is_session(head: bytes) -> bool:
+    """Whether the first object's keys are a coding agent's session file (which can be cut off
+    because it is still being written, not because a download failed)."""
+    keys = {key for key, _value in top_level_fields(head.lstrip(_BOM).lstrip())}
+    return bool(keys & (set(_AGENT_KEYS) | _JSONL_KEYS))
+
+
+def _check_tail(path: Path, head: bytes) -> None:
     """A cut-off download rarely ends in ] or }: catch it before anything is yielded."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
         handle.seek(max(0, size - 4096))
         tail = handle.read().rstrip()
     if tail[-1:] not in (b"]", b"}"):
+        fix = _SESSION_FIX if _is_session(head) else _FIX_EXPORT
         raise ExportFormatError(
             f"{path}: is truncated (the JSON does not end with ] or }}, last bytes "
-            f"{tail[-20:]!r}); the download was cut off, {_FIX_EXPORT}")
+            f"{tail[-20:]!r}); the download was cut off, {fix}")
 
 
 def _sniff(path: Path) -> tuple[str | None, str]:
@@ -300,6 +341,7 @@ def _sniff(path: Path) -> tuple[str | None, str]:
         first = stream.read(_HEAD_BYTES).lstrip()[:1]  # `_check_head` saw "[" or "{" in it
     if first == b"[":
         return _sniff_items(path, "list")
+    seen_keys: set[str] = set()
     with _open_payload(path) as stream:
         for key in object_keys(stream):
             if key == "conversations":
@@ -308,8 +350,13 @@ def _sniff(path: Path) -> tuple[str | None, str]:
                 return "chatgpt", "values"
             if key == "chat_messages":
                 return "claude", "values"
-            if key in _JSONL_KEYS:
+            if key in _AGENT_KEYS:
+                return _AGENT_KEYS[key]
+            if key in _JSONL_KEYS - _SHARED_LINE_KEYS:
                 return "claude-code", "jsonl"
+            seen_keys.add(key)
+    if {"type", "sessionId"} <= seen_keys:  # e.g. a queue-operation line
+        return "claude-code", "jsonl"
     raise _unknown(path)
 
 
@@ -323,6 +370,8 @@ def _sniff_items(path: Path, layout: str) -> tuple[str | None, str]:
             for key, _value in top_level_fields(entry.data):
                 if key in _ITEM_KEYS:
                     return _ITEM_KEYS[key], layout
+                if key in _AGENT_ITEM_KEYS and layout == "list":
+                    return _AGENT_ITEM_KEYS[key]
             seen += 1
         else:
             if not seen:
@@ -333,4 +382,4 @@ def _sniff_items(path: Path, layout: str) -> tuple[str | None, str]:
 def _unknown(path: Path) -> ExportFormatError:
     return ExportFormatError(
         f"{path}: unknown export format (not a ChatGPT or Claude conversations.json, nor a "
-        f"Claude Code session .jsonl); pass one of those files")
+        f"Claude Code, Codex CLI or Gemini CLI session file); pass one of those files")

@@ -19,8 +19,13 @@ from .model import MAX_NESTING, entry_problem
 
 # Claude Code line fields we keep; the rest (toolUseResult, snapshots) can be large.
 _FIELDS = ("type", "uuid", "parentUuid", "logicalParentUuid", "sessionId", "timestamp",
-           "isMeta", "isSidechain", "message", "summary", "cwd", "gitBranch", "version")
+           "isMeta", "isSidechain", "message", "summary", "leafUuid", "cwd", "gitBranch",
+           "version", "agentId")
 _TYPES = {"user", "assistant", "summary"}
+# Other lines (system, progress, attachment, … in Claude Code 2.x) are links of the parentUuid
+# chain — a reply's parent can be a `turn_duration` system line — so their links are kept.
+_LINK_FIELDS = ("type", "uuid", "parentUuid", "logicalParentUuid", "sessionId", "isSidechain",
+                "agentId")
 UNKNOWN_SESSION = "unknown-session"  # where lines without a sessionId are grouped
 _RECOPY = "copy the session file again from ~/.claude/projects/"
 
@@ -48,9 +53,14 @@ def read_session_lines(stream: IO[bytes], name: str) -> tuple[list[dict], dict[s
                     f"{name}: line {number} is cut off (truncated file); {_RECOPY}") from exc
             problem = f"is not valid JSON ({exc.msg})"
         if line is not None:
-            if not (isinstance(line, dict) and line.get("type") in _TYPES):
+            if not isinstance(line, dict):
                 continue
-            line = {k: line[k] for k in _FIELDS if k in line}
+            if line.get("type") not in _TYPES:
+                if not isinstance(line.get("uuid"), str):
+                    continue  # e.g. file-history-snapshot: nothing links to it
+                line = {k: line[k] for k in _LINK_FIELDS if k in line}
+            else:
+                line = {k: line[k] for k in _FIELDS if k in line}
             problem = entry_problem(line)
             if problem is None:
                 lines.append(line)

@@ -9,7 +9,7 @@ from synix_assets.pipeline.prompts import PromptFunction, TemplateFile
 
 StepKind = Literal["merge", "transform", "aggregate", "fold"]
 PERIODS = ("month", "week", "quarter")
-FORMATS = ("auto", "chatgpt", "claude", "claude-code")
+FORMATS = ("auto", "chatgpt", "claude", "claude-code", "codex-cli", "gemini-cli")
 # The design's names for the formats (§3.4 `meta.source.type`), accepted wherever a format is named.
 FORMAT_ALIASES = {f"{name}-export": name for name in FORMATS if name != "auto"}
 SOURCE_KINDS = ("exports", "live")

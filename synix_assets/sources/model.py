@@ -15,7 +15,7 @@ from synix_resources.fingerprints import sha256_text
 
 EXPORT_SUFFIXES = (".json", ".jsonl", ".zip")
 # Bumped when parsing changes what a file yields: cached summaries of older parsers are not reused.
-PARSER_VERSION = "parsers-2"
+PARSER_VERSION = "parsers-3"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 

@@ -8,6 +8,7 @@ actually has to be (re)built, and files are streamed, never held whole (`SourceR
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -23,13 +24,20 @@ log = logging.getLogger("synix.ingest")
 
 
 def export_files(path: Path) -> list[Path]:
-    """The export files of a source: the file itself, or the export files directly in a folder."""
+    """The export files of a source: the file itself, or the export files anywhere under a
+    folder — tool history folders nest them (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl,
+    ~/.gemini/tmp/<hash>/chats/session-*.json, Claude Code's <session>/subagents/). Hidden files
+    and folders are skipped and symlinked folders not followed (no loops)."""
     if path.is_file():
         return [path]
-    if path.is_dir():
-        return sorted(p for p in path.iterdir()
-                      if p.is_file() and p.suffix.lower() in EXPORT_SUFFIXES and not p.name.startswith("."))
-    return []
+    if not path.is_dir():
+        return []
+    found = []
+    for folder, subfolders, names in os.walk(path):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        found += [Path(folder) / n for n in names
+                  if Path(n).suffix.lower() in EXPORT_SUFFIXES and not n.startswith(".")]
+    return sorted(p for p in found if p.is_file())
 
 
 class SourceReader:
