@@ -191,3 +191,26 @@ def screenshot_graph(base: str, group: str, path: Path, wait_text: str | None = 
             page.screenshot(path=str(path))
         finally:
             browser.close()
+
+
+def screenshot_page(base: str, route: str, path: Path, wait_texts: list[str]) -> str:
+    """Open `route` of the Dagster UI in headless Chromium, wait until every one of `wait_texts`
+    shows, save a screenshot and return the page's text (what a person sees)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 900})
+            page.goto(f"{base}{route}")
+            skip = page.get_by_role("button", name="Skip")  # Dagster's one-time community prompt
+            for text in wait_texts:
+                page.get_by_text(text).first.wait_for(timeout=60_000)
+            page.wait_for_timeout(1500)  # the community prompt opens a moment after the page
+            if skip.count():
+                skip.first.click()
+                page.wait_for_timeout(500)
+            page.screenshot(path=str(path))
+            return page.inner_text("body")
+        finally:
+            browser.close()

@@ -14,7 +14,8 @@ import pytest
 from synix_assets.dagster_defs.automation import automation_on, sensor_name
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.instance import dagster_instance
-from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, synix
+from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_page, synix
+from tests.support.screenshots import shot_path
 
 WAIT_S = 240
 START_SENSOR = """mutation($sel: SensorSelector!) { startSensor(sensorSelector: $sel) {
@@ -46,6 +47,13 @@ def automated(tmp_path_factory):
     assert built.returncode == 0, built.stderr[-2000:]
     dev = DagsterDev(root).wait_serving()
     try:
+        # the export sensor's first tick sees every export as new and builds (a no-op here):
+        # let that build and the runs it launches end before automation is turned on
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and not (
+                any(r["jobName"] == "synix_build_all" for r in dev.gql(RUNS)["runsOrError"]["results"])
+                and dev.active_runs() == 0):
+            time.sleep(2)
         yield root, dev
     finally:
         dev.stop()
@@ -85,3 +93,7 @@ def test_automation_sensors_turned_on_keep_a_dropped_in_export_current(automated
     assert new_runs and not [r for r in new_runs if r["jobName"].endswith("synix_build_all")], new_runs
     assert all(r["status"] == "SUCCESS" for r in new_runs), new_runs
     assert "partitions registered; automation is on" in dev.output()
+    # the Automation page lists each asset's sensor, running
+    shot = shot_path(root.parent, "dagster-automation.png")
+    text = screenshot_page(dev.base, "/automation", shot, ["synix_automate_core", "synix_automate_episodes"])
+    assert all(f"synix_automate_{a}" in text for a in ("transcripts", "monthly", "synix_context")), text[:2000]

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests.conftest import _conversation, _make_claude_export
-from tests.dagster.live import DagsterDev, plan_stale, synix
+from tests.dagster.live import DagsterDev, plan_stale, screenshot_page, synix
+from tests.support.screenshots import shot_path
 
 WAIT_S = 180
 REPO_LABEL = "__repository__@synix"  # the `.dagster/repository` tag the job page filters by
@@ -158,6 +159,10 @@ def test_the_sensor_build_and_its_runs_re_execute_from_the_ui_and_leave_the_memo
     for run in failed:
         _reexecute(dev, run["runId"], "FROM_FAILURE")
     for run in [build, *children]:
-        _reexecute(dev, run["runId"], "ALL_STEPS")
+        again = _reexecute(dev, run["runId"], "ALL_STEPS")
     assert not any(plan_stale(root).values())
     assert dev.active_runs() == 0
+    # what a person sees: the last re-execution's run page, a success, of the sensor's build
+    shot = shot_path(root.parent, "dagster-reexecuted-run.png")
+    text = screenshot_page(dev.base, f"/runs/{again}", shot, ["Success", again[:8]])
+    assert "Re-execution" in text or "re-execution" in text.lower(), text[:2000]
