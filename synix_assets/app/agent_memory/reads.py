@@ -29,16 +29,14 @@ def memory_view(art, as_of: str | None = None, *, full: bool = True) -> dict | N
     version = meta["versions"][-1] if as_of is None else _version_at(meta, as_of)
     if version is None:
         return None
-    latest = version["n"] == meta["versions"][-1]["n"]
     out = {"memory_id": meta["memory_id"], "record_id": art.artifact_id,
            "content": version["content"], "version": version["n"],
            "valid_from": version["valid_from"], "valid_until": version["valid_until"],
-           # at an earlier time the memory was held: its retirement had not happened yet
-           "state": meta["state"] if latest else "active", "lifecycle": meta["lifecycle"],
-           "superseded_by": meta["superseded_by"] if latest else None,
-           "supersedes": meta["supersedes"]}
+           # at a time inside a version's window the memory was held, whatever happened later
+           "state": meta["state"] if as_of is None else "active", "lifecycle": meta["lifecycle"],
+           "superseded_by": meta["superseded_by"], "supersedes": meta["supersedes"]}
     if as_of is not None:
-        out["as_of"] = as_of
+        out.update(as_of=as_of, state_now=meta["state"])
     if full:
         out.update(evidence=meta["evidence"], retired_reason=meta["retired_reason"],
                    versions=meta["versions"])
