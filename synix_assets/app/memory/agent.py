@@ -79,3 +79,16 @@ def cross_reference(svc: MemoryService, query: str, branch: str, as_of: str | No
     return {"query": query, "as_of": reads.as_of_instant(as_of), "memories": mems,
             "records_by_source": by_source, "records": len(hits["hits"])}
 
+
+
+def memories_as_of(paths, query: str, as_of: str, limit: int) -> tuple[list[dict], str]:
+    """(the agent memories matching `query` held at `as_of`, that instant) for the doors that
+    search through `app.query.search_view` (the CLI, the Python API)."""
+    t = reads.as_of_instant(as_of)
+    if not paths.has_store():
+        return [], t
+    store = paths.open_store(read_only=True)
+    try:
+        return reads.search_memories(store, query, as_of=t, limit=limit), t
+    finally:
+        store.close()
