@@ -29,17 +29,30 @@ def _write(ctx, method: str, *args, as_json: bool, **kwargs) -> None:
         click.echo(f"{answer['op']}: {made}{state}")
 
 
-def _read(ctx, method: str, *args, **kwargs) -> None:
+def _read(ctx, method: str, *args, as_json: bool, **kwargs) -> None:
     from synix_assets.app.memory import MemoryService
 
     svc = MemoryService(project_paths(ctx))
     try:
-        echo_json(getattr(svc, method)(*args, **kwargs), ascii=False)
+        answer = getattr(svc, method)(*args, **kwargs)
     finally:
         svc.close()
+    if as_json:
+        echo_json(answer, ascii=False)
+        return
+    mems = answer.get("chain") or answer.get("memories") or ([answer] if "content" in answer else [])
+    for mem in mems:
+        until = mem["valid_until"] or "now"
+        click.echo(f"{mem['memory_id']} v{mem['version']} ({mem['state']}, {mem['valid_from']} → {until}): "
+                   f"{mem['content']}")
+    for link in answer.get("links", []):
+        click.echo(f"{link['direction']} {link['memory']['memory_id']}: {link['reason']}")
+    if "records_by_source" in answer:
+        click.echo(f"{answer['records']} built record(s) mention it: "
+                   + ", ".join(f"{k} ({len(v)})" for k, v in answer["records_by_source"].items()))
 
 
-@memory_group.command("create")
+@memory_group.command("create_memory")
 @click.argument("content")
 @EVIDENCE
 @VALID_FROM
@@ -47,11 +60,16 @@ def _read(ctx, method: str, *args, **kwargs) -> None:
 @project_option
 @click.pass_context
 def create(ctx, content, evidence, valid_from, as_json) -> None:
-    """Write a new memory citing its evidence: synix memory create "Lives in Berlin" --evidence transcripts-1a2b3c"""
+    """Write a new memory citing its evidence.
+
+    \b
+    Example:
+      synix memory create_memory "Lives in Berlin" --evidence transcripts-1a2b3c --valid-from 2024-01-10
+    """
     _write(ctx, "create_memory", content, evidence=list(evidence), valid_from=valid_from, as_json=as_json)
 
 
-@memory_group.command("update")
+@memory_group.command("update_memory")
 @click.argument("memory_id")
 @click.argument("content")
 @EVIDENCE
@@ -65,7 +83,7 @@ def update(ctx, memory_id, content, evidence, valid_from, as_json) -> None:
            as_json=as_json)
 
 
-@memory_group.command("supersede")
+@memory_group.command("supersede_memory")
 @click.argument("memory_id")
 @click.argument("content")
 @click.option("--reason", required=True, help="Why the memory is replaced.")
@@ -80,7 +98,7 @@ def supersede(ctx, memory_id, content, reason, evidence, valid_from, as_json) ->
            valid_from=valid_from, as_json=as_json)
 
 
-@memory_group.command("deactivate")
+@memory_group.command("deactivate_memory")
 @click.argument("memory_id")
 @click.option("--reason", required=True, help="Why it is no longer true.")
 @VALID_FROM
@@ -92,7 +110,7 @@ def deactivate(ctx, memory_id, reason, valid_from, as_json) -> None:
     _write(ctx, "deactivate_memory", memory_id, reason, valid_from=valid_from, as_json=as_json)
 
 
-@memory_group.command("link")
+@memory_group.command("create_link")
 @click.argument("source_id")
 @click.argument("target_id")
 @click.option("--reason", required=True, help="Why the two belong together.")
@@ -104,40 +122,44 @@ def link(ctx, source_id, target_id, reason, as_json) -> None:
     _write(ctx, "create_link", source_id, target_id, reason, as_json=as_json)
 
 
-@memory_group.command("get")
+@memory_group.command("get_memory")
 @click.argument("memory_id")
 @AS_OF
+@json_option("Print the memory as JSON.")
 @project_option
 @click.pass_context
-def get(ctx, memory_id, as_of) -> None:
-    """One memory as JSON (the version held at --as-of)."""
-    _read(ctx, "record", memory_id, as_of=as_of)
+def get(ctx, memory_id, as_of, as_json) -> None:
+    """One memory (the version held at --as-of)."""
+    _read(ctx, "record", memory_id, as_of=as_of, as_json=as_json)
 
 
-@memory_group.command("history")
+@memory_group.command("get_memory_history")
 @click.argument("memory_id")
+@json_option("Print the chain as JSON.")
 @project_option
 @click.pass_context
-def history(ctx, memory_id) -> None:
-    """The supersession chain through a memory, as JSON."""
-    _read(ctx, "memory_history", memory_id)
+def history(ctx, memory_id, as_json) -> None:
+    """The supersession chain through a memory, oldest first."""
+    _read(ctx, "memory_history", memory_id, as_json=as_json)
 
 
-@memory_group.command("links")
+@memory_group.command("follow_links")
 @click.argument("memory_id")
+@json_option("Print the links as JSON.")
 @project_option
 @click.pass_context
-def links(ctx, memory_id) -> None:
-    """The memories linked to one, with reasons, as JSON."""
-    _read(ctx, "follow_links", memory_id)
+def links(ctx, memory_id, as_json) -> None:
+    """The memories linked to one, with reasons."""
+    _read(ctx, "follow_links", memory_id, as_json=as_json)
 
 
-@memory_group.command("xref")
+@memory_group.command("cross_reference")
 @click.argument("query")
 @AS_OF
 @click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@json_option("Print the answer as JSON.")
 @project_option
 @click.pass_context
-def xref(ctx, query, as_of, limit) -> None:
-    """cross_reference: the memories about QUERY beside the built records, as JSON."""
-    _read(ctx, "cross_reference", query, as_of=as_of, limit=limit)
+def xref(ctx, query, as_of, limit, as_json) -> None:
+    """The memories about QUERY beside the built records that mention it, by source."""
+    _read(ctx, "cross_reference", query, as_of=as_of, limit=limit, as_json=as_json)

@@ -3,9 +3,12 @@ the application layer's writer and reader, answers as plain dicts (what `--json`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synix_assets.project import ProjectPaths
+
+if TYPE_CHECKING:
+    from synix_assets.app.agent_memory import MemoryWriter
 
 
 class MemoryActions(ABC):
@@ -15,7 +18,7 @@ class MemoryActions(ABC):
     def _paths(self, action: str) -> ProjectPaths:
         """The branch an action works on."""
 
-    def _writer(self, action: str):
+    def _writer(self, action: str) -> MemoryWriter:
         from synix_assets.app.agent_memory import MemoryWriter
 
         return MemoryWriter(self._paths(action))
