@@ -200,3 +200,40 @@ def test_forget_takes_every_memory_and_link_made_from_the_conversation(tmp_path)
         log.close()
     assert [o["op"] for o in ops] == ["create"] and ops[0]["memory_id"] == kept["memory_id"]
     assert not any(doomed_conv.artifact_id in json.dumps(o) for o in ops)
+
+
+def test_the_cli_and_the_python_api_write_and_read_the_same_memories(project):
+    from click.testing import CliRunner
+
+    import synix
+    from synix_assets.cli.main import main
+
+    def cli(*args):
+        result = CliRunner().invoke(main, ["memory", *args, "-p", str(project.root)],
+                                    catch_exceptions=False)
+        return result
+
+    evidence = transcripts(project)[0].artifact_id
+    made = cli("create_memory", "Robin swims every Tuesday", "--evidence", evidence,
+               "--valid-from", "2024-03-01", "--json")
+    assert made.exit_code == 0, made.output
+    robin = json.loads(made.output)["memory_id"]
+    pipeline = synix.Pipeline.load(project.root)
+    moved = pipeline.supersede_memory(robin, "Robin swims every Thursday", "the pool changed its hours",
+                                      valid_from="2024-09-01")
+    shown = json.loads(cli("get_memory", robin, "--as-of", "2024-05-01", "--json").output)
+    assert shown == pipeline.get_memory(robin, as_of="2024-05-01")
+    assert shown["content"] == "Robin swims every Tuesday"
+    assert json.loads(cli("get_memory_history", moved["new_id"], "--json").output)["chain"] == \
+        pipeline.get_memory_history(robin)["chain"]
+    text = cli("get_memory_history", robin).output
+    assert f"{robin} v1 (superseded, 2024-03-01T00:00:00Z → 2024-09-01T00:00:00Z)" in text
+    found = pipeline.search("Robin swims", as_of="2024-05-01")
+    assert [m["memory_id"] for m in found.memories] == [robin]
+    assert found.to_json()["as_of"] == "2024-05-01T00:00:00Z"
+    searched = CliRunner().invoke(main, ["search", "Robin swims", "--as-of", "2024-10-01", "--json",
+                                         "-p", str(project.root)], catch_exceptions=False)
+    assert [m["memory_id"] for m in json.loads(searched.output)["memories"]] == [moved["new_id"]]
+    refused = cli("update_memory", robin, "Robin stopped swimming")
+    assert refused.exit_code == 1 and "was superseded" in refused.output
+    assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1
