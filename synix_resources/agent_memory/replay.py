@@ -129,7 +129,8 @@ class MemoryState:
 
     def apply(self, op: dict) -> None:
         """Apply one op (raising MemoryOpRefused/MemoryNotFound if it does not fit the state)."""
-        kind, t = op["op"], op.get("valid_from") or op["recorded_at"]
+        # every instant in one form (`instant`), so they compare as strings
+        kind, t = op["op"], op.get("valid_from") or instant(op["recorded_at"], "recorded_at")
         if kind == "create":
             if op["memory_id"] in self.memories:
                 raise MemoryOpRefused(f"memory {op['memory_id']} exists already")
@@ -164,7 +165,7 @@ class MemoryState:
             for mem in ends:
                 mem.links += 1
             self.links[op["link_id"]] = Link(op["link_id"], op["source_id"], op["target_id"],
-                                              op["reason"], op["recorded_at"])
+                                              op["reason"], t)
         else:
             raise MemoryOpRefused(f"unknown memory op {kind!r} in the log")
 

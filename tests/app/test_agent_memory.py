@@ -237,3 +237,21 @@ def test_the_cli_and_the_python_api_write_and_read_the_same_memories(project):
     refused = cli("update_memory", robin, "Robin stopped swimming")
     assert refused.exit_code == 1 and "was superseded" in refused.output
     assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1
+
+
+def test_a_memory_written_without_a_time_holds_from_when_it_was_recorded(project):
+    from synix_assets.app.agent_memory import MemoryWriter
+
+    writer = MemoryWriter(project)
+    made = writer.create_memory("Jo bakes sourdough on Sundays")
+    writer.update_memory(made["memory_id"], "Jo bakes sourdough on Saturdays")
+    svc = _service(project)
+    try:
+        now = svc.record(made["memory_id"])
+        before = svc.search("sourdough", as_of="2020-01-01")["memories"]
+        current = svc.search("sourdough", as_of="2999-01-01")["memories"]
+    finally:
+        svc.close()
+    first, second = now["versions"]
+    assert first["valid_until"] == second["valid_from"] and second["valid_from"].endswith("Z")
+    assert before == [] and [m["content"] for m in current] == ["Jo bakes sourdough on Saturdays"]
