@@ -52,6 +52,18 @@ class MemoryLog(StoreConnection):
                          (op["op_id"], op["op"], op["recorded_at"], canonical_json(body)))
         return op
 
+    def copy_to(self, path: str | Path) -> None:
+        """A consistent copy of this log at `path` (SQLite's backup: a branch's first write
+        starts from main's memories, as its records did)."""
+        import sqlite3
+
+        target = sqlite3.connect(str(path))
+        try:
+            with self._read("copying the memory log") as conn:
+                conn.backup(target)
+        finally:
+            target.close()
+
     def ops(self) -> list[dict]:
         with self._read("reading the memory log") as conn:
             return self._rows(conn)

@@ -255,3 +255,21 @@ def test_a_memory_written_without_a_time_holds_from_when_it_was_recorded(project
     first, second = now["versions"]
     assert first["valid_until"] == second["valid_from"] and second["valid_from"].endswith("Z")
     assert before == [] and [m["content"] for m in current] == ["Jo bakes sourdough on Saturdays"]
+
+
+def test_a_branch_starts_from_mains_memories_and_writes_without_changing_main(project):
+    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.app.branches import create_branch
+
+    on_main = MemoryWriter(project).create_memory("Kim plays the cello")
+    create_branch(project, "syke")
+    branch = project.on_branch("syke")
+    MemoryWriter(branch).update_memory(on_main["memory_id"], "Kim plays the cello and the viola")
+    svc_main, svc_branch = _service(project), _service(branch)
+    try:
+        assert svc_main.record(on_main["memory_id"])["content"] == "Kim plays the cello"
+        assert svc_branch.record(on_main["memory_id"])["content"] == "Kim plays the cello and the viola"
+        assert svc_branch.memory_history(on_main["memory_id"])["current"] == on_main["memory_id"]
+    finally:
+        svc_main.close()
+        svc_branch.close()

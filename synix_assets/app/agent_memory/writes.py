@@ -19,7 +19,7 @@ from synix_resources.agent_memory.log import MemoryLog
 from synix_resources.agent_memory.replay import (MAX_CONTENT_CHARS, MAX_EVIDENCE, MAX_REASON_CHARS,
                                                  instant, text)
 from synix_resources.errors import MemoryOpRefused, StoreLockedError
-from synix_resources.names import check_memory_id
+from synix_resources.names import MAIN, check_memory_id
 from synix_resources.process.locking import project_lock
 
 APPLY_WAIT_S = 5.0
@@ -119,6 +119,7 @@ class MemoryWriter:
             store.close()
 
     def _commit(self, op: dict) -> dict:
+        self._start_branch_log()
         log = MemoryLog(self.paths.memory_log)
         try:
             written = log.append(op)
@@ -132,6 +133,20 @@ class MemoryWriter:
         keys = ("op", "op_id", "recorded_at", "memory_id", "new_id", "link_id", "valid_from")
         return {**{k: written[k] for k in keys if written.get(k)}, "applied": applied,
                 "branch": self.paths.branch}
+
+
+    def _start_branch_log(self) -> None:
+        """A branch's first write starts its log from main's: the branch was made pointing at
+        main's memories, and its log must replay to them (or its next sync would retire them)."""
+        main = self.paths.on_branch(MAIN)
+        if self.paths.branch == MAIN or self.paths.memory_log.exists() or not main.memory_log.is_file():
+            return
+        self.paths.memory_log.parent.mkdir(parents=True, exist_ok=True)
+        source = MemoryLog(main.memory_log)
+        try:
+            source.copy_to(self.paths.memory_log)
+        finally:
+            source.close()
 
 
 def _new_id(prefix: str) -> str:
