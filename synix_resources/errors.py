@@ -187,6 +187,24 @@ class InvalidProjectName(InvalidName, PipelineDefinitionError):
     """A project's (pipeline's) name breaks the project rule."""
 
 
+class MemoryOpRefused(SynixError):
+    """An agent's memory write (create, update, supersede, deactivate, link) is refused before
+    it is logged: empty content, evidence that names no record, a memory already retired, a
+    validity time earlier than the version it replaces."""
+
+
+class MemoryNotFound(ArtifactNotFound):
+    """A memory or link id names nothing in this branch's memory log."""
+
+
+class InvalidTime(SynixError):
+    """A date/time argument (`as_of`, `valid_from`) is not an ISO 8601 date or date-time."""
+
+
+class InvalidMemoryId(InvalidName, MemoryOpRefused):
+    """A memory or link id breaks the id rule (`mem-` / `link-` and 16 hex digits)."""
+
+
 class UnsafeRemoval(SynixError):
     """A folder was about to be removed that is not strictly inside the folder it belongs in
     (or, for a clean-up, was not made by the failing call); nothing was removed."""

@@ -13,7 +13,8 @@ import re
 from typing import Any
 
 from synix_resources.errors import (InvalidBranchName, InvalidLayerName, InvalidLiveId,
-                                    InvalidName, InvalidProjectName, InvalidTenantName)
+                                    InvalidMemoryId, InvalidName, InvalidProjectName,
+                                    InvalidTenantName)
 
 MAIN = "main"
 SNAPSHOT_SUFFIX = "@previous"  # `main@previous`: the restore point a promote leaves
@@ -33,6 +34,10 @@ LAYER_RULE = "use letters, digits, '-' and '_'"
 PROJECT = re.compile(r"[^\W_](?:[\w .-]{0,78}[\w.-])?")
 PROJECT_RULE = ("use 1-80 letters, digits, spaces, '-', '_' and '.', starting with a letter or "
                 "digit and not ending in a space")
+MEMORY_ID = re.compile(r"mem-[0-9a-f]{16}")
+LINK_ID = re.compile(r"link-[0-9a-f]{16}")
+MEMORY_ID_RULE = "a memory id is 'mem-' and 16 hex digits, as create_memory answered"
+LINK_ID_RULE = "a link id is 'link-' and 16 hex digits, as create_link answered"
 _SHOWN = 60
 
 
@@ -84,3 +89,12 @@ def check_layer(name: Any) -> str:
 def check_project(name: Any) -> str:
     """A project's (pipeline's) name: `Pipeline("personal-memory")`."""
     return _check(name, PROJECT, InvalidProjectName, "project name {} is not allowed", PROJECT_RULE)
+
+
+def check_memory_id(value: Any, field: str = "memory_id") -> str:
+    """An agent memory's id (`mem-` and 16 hex digits)."""
+    return _check(value, MEMORY_ID, InvalidMemoryId, field + " {} is not valid", MEMORY_ID_RULE)
+
+
+def check_link_id(value: Any) -> str:
+    return _check(value, LINK_ID, InvalidMemoryId, "link id {} is not valid", LINK_ID_RULE)

@@ -210,8 +210,9 @@ def search_json(view: dict) -> dict:
     it: the query, the mode used, its notice, and each hit without its provenance tree."""
     out = {"query": view["query"], "mode": view["mode"],
            "hits": [{k: h.get(k) for k in SEARCH_HIT_KEYS} for h in view["hits"]]}
-    if "notice" in view:
-        out["notice"] = view["notice"]
+    for key in ("notice", "memories", "as_of"):
+        if key in view:
+            out[key] = view[key]
     return out
 
 

@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from synix_assets.app.agent_memory import apply_log
 from synix_assets.app.branches import finish_pending_promote
 from synix_assets.app.sync import record_definition
 from synix_assets.engine import schedule
@@ -62,6 +63,7 @@ class BuildReport:
     seconds: float = 0.0
     noop: bool = False
     status: str = "completed"  # completed | failed | interrupted
+    memories: dict | None = None  # what replaying the agents' memory log wrote (None: no log)
 
     def total(self, key: str) -> float:
         return sum(v.get(key, 0) for v in self.layers.values())
@@ -86,7 +88,8 @@ class BuildReport:
                 "tokens_out": int(self.total("tokens_out")),
                 "cost_usd": round(self.total("cost_usd"), 6), "seconds": round(self.seconds, 3),
                 "provider": self.provider, "failures": self.failures,
-                "projections": self.projections, "skipped_inputs": self.skipped_inputs}
+                "projections": self.projections, "skipped_inputs": self.skipped_inputs,
+                **({"memories": self.memories} if self.memories is not None else {})}
 
 
 def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str | None = None,
@@ -112,13 +115,18 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
                 finish_pending_promote(paths)  # an interrupted promote ends before main is read
                 pipeline = paths.load_pipeline()
                 layers = selected_layers(pipeline, select, from_layer)
+                # the agents' writes are inputs of every build: their records are made (again)
+                # from the log first, so a write whose answer said `applied: false` is not lost
+                memories = apply_log(paths)
                 store = paths.open_store()
                 llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
                 try:
-                    return _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
-                                whole=select is None and from_layer is None, notify=notify,
-                                started=started, dagster_logs=dagster_logs,
-                                instance=instance, run_tags=run_tags)
+                    report = _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
+                                  whole=select is None and from_layer is None, notify=notify,
+                                  started=started, dagster_logs=dagster_logs,
+                                  instance=instance, run_tags=run_tags)
+                    report.memories = memories
+                    return report
                 finally:
                     store.close()
         except KeyboardInterrupt:  # before any run was recorded: nothing to mark

@@ -149,6 +149,8 @@ main.add_command(gc)
 from synix_assets.cli.live_cmd import live_group, tenant_group  # noqa: E402
 main.add_command(tenant_group)
 main.add_command(live_group)
+from synix_assets.cli.memory_cmd import memory_group  # noqa: E402
+main.add_command(memory_group)
 from synix_assets.cli.scale_cmd import worker  # noqa: E402
 main.add_command(worker)
 

@@ -69,11 +69,13 @@ def stats(ctx, as_json) -> None:
               help="Only artifacts of this period (YYYY-MM, YYYY-Www or YYYY-Qn), e.g. a month's rollup.")
 @click.option("--conversation", metavar="ID",
               help="Only artifacts built from this conversation (its transcript, episode, rollups).")
+@click.option("--as-of", metavar="WHEN",
+              help="What the memory held then (ISO date/time): agent memories valid at that time, records dated up to it.")
 @json_option("Print the hits as JSON.")
 @project_option
 @click.pass_context
 def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, period,
-           conversation, as_json) -> None:
+           conversation, as_of, as_json) -> None:
     """Search the memory; every hit shows where it came from.
 
     \b
@@ -95,9 +97,17 @@ def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, 
     if any(not s.strip() for s in steps):
         raise click.BadParameter("a step name is empty", param_hint="--step")
     layer_list = list(dict.fromkeys(s for s in named if s)) or None
-    data = search_view(project_paths(ctx), query, layers=layer_list, mode=mode, exact=exact, limit=limit,
+    paths = project_paths(ctx)
+    if as_of is not None:
+        from synix_assets.app.memory.agent import memories_as_of
+
+        memories, when = memories_as_of(paths, query, as_of, limit)
+        until = until or when
+    data = search_view(paths, query, layers=layer_list, mode=mode, exact=exact, limit=limit,
                        since=since, until=until, trees=not as_json, leaves=leaves, period=period,
                        conversation=conversation)
+    if as_of is not None:
+        data.update(memories=memories, as_of=when)
     if as_json:
         echo_json(search_json(data))
     else:
@@ -130,10 +140,11 @@ def lineage(ctx, artifact_id, as_json) -> None:
 
 @click.command()
 @click.argument("artifact_id")
+@click.option("--as-of", metavar="WHEN", help="The version current then (ISO date/time); a memory id (mem-…) gives the agent memory.")
 @json_option("Print the artifact as JSON.")
 @project_option
 @click.pass_context
-def get(ctx, artifact_id, as_json) -> None:
+def get(ctx, artifact_id, as_of, as_json) -> None:
     """Show one artifact: content, metadata, audit (provider, model, tokens, cost), parents.
 
     ARTIFACT_ID may be a unique prefix (6+ characters).
@@ -145,6 +156,15 @@ def get(ctx, artifact_id, as_json) -> None:
     from synix_assets.cli import render
     from synix_assets.app.query import artifact_view
 
+    if as_of is not None or artifact_id.startswith("mem-"):
+        from synix_assets.app.memory import MemoryService
+
+        svc = MemoryService(project_paths(ctx))
+        try:
+            echo_json(svc.record(artifact_id, as_of=as_of), ascii=False)
+        finally:
+            svc.close()
+        return
     art = artifact_view(project_paths(ctx), artifact_id)
     if as_json:
         echo_json(art)

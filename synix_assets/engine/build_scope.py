@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from synix_assets.engine.projections import DOC_FORMAT
+from synix_resources.agent_memory import AGENT_LAYERS
 from synix_resources.errors import PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.names import MAIN
@@ -44,6 +45,7 @@ def drop_undeclared_layers(store, pipeline) -> int:
     if store.branch == MAIN:
         return 0
     dropped = 0
-    for layer in set(store.layers()) - set(pipeline.steps):
+    # the agent's layers are made from the branch's memory log, not declared by its pipeline
+    for layer in set(store.layers()) - set(pipeline.steps) - set(AGENT_LAYERS):
         dropped += store.retire(layer, list(store.current_index(layer)))
     return dropped

@@ -14,6 +14,8 @@ from synix_assets.forget import plan as planning
 from synix_assets.forget import verify as verifying
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.project.branches import registered_branches
+from synix_resources.agent_memory import AGENT_LAYERS
+from synix_resources.agent_memory.log import MemoryLog
 from synix_resources.errors import ForgetUnverified
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.store.artifact_store import ArtifactStore
@@ -40,7 +42,23 @@ def _phase_store(paths: ProjectPaths, pipeline, journal: dict) -> dict:
             view.delete_meta("build:fingerprint")
     finally:
         store.close()
-    return {}
+    return {"memory_ops_removed": journal.get("results", {}).get("memory_ops_removed", 0)
+            + _drop_memory_ops(paths, journal)}
+
+
+def _drop_memory_ops(paths: ProjectPaths, journal: dict) -> int:
+    """Every branch's memory log loses the ops of the memories and links made from the
+    forgotten records (else the rebuild would make them again from the log)."""
+    doomed = {a["group_key"] for a in journal["artifacts"] if a["layer"] in AGENT_LAYERS}
+    removed = 0
+    for branch in [paths, *_other_branches(paths)]:
+        if doomed and branch.memory_log.is_file():
+            log = MemoryLog(branch.memory_log)
+            try:
+                removed += log.drop(doomed)
+            finally:
+                log.close()
+    return removed
 
 
 def _other_branches(paths: ProjectPaths) -> list[ProjectPaths]:

@@ -112,6 +112,11 @@ class ProjectPaths:
         return self.state_dir / "search.db" if self.branch == MAIN else self.branch_dir / "search.db"
 
     @property
+    def memory_log(self) -> Path:
+        """The branch's memory-ops log: what agents wrote, replayed by every build."""
+        return self.state_dir / "memory_ops.db" if self.branch == MAIN else self.branch_dir / "memory_ops.db"
+
+    @property
     def llm_cache(self) -> Path | str:
         """The response cache's SQLite file, or the PostgreSQL store's URL (same database)."""
         return self.store if self.on_postgres else self.state_dir / "llm_cache.db"

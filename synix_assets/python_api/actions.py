@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, overload
 
 from synix_assets.project import ProjectPaths
+from synix_assets.python_api.memories import MemoryActions
 from synix_assets.python_api.reading import Hit, Lineage, Reader, SearchResults
 from synix_assets.python_api.results import EvalResult, Plan, SyncReport
 from synix_assets.pipeline.records import Record
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # imported where used: reading a memory does not load the bui
 BENCHMARKS = ("locomo", "longmemeval", "synixbench")
 
 
-class Actions(ABC):
+class Actions(MemoryActions, ABC):
     """Mixed into `Pipeline` and `PipelineBranch`; `_paths(action)` gives the branch to act on."""
 
     @abstractmethod
@@ -62,20 +63,28 @@ class Actions(ABC):
     def search(self, query: str, *, step: str | Sequence[str] | None = None, mode: str = "fts",
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, leaves: bool = False, period: str | None = None,
-               conversation: str | None = None) -> SearchResults:
+               conversation: str | None = None, as_of: str | None = None) -> SearchResults:
         """Search the memory (`synix search`, §4.6): `step` picks the altitude (a step or a
         list of them; unscoped, a summary that covers a lower hit is returned instead of it);
         `mode` fts | semantic | hybrid; `exact` matches the words literally; `leaves` ranks the
         source messages themselves. Filters (§6.1): `since`/`until` bound the record's date
         (YYYY[-MM[-DD]] or an ISO date-time, inclusive); `period` is its period ("2024-03");
-        `conversation` keeps the records built from that conversation id."""
+        `conversation` keeps the records built from that conversation id. `as_of` (ISO
+        date/time): `.memories` holds the agent memories held then; records dated up to then."""
         from synix_assets.app.query import search_view
 
         paths = self._paths("search")
+        if as_of is not None:
+            from synix_assets.app.memory.agent import memories_as_of
+
+            memories, when = memories_as_of(paths, query, as_of, limit)
+            until = until or when
         layers = [step] if isinstance(step, str) else list(step) if step else None
         view = search_view(paths, query, layers=layers, mode=mode, exact=exact, limit=limit,
                            since=since, until=until, trees=False, leaves=leaves, period=period,
                            conversation=conversation)
+        if as_of is not None:
+            view.update(memories=memories, as_of=when)
         return SearchResults(view, Reader(paths))
 
     def get(self, record_id: str) -> Record:

@@ -90,6 +90,7 @@ class SearchResults(list[Hit]):
         self.view = view
         self.mode: str = view["mode"]
         self.notice: str | None = view.get("notice")
+        self.memories: list[dict[str, Any]] | None = view.get("memories")  # with as_of
 
     def to_json(self) -> dict[str, Any]:
         from synix_assets.app.query import search_json

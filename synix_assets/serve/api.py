@@ -30,15 +30,17 @@ def search(request: Request, q: str = Query(..., description="Words to search fo
            conversation: str | None = Query(None, description="Documents built from this conversation id."),
            limit: int = Query(10, ge=1, le=MAX_LIMIT),
            evidence: bool = Query(False, description="Search the raw transcripts (passages)."),
+           as_of: str | None = Query(None, description="ISO date/time: the memories held then, the records dated up to then."),
            branch: str = BRANCH) -> dict:
     return memory_for(request, branch).search(q, branch=branch, layers=_list(layers), mode=mode,
                                               since=since, until=until, limit=limit, evidence=evidence,
-                                              period=period, conversation=conversation)
+                                              period=period, conversation=conversation, as_of=as_of)
 
 
 @router.get("/records/{record_id}", summary="One record: content, metadata, audit, sources")
-def record(request: Request, record_id: str, branch: str = BRANCH) -> dict:
-    return memory_for(request, branch).record(record_id, branch)
+def record(request: Request, record_id: str, branch: str = BRANCH,
+           as_of: str | None = Query(None, description="ISO date/time: the version current then.")) -> dict:
+    return memory_for(request, branch).record(record_id, branch, as_of=as_of)
 
 
 @router.get("/records/{record_id}/sources", summary="The records this one was built from")

@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.app.memory import BranchServices, MemoryService
-from synix_assets.serve import api, explorer
+from synix_assets.serve import api, explorer, memory_api
 from synix_assets.serve.errors import internal_error_line, status_of, validation_line
 from synix_resources.errors import SynixError
 
@@ -23,7 +23,7 @@ from synix_resources.errors import SynixError
 def create_app(service: MemoryService) -> FastAPI:
     # docs_url=None: the default /docs page loads Swagger UI from a CDN; ours is vendored.
     app = FastAPI(title="Synix memory API", version="1", docs_url=None, redoc_url=None,
-                  description="Read-only access to a built Synix memory: search with provenance, "
+                  description="A built Synix memory: search with provenance, agent-written memories, "
                               "records, lineage, layers, timeline, the context document and a "
                               "prompt-ready brief.")
     app.state.service = service
@@ -41,6 +41,7 @@ def create_app(service: MemoryService) -> FastAPI:
             request.scope["query_string"] = query + b"&" + extra if query else extra
         return await call_next(request)
     app.include_router(api.router)
+    app.include_router(memory_api.router)
     app.include_router(explorer.router)
     app.mount("/static", StaticFiles(directory=explorer.HERE / "static"), name="static")
 

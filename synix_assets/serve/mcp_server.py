@@ -6,12 +6,15 @@ import json
 
 from synix_assets.app.memory import MemoryService
 from synix_assets.serve.errors import validation_line
-from synix_assets.serve.tools import memory_tools
+from synix_assets.app.agent_memory import MemoryWriter
+from synix_assets.serve.tools import memory_tools, write_tools
 from synix_resources.errors import SynixError
 
-INSTRUCTIONS = ("Read-only access to a Synix memory built from the user's conversations. Call "
-                "get_map first, then search_memories / follow / lineage to navigate, and "
-                "search_evidence to quote the source conversations. Cite record ids.")
+INSTRUCTIONS = ("A Synix memory built from the user's conversations. Call get_map first, then "
+                "search_memories / follow / lineage to navigate, and search_evidence to quote the "
+                "source conversations. Cite record ids. Write what you learn with create_memory "
+                "(citing evidence record ids), update_memory, supersede_memory, "
+                "deactivate_memory and create_link; get_memory_history and follow_links read them.")
 
 
 def _as_tool(fn):
@@ -50,13 +53,19 @@ def _server_class():
     return SynixMCPServer
 
 
-def build_server(service: MemoryService):
+def build_server(service: MemoryService, *, writes: bool = True):
+    """The MCP server: the read tools, and Syke's write tools on the service's branch unless
+    `writes` is off."""
     from mcp_types import ToolAnnotations
 
     server = _server_class()("synix-memory", instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in memory_tools(service):
         server.add_tool(_as_tool(fn), annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
                         structured_output=False)
+    if writes:
+        for fn in write_tools(MemoryWriter(service.paths)):
+            server.add_tool(_as_tool(fn), structured_output=False, annotations=ToolAnnotations(
+                readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False))
     return server
 
 

@@ -53,6 +53,10 @@ CLI_TO_PYTHON = {
     "branch delete": ("PipelineBranch", "delete"),
     # the branch's definition: the CLI prints its pipeline.py, Python loads what that file defines
     "branch edit": ("PipelineBranch", "pipeline"),
+    # agent-written memories (Syke's tool names, issue 32)
+    **{f"memory {name}": ("Pipeline", name) for name in (
+        "create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link",
+        "get_memory", "get_memory_history", "follow_links", "cross_reference")},
 }
 
 # Commands that start or administer a process, or make a project; no Pipeline action is them.

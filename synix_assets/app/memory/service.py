@@ -13,6 +13,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
+from synix_assets.app.memory import agent as _agent
 from synix_assets.app.memory import brief as _brief
 from synix_assets.app.memory import browse
 from synix_assets.app.memory import search as _search
@@ -116,10 +117,12 @@ class MemoryService:
 
     # ---- records ----------------------------------------------------------------------
 
-    def record(self, ref: str, branch: str | None = None) -> dict:
-        """Content, metadata, audit, parents and source conversations of one record."""
+    def record(self, ref: str, branch: str | None = None, as_of: str | None = None) -> dict:
+        """Content, metadata, audit, parents and source conversations of one record; an agent
+        memory's id gives the memory. `as_of` (ISO date/time): the version current then."""
         branch = self.own(branch)
-        return browse.record(self, ref, branch)
+        found = _agent.record(self, ref, branch, as_of)
+        return found if found is not None else browse.record(self, ref, branch)
 
     def sources(self, ref: str, branch: str | None = None) -> dict:
         """The records this one was built from (one hop down), in input order."""
@@ -159,13 +162,38 @@ class MemoryService:
     def search(self, query: str, *, branch: str | None = None, layers: list[str] | None = None,
                mode: str = "fts", since: str | None = None, until: str | None = None,
                limit: int = 10, evidence: bool = False, period: str | None = None,
-               conversation: str | None = None) -> dict:
+               conversation: str | None = None, as_of: str | None = None) -> dict:
         """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
-        per matched passage (message range). Filters as `SearchIndex.search`'s."""
+        per matched passage (message range). Filters as `SearchIndex.search`'s. With agent
+        memories, `memories` holds the matching ones; `as_of` (ISO date/time) keeps the memory
+        versions held then and the records dated up to then."""
         branch = self.own(branch)
-        return _search.search(self, query, branch=branch, layers=layers, mode=mode, since=since,
-                              until=until, limit=limit, evidence=evidence, period=period,
-                              conversation=conversation)
+        if as_of is not None:
+            until = until or _agent.reads.as_of_instant(as_of)
+        out = _search.search(self, query, branch=branch, layers=layers, mode=mode, since=since,
+                             until=until, limit=limit, evidence=evidence, period=period,
+                             conversation=conversation)
+        memories = None if evidence else _agent.memory_hits(self, query, branch, as_of, limit)
+        if memories is not None:
+            out["memories"] = memories
+        if as_of is not None:
+            out["as_of"] = _agent.reads.as_of_instant(as_of)
+        return out
+
+    # ---- agent memories ---------------------------------------------------------------
+
+    def memory_history(self, memory_id: str, branch: str | None = None) -> dict:
+        """The supersession chain through a memory, oldest first, each with its versions."""
+        return _agent.history(self, memory_id, self.own(branch))
+
+    def follow_links(self, memory_id: str, branch: str | None = None) -> dict:
+        """The memories linked to this one, with each link's reason."""
+        return _agent.links(self, memory_id, self.own(branch))
+
+    def cross_reference(self, query: str, branch: str | None = None, as_of: str | None = None,
+                        limit: int = 10) -> dict:
+        """The agent's memories about `query` beside the built records, by source."""
+        return _agent.cross_reference(self, query, self.own(branch), as_of, limit)
 
     # ---- documents for agents ---------------------------------------------------------
 

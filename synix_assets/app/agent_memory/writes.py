@@ -1,0 +1,157 @@
+"""The five write tools of an agent (Syke's names) as one use case every door calls: the Python
+API, the CLI, HTTP and MCP.
+
+Each write is checked once (ids, text, times, evidence that names stored records) before
+anything touches the disk, then appended to the branch's memory-ops log in one durable
+transaction (`MemoryLog.append`: when the call returns, the op survives a kill or a power cut),
+then made into records right away (`apply_log`, the same function every build calls, under the
+project's build lock). If a build holds the lock longer than `APPLY_WAIT_S`, the answer says
+`applied: false` and that build — or the next — makes the records: nothing written is lost.
+"""
+from __future__ import annotations
+
+import uuid
+
+from synix_assets.app.agent_memory.records import sync
+from synix_assets.app.query import checked_ref
+from synix_assets.project import ProjectPaths
+from synix_resources.agent_memory.log import MemoryLog
+from synix_resources.agent_memory.replay import (MAX_CONTENT_CHARS, MAX_EVIDENCE, MAX_REASON_CHARS,
+                                                 instant, text)
+from synix_resources.errors import MemoryOpRefused, StoreLockedError
+from synix_resources.names import MAIN, check_memory_id
+from synix_resources.process.locking import project_lock
+
+APPLY_WAIT_S = 5.0
+
+
+def apply_log(paths: ProjectPaths, *, lock_timeout_s: float = APPLY_WAIT_S) -> dict | None:
+    """Make the branch's agent records what its memory log says (None: no log, nothing to do).
+    Every build calls it (inside its lock, which this re-enters)."""
+    if not paths.memory_log.is_file():
+        return None
+    with project_lock(paths.lock, timeout_s=lock_timeout_s):
+        log = MemoryLog(paths.memory_log)
+        try:
+            state = log.state()
+        finally:
+            log.close()
+        store = paths.open_store()
+        try:
+            return sync(store, state)
+        finally:
+            store.close()
+
+
+class MemoryWriter:
+    """Writes to one branch's agent memory (`paths.branch`)."""
+
+    def __init__(self, paths: ProjectPaths):
+        self.paths = paths
+
+    # ---- the five write tools --------------------------------------------------------
+
+    def create_memory(self, content: str, evidence: list[str] | None = None,
+                      valid_from: str | None = None) -> dict:
+        op = {"op": "create", "memory_id": _new_id("mem"),
+              "content": text(content, "content", MAX_CONTENT_CHARS),
+              "evidence": self._evidence(evidence), **_since(valid_from)}
+        return self._commit(op)
+
+    def update_memory(self, memory_id: str, content: str, evidence: list[str] | None = None,
+                      valid_from: str | None = None) -> dict:
+        op = {"op": "update", "memory_id": check_memory_id(memory_id),
+              "content": text(content, "content", MAX_CONTENT_CHARS),
+              "evidence": self._evidence(evidence), **_since(valid_from)}
+        return self._commit(op)
+
+    def supersede_memory(self, memory_id: str, content: str, reason: str,
+                         evidence: list[str] | None = None, valid_from: str | None = None) -> dict:
+        op = {"op": "supersede", "memory_id": check_memory_id(memory_id), "new_id": _new_id("mem"),
+              "content": text(content, "content", MAX_CONTENT_CHARS),
+              "reason": text(reason, "reason", MAX_REASON_CHARS),
+              "evidence": self._evidence(evidence), **_since(valid_from)}
+        return self._commit(op)
+
+    def deactivate_memory(self, memory_id: str, reason: str, valid_from: str | None = None) -> dict:
+        op = {"op": "deactivate", "memory_id": check_memory_id(memory_id),
+              "reason": text(reason, "reason", MAX_REASON_CHARS), **_since(valid_from)}
+        return self._commit(op)
+
+    def create_link(self, source_id: str, target_id: str, reason: str) -> dict:
+        op = {"op": "link", "link_id": _new_id("link"),
+              "source_id": check_memory_id(source_id, "source_id"),
+              "target_id": check_memory_id(target_id, "target_id"),
+              "reason": text(reason, "reason", MAX_REASON_CHARS)}
+        return self._commit(op)
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    def _evidence(self, evidence) -> list[str]:
+        """The cited records' full ids (a unique prefix is resolved), refused if one names no
+        stored record: a memory's provenance must lead somewhere."""
+        if evidence is None:
+            return []
+        if isinstance(evidence, str) or not isinstance(evidence, (list, tuple)):
+            raise MemoryOpRefused("evidence must be a list of record ids",
+                                  hint='e.g. evidence=["episodes-0123456789abcdef"]')
+        if len(evidence) > MAX_EVIDENCE:
+            raise MemoryOpRefused(f"{len(evidence)} evidence ids, more than {MAX_EVIDENCE}")
+        if not evidence:
+            return []
+        if not self.paths.has_store():
+            raise MemoryOpRefused(f"nothing has been built in {self.paths.root} yet, so no "
+                                  "evidence can be cited", hint="run `synix run` first")
+        store = self.paths.open_store(read_only=True)
+        try:
+            out = []
+            for ref in evidence:
+                if not isinstance(ref, str):
+                    raise MemoryOpRefused(f"evidence id {ref!r} is not text")
+                found = store.find(checked_ref(ref, "evidence id"))
+                if found is None:
+                    raise MemoryOpRefused(f"evidence {ref[:60]!r} names no record in this memory",
+                                          hint="cite record ids from search_memories or get_memory")
+                if found.artifact_id not in out:
+                    out.append(found.artifact_id)
+            return out
+        finally:
+            store.close()
+
+    def _commit(self, op: dict) -> dict:
+        self._start_branch_log()
+        log = MemoryLog(self.paths.memory_log)
+        try:
+            written = log.append(op)
+        finally:
+            log.close()
+        try:
+            apply_log(self.paths)
+            applied = True
+        except StoreLockedError:  # a build holds the lock: it (or the next one) applies the op
+            applied = False
+        keys = ("op", "op_id", "recorded_at", "memory_id", "new_id", "link_id", "valid_from")
+        return {**{k: written[k] for k in keys if written.get(k)}, "applied": applied,
+                "branch": self.paths.branch}
+
+
+    def _start_branch_log(self) -> None:
+        """A branch's first write starts its log from main's: the branch was made pointing at
+        main's memories, and its log must replay to them (or its next sync would retire them)."""
+        main = self.paths.on_branch(MAIN)
+        if self.paths.branch == MAIN or self.paths.memory_log.exists() or not main.memory_log.is_file():
+            return
+        self.paths.memory_log.parent.mkdir(parents=True, exist_ok=True)
+        source = MemoryLog(main.memory_log)
+        try:
+            source.copy_to(self.paths.memory_log)
+        finally:
+            source.close()
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def _since(valid_from: str | None) -> dict:
+    return {"valid_from": instant(valid_from, "valid_from")} if valid_from is not None else {}

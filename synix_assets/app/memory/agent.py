@@ -1,0 +1,94 @@
+"""The read side of agent-written memories and of `as_of` for `MemoryService`: a memory (or any
+record) as it was at a time, supersession history, links with reasons, and cross-reference
+(the agent's memories beside the built records that mention the same thing)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from synix_assets.app.agent_memory import reads
+from synix_assets.app.memory.params import check_limit
+from synix_assets.app.query import artifact_dict, checked_ref
+from synix_resources.agent_memory import MEMORY_LAYER
+from synix_resources.errors import ArtifactNotFound
+from synix_resources.names import MEMORY_ID
+
+if TYPE_CHECKING:
+    from synix_assets.app.memory.service import MemoryService
+
+
+def record(svc: MemoryService, ref: str, branch: str, as_of: str | None) -> dict | None:
+    """A memory id answers with the memory (the version held at `as_of`); a record id with
+    `as_of`, with the version of its group that was current then. None: neither (the caller
+    reads the record as usual)."""
+    if isinstance(ref, str) and MEMORY_ID.fullmatch(ref):
+        with svc.reader(branch) as r:
+            return reads.get_memory(r.store, ref, as_of)
+    if as_of is None:
+        return None
+    t = reads.as_of_instant(as_of)
+    with svc.reader(branch) as r:
+        art = r.store.get(checked_ref(ref))
+        if art.layer == MEMORY_LAYER:
+            return reads.get_memory(r.store, art.group_key, as_of)
+        held = [a for a in r.store.history(art.layer, art.group_key)
+                if a.created_at <= t and (a.superseded_at is None or t < a.superseded_at)]
+        if not held:
+            raise ArtifactNotFound(f"record {art.artifact_id} ({art.layer}/{art.group_key}) did "
+                                   f"not exist yet at {t}", hint="use a later as_of")
+        out = artifact_dict(r.store, held[-1].artifact_id)
+    return {**out, "as_of": t}
+
+
+def memory_hits(svc: MemoryService, query: str, branch: str, as_of: str | None,
+                limit: int) -> list[dict] | None:
+    """The agent memories matching `query` (held at `as_of`), or None when the branch has none
+    and no time was asked for (the search answer then stays as it was)."""
+    with svc.reader(branch) as r:
+        if as_of is None and not r.store.current_count(MEMORY_LAYER):
+            return None
+        return reads.search_memories(r.store, query, as_of=as_of, limit=limit)
+
+
+def history(svc: MemoryService, memory_id: str, branch: str) -> dict:
+    with svc.reader(branch) as r:
+        return reads.memory_history(r.store, memory_id)
+
+
+def links(svc: MemoryService, memory_id: str, branch: str) -> dict:
+    with svc.reader(branch) as r:
+        return reads.follow_links(r.store, memory_id)
+
+
+def cross_reference(svc: MemoryService, query: str, branch: str, as_of: str | None,
+                    limit: int) -> dict:
+    """The memories the agent wrote about `query` (held at `as_of`) beside the built records
+    that mention it, grouped by the export source they came from."""
+    check_limit(limit)
+    hits = svc.search(query, branch=branch, limit=limit, as_of=as_of)
+    by_source: dict[str, list[dict]] = {}
+    for hit in hits["hits"]:
+        for source in hit.get("sources") or [{}]:
+            by_source.setdefault(source.get("source") or hit["layer"], []).append(
+                {"artifact_id": hit["artifact_id"], "layer": hit["layer"], "title": hit.get("title"),
+                 "date": hit.get("date"), "snippet": hit.get("snippet"),
+                 "conversation_id": source.get("conversation_id")})
+    with svc.reader(branch) as r:
+        mems = reads.search_memories(r.store, query, as_of=as_of, limit=limit)
+        for mem in mems:
+            mem["links"] = reads.follow_links(r.store, mem["memory_id"])["links"]
+    return {"query": query, "as_of": reads.as_of_instant(as_of), "memories": mems,
+            "records_by_source": by_source, "records": len(hits["hits"])}
+
+
+
+def memories_as_of(paths, query: str, as_of: str, limit: int) -> tuple[list[dict], str]:
+    """(the agent memories matching `query` held at `as_of`, that instant) for the doors that
+    search through `app.query.search_view` (the CLI, the Python API)."""
+    t = reads.as_of_instant(as_of)
+    if not paths.has_store():
+        return [], t
+    store = paths.open_store(read_only=True)
+    try:
+        return reads.search_memories(store, query, as_of=t, limit=limit), t
+    finally:
+        store.close()
