@@ -2,8 +2,11 @@
 `dagster dev` (webserver + daemon, no DAGSTER_HOME), then an export with N new conversations is
 copied into exports/. Measures the seconds until context.md is rewritten and until the last new
 conversation is found by `synix search` (the fake LLM provider, so the LLM costs nothing).
+With `--automation`, every `synix_automate_*` sensor is turned on first (declarative
+automation builds, the export sensor only registers partitions: docs/dagster.md).
 
     python benchmarks/bench_sensor_latency.py 1 100
+    python benchmarks/bench_sensor_latency.py --automation 1 100
 """
 from __future__ import annotations
 
@@ -48,13 +51,29 @@ def measure(n: int, tag: str, root: Path, dev: DagsterDev) -> dict:
     raise SystemExit(f"not current after 600 s: {dev.output()[-2000:]}")
 
 
-def main(sizes: list[int]) -> None:
+ASSETS = ("transcripts", "episodes", "monthly", "core", "memory_index", "synix_context")
+START = """mutation($sel: SensorSelector!) { startSensor(sensorSelector: $sel) { __typename } }"""
+
+
+def automate(dev: DagsterDev) -> None:
+    import dagster as dg
+
+    from synix_assets.dagster_defs.automation import sensor_name
+
+    for asset in ASSETS:
+        dev.gql(START, {"sel": {"repositoryLocationName": "synix", "repositoryName": "__repository__",
+                                "sensorName": sensor_name(dg.AssetKey(asset))}})
+
+
+def main(sizes: list[int], automation: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = init_project(Path(tmp) / "mem", exports=demo_exports())
         assert synix(root, "run").returncode == 0
         dev = DagsterDev(root).wait_serving()
         try:
             time.sleep(25)  # the sensor's first tick (a no-op build) is not what is measured
+            if automation:
+                automate(dev)
             for i, n in enumerate(sizes):
                 print(json.dumps(measure(n, f"b{i}", root, dev)), flush=True)
         finally:
@@ -62,4 +81,6 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [1, 100])
+    args = sys.argv[1:]
+    auto = "--automation" in args
+    main([int(a) for a in args if a != "--automation"] or [1, 100], automation=auto)
