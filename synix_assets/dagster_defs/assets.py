@@ -242,6 +242,8 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
                     and _feeds_this_run(context, children):
                 yield dg.MaterializeResult()  # lets downstream steps of this run start
             yield from _partitions(ctx, layer, record, prov, key)
+            if isinstance(part, dg.StaticPartitionsDefinition):
+                yield from _empty_topics(context, ctx, layer, part, keys, prov, key)
         if check.key not in context.selected_asset_check_keys:
             pass  # the layer without its check (deselected in the Launchpad)
         elif chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
@@ -276,6 +278,23 @@ def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):
                 asset_key=key, partition=o.group_key,
                 metadata={**artifact_metadata(art), **_outcome_metadata(o)},
                 tags=prov.tags(o.group_key, art.content_hash))
+
+
+def _empty_topics(context, ctx, layer: str, part, keys, prov: Provenance, key: dg.AssetKey):
+    """A declared topic no episode matches has nothing to summarise, so the store holds nothing
+    for it; recorded as such (once), or Dagster would show it Missing forever and
+    "Materialize" would seem to do nothing."""
+    wanted = set(part.get_partition_keys()) if keys is None else set(keys)
+    empty = wanted - set(ctx.store.current_index(layer)) - {f.group_key for f in ctx.store.failures(layer=layer)}
+    if not empty:
+        return
+    recorded = context.instance.get_materialized_partitions(key)
+    for topic in sorted(empty - recorded):
+        yield dg.AssetMaterialization(
+            asset_key=key, partition=topic, tags=prov.tags(topic, None),
+            metadata={"episodes": 0, "artifact_id": "", "note": (
+                "no episode matches this topic yet: nothing to summarise, no artifact; it is "
+                "built once an episode matches its words")})
 
 
 def _single(ctx, layer: str, outcomes, prov: Provenance):

@@ -97,3 +97,28 @@ def test_the_up_to_date_check_runs_on_its_own_and_builds_nothing(demo_project):
     assert instance.get_latest_materialization_event(key).timestamp == before
     with ArtifactStore(demo_project.store) as store:
         assert sorted(a.artifact_id for a in store.current_index("episodes").values()) == ids
+
+
+def test_a_declared_topic_no_episode_matches_is_recorded_as_empty_not_missing_forever(tmp_path):
+    from synix_assets.app.init import demo_exports, init_project
+    from synix_assets.project import ProjectPaths
+
+    project = ProjectPaths(init_project(tmp_path / "mem", exports=demo_exports(), template="topical"))
+    text = (project.root / "pipeline.py").read_text()
+    assert '"ai agents and memory"]' in text
+    (project.root / "pipeline.py").write_text(
+        text.replace('"ai agents and memory"]', '"ai agents and memory", "deep sea welding"]'))
+    run_build(project)
+    instance = dagster_instance(project)
+    assert "deep sea welding" in instance.get_materialized_partitions(layer_key("topics"))
+    event = instance.get_latest_materialization_event(layer_key("topics"))
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=layer_key("topics"), asset_partitions=["deep sea welding"]), limit=1)
+    md = records.records[0].asset_materialization.metadata
+    assert md["episodes"].value == 0 and "nothing to summarise" in md["note"].value
+    assert event is not None
+    assert make_plan(project).to_json()["layers"]["topics"]["stale"] == 0
+    # a second build records it no more
+    before = len(instance.fetch_materializations(layer_key("topics"), limit=1000).records)
+    report = run_build(project)
+    assert report.noop or len(instance.fetch_materializations(layer_key("topics"), limit=1000).records) == before
