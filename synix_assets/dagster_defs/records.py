@@ -178,7 +178,8 @@ def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Na
         projections = [n for n in projections if n in fresh]
     recorded = record_current(instance, pipeline, store, versions, names, unrecorded, projections,
                               TRIGGER_STORE_SYNC, outdated)
-    return {"partitions_added": added, "materializations_recorded": recorded}
+    return {"partitions_added": added, "materializations_recorded": recorded,
+            "assets_recorded": sorted([*unrecorded, *projections])}
 
 
 def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[str, set[str]], set[str]]:

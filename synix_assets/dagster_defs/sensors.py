@@ -150,7 +150,15 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
         for g in current:
             synced = sync_instance(context.instance, g.pipeline, st.on_branch(g.names.branch),
                                    g.versions, g.names, g.paths)
-            if synced["partitions_added"] or synced["materializations_recorded"]:
+            if synced["materializations_recorded"]:
+                # e.g. after `dagster asset wipe`: the store still holds what was built, and
+                # Dagster must show it; say so rather than undo the wipe silently
+                context.log.warning(
+                    f"{', '.join(synced['assets_recorded'])} ({g.names.branch}) had no Dagster "
+                    f"record (wiped?): recorded {synced['materializations_recorded']} "
+                    f"materialization(s) from the Synix store, which still holds them; to "
+                    f"rebuild instead, run `synix run --full` (or purge what should go)")
+            elif synced["partitions_added"]:
                 context.log.info(f"synced Dagster with the Synix store ({g.names.branch}): {synced}")
         known = {g.names.branch for g in graphs} - {MAIN}
         if len(current) < len(graphs) or \

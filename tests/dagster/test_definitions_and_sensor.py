@@ -293,3 +293,18 @@ def test_a_launchpad_llm_override_that_would_hide_staleness_is_refused_before_bu
     assert "SYNIX_LLM_PROVIDER" in message and "\n" not in message.strip()
     assert ArtifactStore(demo_project.store).current("transcripts", key) is None
     assert instance.get_latest_materialization_event(layer_key("transcripts")) is None
+
+
+def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_not_silently(demo_project, capfd):
+    run_build(demo_project)
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    instance.wipe_assets([layer_key("core")])
+    assert instance.get_latest_materialization_event(layer_key("core")) is None
+    capfd.readouterr()
+    _tick(defs.sensors[0], instance, defs)
+    logged = capfd.readouterr()
+    # the store still holds the core: Dagster shows it again, and the tick says why
+    assert instance.get_latest_materialization_event(layer_key("core")) is not None
+    text = logged.out + logged.err
+    assert "core (main) had no Dagster record" in text and "synix run --full" in text, text[-2000:]
