@@ -41,6 +41,7 @@ from synix_resources.store.resource import ArtifactStoreResource
 SETTLE_SECONDS = 5.0
 INTERVAL_SECONDS = 10
 SENSOR_NAME = EXPORTS_SENSOR
+DEFINITIONS_KEY = "__definitions__"  # cursor entry: each branch's code versions at the last tick
 
 
 def _last_line_complete(path) -> bool:
@@ -172,12 +173,24 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
             if wiped:
                 context.log.info(f"wiped assets no pipeline defines: {[k.to_user_string() for k in wiped]}")
         cursor = json.loads(context.cursor) if context.cursor else {}
+        checked = cursor.pop(DEFINITIONS_KEY, None)
         readers = {g.names.branch: SourceReader(g.pipeline, st.on_branch(g.names.branch)) for g in graphs}
         new_cursor, changed = changed_files(list(readers.values()), cursor, time.time())
+        has_files = bool(new_cursor)
+        versions = {g.names.branch: sha256_text(json.dumps(g.versions, sort_keys=True))[:16] for g in current}
+        new_cursor[DEFINITIONS_KEY] = versions
         cursor_text = json.dumps(new_cursor, sort_keys=True)
         if not changed:
-            return dg.SensorResult(cursor=cursor_text,
-                                   skip_reason=None if new_cursor else "no export files yet")
+            # reloaded definitions with other code versions (a prompt or pipeline edit): the
+            # up-to-date checks say at once what a build would now redo
+            edited = [g for g in current if checked is not None
+                      and checked.get(g.names.branch) != versions[g.names.branch]]
+            events = [e for g in edited for e in _check_events(context, g, readers[g.names.branch], llm)]
+            if events:
+                context.log.info(f"definitions changed: re-evaluated the up-to-date checks of "
+                                 f"{', '.join(g.names.branch for g in edited)}")
+            return dg.SensorResult(cursor=cursor_text, asset_events=events,
+                                   skip_reason=None if has_files or events else "no export files yet")
         paths_changed = {p for p, _ in changed}
         automated = automation_on(context.instance)
         requests, events, seen = [], [], set()
@@ -210,12 +223,17 @@ def _branch_tick(context, graph, reader: SourceReader, llm: LLMResource, seen: s
     for _, err in scan.failed_files:
         context.log.warning(err)
     register_partitions(context.instance, pipeline, new_partitions(pipeline, ctx, scan), names)
-    checks = []
+    return [*_observations(pipeline, scan, names, seen), *_check_events(context, graph, reader, llm, ctx, scan)]
+
+
+def _check_events(context, graph, reader: SourceReader, llm: LLMResource, ctx=None, scan=None) -> list:
+    """Every layer's `synix_up_to_date` check as Synix's plan has it now."""
+    pipeline, names = graph.pipeline, graph.names
+    ctx = ctx or BuildContext(pipeline, reader.store, llm=None, paths=graph.paths, reader=reader)
     try:
         ctx.llm = llm.get_client()
-    except LLMConfigError as exc:  # the build reports it; the tick still launches it
+    except LLMConfigError as exc:  # a build reports it; the tick still launches it
         context.log.warning(exc.one_line())
-    else:
-        plans = plan_all(ctx, scan)
-        checks = [check_evaluation(l, names.layer(l), plans[l]) for l in pipeline.layer_order()]
-    return [*_observations(pipeline, scan, names, seen), *checks]
+        return []
+    plans = plan_all(ctx, scan if scan is not None else reader.scan())
+    return [check_evaluation(l, names.layer(l), plans[l]) for l in pipeline.layer_order()]

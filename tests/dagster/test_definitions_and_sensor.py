@@ -308,3 +308,24 @@ def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_not_silen
     assert instance.get_latest_materialization_event(layer_key("core")) is not None
     text = logged.out + logged.err
     assert "core (main) had no Dagster record" in text and "synix run --full" in text, text[-2000:]
+
+
+def test_reloaded_definitions_with_an_edited_prompt_get_their_checks_re_evaluated_at_the_next_tick(demo_project):
+    run_build(demo_project)
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    _age(demo_project.root / "exports")
+    first = _tick(defs.sensors[0], instance, defs)
+    quiet = _tick(defs.sensors[0], instance, defs, cursor=first.cursor)
+    assert not quiet.asset_events and not quiet.run_requests  # nothing changed: nothing reported
+    pipeline = demo_project.root / "pipeline.py"
+    pipeline.write_text(pipeline.read_text().replace(
+        "prompt=prompts.monthly_rollup", "prompt=lambda r: 'Terser: ' + r.content"))
+    reloaded = build_defs(demo_project.root)
+    result = _tick(reloaded.sensors[0], instance, reloaded, cursor=quiet.cursor)
+    assert not result.run_requests
+    checks = {e.asset_key.to_user_string(): e for e in result.asset_events}
+    assert checks["episodes"].passed and not checks["monthly"].passed
+    assert checks["monthly"].metadata["stale"].value == 6 and not checks["core"].passed
+    again = _tick(reloaded.sensors[0], instance, reloaded, cursor=result.cursor)
+    assert not again.asset_events  # once per change of the definitions
