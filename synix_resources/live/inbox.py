@@ -189,8 +189,10 @@ class Inbox(StoreConnection):
         with self._write("recording the build of a batch") as conn:
             conn.execute("UPDATE outbox SET run_id = ? WHERE batch = ? AND state = 'building'", (run_id, batch))
 
-    def finish(self, batch: str, *, ok: bool, error: str | None = None, now: float | None = None) -> dict:
-        """End a batch: built, or back to pending with backoff, or dead after `max_attempts`.
+    def finish(self, batch: str, *, ok: bool, error: str | None = None, permanent: bool = False,
+               now: float | None = None) -> dict:
+        """End a batch: built, or back to pending with backoff, or dead after `max_attempts` —
+        or at once when the error is `permanent` (a retry of the same turns cannot succeed).
         Only rows still building under this batch change (finishing twice changes nothing)."""
         now = time.time() if now is None else now
         out = {"built": 0, "retry": 0, "dead": 0}
@@ -202,9 +204,10 @@ class Inbox(StoreConnection):
                     conn.execute("UPDATE outbox SET state = 'built', built_at = ?, last_error = NULL "
                                  "WHERE session_id = ? AND version = ?", (_iso(now), session_id, version))
                     out["built"] += 1
-                elif attempts >= self.max_attempts:
+                elif permanent or attempts >= self.max_attempts:
+                    why = "permanent error, not retried" if permanent else f"after {attempts} attempts"
                     conn.execute("UPDATE outbox SET state = 'dead', last_error = ? WHERE session_id = ? "
-                                 "AND version = ?", (f"{error} (after {attempts} attempts)", session_id, version))
+                                 "AND version = ?", (f"{error} ({why})", session_id, version))
                     out["dead"] += 1
                 else:
                     delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
