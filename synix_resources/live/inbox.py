@@ -265,6 +265,20 @@ class Inbox(StoreConnection):
                 "AND o.state = 'built') ORDER BY s.last_seen DESC LIMIT ?", (limit,)).fetchall()
         return [s for s in (self.session(r[0]) for r in rows) if s]
 
+    def user_turns(self) -> list[dict]:
+        """Every session's user turns in the order they arrived (what procedural memory reads)."""
+        with self._read("reading turns") as conn:
+            rows = conn.execute("SELECT turn_id, session_id, ts FROM turns WHERE role = 'user' "
+                                "ORDER BY seq").fetchall()
+            texts = dict(conn.execute("SELECT turn_id, content FROM turns WHERE role = 'user'").fetchall())
+        return [{"turn_id": t, "session_id": s, "ts": ts, "role": "user", "content": texts[t]}
+                for t, s, ts in rows]
+
+    def latest_session(self) -> str | None:
+        with self._read("reading sessions") as conn:
+            row = conn.execute("SELECT session_id FROM sessions ORDER BY last_seen DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
     def all_turn_ids(self) -> list[str]:
         with self._read("reading turns") as conn:
             return [r[0] for r in conn.execute("SELECT turn_id FROM turns ORDER BY seq")]
