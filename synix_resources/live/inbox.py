@@ -279,6 +279,21 @@ class Inbox(StoreConnection):
             row = conn.execute("SELECT session_id FROM sessions ORDER BY last_seen DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
+    def forget_sessions(self, session_ids: set[str]) -> int:
+        """Remove every trace of these sessions (turns, the session, its outbox rows, rolling
+        summaries, fold marks), overwriting the freed pages and emptying the WAL, so the text is
+        gone from the file (forget). Returns the turns removed; repeating it removes nothing."""
+        ids = [(s,) for s in sorted(session_ids)]
+        conn = self._open_conn()
+        conn.execute("PRAGMA secure_delete = ON")
+        with self._write("forgetting sessions") as tx:
+            removed = tx.execute("SELECT COUNT(*) FROM turns WHERE session_id IN (SELECT value FROM "
+                                 "json_each(?))", (json.dumps([i[0] for i in ids]),)).fetchone()[0]
+            for table in ("folded", "summaries", "outbox", "turns", "sessions"):
+                tx.executemany(f"DELETE FROM {table} WHERE session_id = ?", ids)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
+
     def all_turn_ids(self) -> list[str]:
         with self._read("reading turns") as conn:
             return [r[0] for r in conn.execute("SELECT turn_id FROM turns ORDER BY seq")]

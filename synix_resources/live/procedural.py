@@ -25,10 +25,10 @@ _STOP = frozenset("""the a an to of for and or on in at my me it this that with 
 will just also then really some need have has had did done finished completed tomorrow today
 week next""".split())
 _FACTS = [
-    ("name", re.compile(r"\b(?:my name is|call me)\s+([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)")),
-    ("location", re.compile(r"\b(?:I live in|I'm based in|I am based in|I moved to)\s+([A-Z][\w'-]+(?:,? [A-Z][\w'-]+)*)")),
+    ("name", re.compile(r"\b(?i:my name is|call me)\s+([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)")),
+    ("location", re.compile(r"\b(?i:I live in|I'm based in|I am based in|I moved to)\s+([A-Z][\w'-]+(?:,? [A-Z][\w'-]+)*)")),
     ("job", re.compile(r"\b(?:I work as|my job is|I'm working as)\s+(?:an? )?([^.,!?;]{3,60})", re.I)),
-    ("employer", re.compile(r"\bI work (?:at|for)\s+([A-Z][\w&'-]+(?: [A-Z][\w&'-]+)*)")),
+    ("employer", re.compile(r"\b(?i:I work (?:at|for))\s+([A-Z][\w&'-]+(?: [A-Z][\w&'-]+)*)")),
     ("preference", re.compile(r"\bI (?:prefer|love|like|hate|don't like|do not like)\s+([^.,!?;]{3,60})", re.I)),
 ]
 KINDS = {"i will": "commitment", "i'll": "commitment", "remind me to": "reminder"}
