@@ -26,6 +26,7 @@ from synix_assets.engine.context import BuildContext
 from synix_assets.project import MAIN
 from synix_assets.sources.reader import SourceReader
 from synix_resources.live.inbox import Inbox
+from synix_resources.live.window import fold_all
 from synix_resources.store.resource import ArtifactStoreResource
 
 SENSOR_NAME = LIVE_SENSOR
@@ -85,6 +86,7 @@ def tick(instance, pipeline, paths, store, *, now: float | None = None) -> dg.Se
     """One evaluation of the live sensor (also called directly by the worker and tests)."""
     now = time.time() if now is None else now
     requests, notes = [], []
+    windows = {pipeline.resolve(s.path): s.window for s in pipeline.sources.values() if s.kind == "live"}
     for path in live_inboxes(pipeline):
         if not path.is_file():
             notes.append("nothing posted yet")
@@ -92,6 +94,8 @@ def tick(instance, pipeline, paths, store, *, now: float | None = None) -> dg.Se
         inbox = Inbox.from_env(path)
         try:
             inbox.close_idle(now=now)
+            if windows.get(path):  # the janitor's pass (synapse): evicted turns into the
+                fold_all(inbox, size=windows[path])  # rolling summaries, each exactly once
             settle(instance, inbox, now)
             batch, sessions = inbox.claim(now=now)
         finally:
