@@ -120,3 +120,14 @@ def test_forgetting_a_session_takes_its_loops_facts_and_summary(project):
     assert "Zed" not in json.dumps(after) and "sailing" not in json.dumps(after)
     # the other session's loops and facts stay
     assert ("name", "Dana Ortiz") in {(f["key"], f["value"]) for f in after["identity"]}
+
+
+def test_branch_create_template_synapse_starts_the_branch_from_the_template(tmp_path):
+    root = tmp_path / "mem"
+    _synix("init", str(root), "--template", "monthly", "--demo")
+    _synix("-p", str(root), "branch", "create", "syn", "--template", "synapse")
+    branch_pipeline = root / ".synix" / "branches" / "syn" / "pipeline.py"
+    assert 'kind="live", window=12' in branch_pipeline.read_text()
+    both = _synix("-p", str(root), "branch", "create", "x", "--template", "synapse", "--pipeline",
+                  str(branch_pipeline), check=False)
+    assert both.returncode != 0 and "not both" in both.stderr
