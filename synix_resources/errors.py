@@ -63,6 +63,14 @@ class LLMError(SynixError):
         self.retryable = retryable
         super().__init__(message, hint=hint)
 
+    @property
+    def permanent(self) -> bool:
+        """Trying again cannot help: a refusal, or a 4xx answer other than a timeout, conflict
+        or rate limit (the request itself is wrong)."""
+        return isinstance(self, LLMRefusal) or (
+            not self.retryable and self.status is not None and 400 <= self.status < 500
+            and self.status not in (408, 409, 429))
+
 
 class LLMConfigError(SynixError):
     """The LLM provider is misconfigured (unknown provider, missing API key, bad base URL)."""
@@ -83,8 +91,9 @@ class SearchError(SynixError):
 class BuildFailed(SynixError):
     """A build finished with failed partitions; names them. `report` holds what was built."""
 
-    def __init__(self, message: str, *, hint: str | None = None, report=None):
+    def __init__(self, message: str, *, hint: str | None = None, report=None, permanent: bool = False):
         self.report = report
+        self.permanent = permanent  # every failure was permanent: running it again cannot help
         super().__init__(message, hint=hint)
 
 

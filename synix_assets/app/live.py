@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 
 from synix_assets.app.tenants import TenantHome
+from synix_assets.app.synapse import brief_tier1
 from synix_resources.errors import ArtifactNotFound, InvalidName, SessionNotFound
 from synix_resources.live.requests import parse_ingest
 from synix_resources.llm.mapreduce import estimate_tokens
@@ -147,11 +148,14 @@ class TenantServices:
         except ArtifactNotFound as exc:  # nothing built yet: the live turns are the whole brief
             memory = {"sections": [], "text": "", "tokens": 0}
             notice = exc.one_line()
-        text = "\n\n".join(part for part in (memory.get("text", ""), *blocks) if part)
+        memory.pop("tier1", None)  # read below from the inbox, built or not
+        tier1 = brief_tier1(self.home.paths(tenant))
+        text = "\n\n".join(part for part in ((tier1 or {}).get("text", ""), memory.get("text", ""), *blocks)
+                           if part)
         return {"tenant": tenant, "query": query, "budget_tokens": budget_tokens,
                 "sections": memory.get("sections", []), "live_sessions": live, "text": text,
                 "tokens": memory.get("tokens", 0) + live_tokens,
-                **({"notice": notice} if notice else {}),
+                **({"notice": notice} if notice else {}), **({"tier1": tier1} if tier1 else {}),
                 **({"search_notice": memory["notice"]} if memory.get("notice") else {})}
 
     def close(self) -> None:

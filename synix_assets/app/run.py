@@ -226,7 +226,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
                                hint=RESUME_HINT, report=report)
     if report.failures:
         raise BuildFailed(_failure_line(report.failures, blocked), hint=_failure_hint(report.failures),
-                          report=report)
+                          report=report, permanent=_all_permanent(report))
     if whole and not scan.failed_files:
         store.set_meta(CLEAN_BUILD_KEY, fingerprint)
         record_definition(ctx)
@@ -273,3 +273,11 @@ def _failure_hint(failures: list[dict]) -> str:
         return ("fix the cause, then run the whole build (`synix run`, no --select/--from): it "
                 "retries the failed partitions and builds what they block")
     return "everything else was built and kept; `synix run` retries only the failed partitions"
+
+
+def _all_permanent(report) -> bool:
+    """Every partition this build failed failed for good (a refusal, a 4xx answer), and nothing
+    else went wrong: the live outbox then dead-letters the batch instead of retrying it."""
+    failed = sum(v.get("failed", 0) for v in report.layers.values())
+    permanent = sum(v.get("permanent_failures", 0) for v in report.layers.values())
+    return 0 < failed == permanent == len(report.failures)

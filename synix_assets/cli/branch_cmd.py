@@ -8,6 +8,7 @@ import click
 
 from rich.markup import escape as safe
 
+from synix_assets.app.init import TEMPLATES, template_file
 from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
 
 
@@ -31,20 +32,26 @@ def branch_group() -> None:
 @click.option("--from", "from_branch", metavar="BRANCH", help="Start from this branch (default: the current one).")
 @click.option("--pipeline", "pipeline_file", type=click.Path(dir_okay=False, exists=True),
               help="Start from this pipeline file instead of the parent's.")
+@click.option("--template", type=click.Choice(TEMPLATES), default=None,
+              help="Start from a bundled template's pipeline (as `synix init --template`).")
 @json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
-def create(ctx, name, from_branch, pipeline_file, as_json) -> None:
+def create(ctx, name, from_branch, pipeline_file, template, as_json) -> None:
     """Create a branch: instant, copies no artifact, calls no LLM.
 
     \b
     Example:
       synix branch create topical --pipeline topical.py
+      synix branch create synapse --template synapse
     """
     from synix_assets.cli import render
     from synix_assets.app.branches import create_branch
 
-    data = create_branch(project_paths(ctx), name, from_branch=from_branch, pipeline_file=pipeline_file)
+    if template and pipeline_file:
+        raise click.UsageError("give --pipeline or --template, not both")
+    data = create_branch(project_paths(ctx), name, from_branch=from_branch,
+                         pipeline_file=template_file(template) if template else pipeline_file)
     if as_json:
         return echo_json(data)
     out = render.console()

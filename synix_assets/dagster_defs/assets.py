@@ -144,6 +144,8 @@ def _failure(layer: str, result) -> dg.Failure:
                     f"First error: {failed[0].error}. Other partitions were kept; "
                     f"a rerun retries only the failed ones.",
         metadata={"failed": [o.group_key for o in failed],
+                  # every failure permanent: the live sensor dead-letters the batch at once
+                  "permanent": all("permanent" in o.flags for o in failed),
                   "errors": dg.MetadataValue.json({o.group_key: o.error for o in failed})})
 
 

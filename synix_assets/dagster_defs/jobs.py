@@ -74,8 +74,9 @@ def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
             report = build(paths, instance=context.instance, llm_config=settings,
                            run_tags={**launched_by, TRIGGER_TAG: trigger, BRANCH_TAG: names.branch,
                                      BUILD_RUN_TAG: context.run.run_id})
-        except SynixError as e:
-            raise dg.Failure(description=e.one_line()) from None
+        except SynixError as e:  # `permanent`: the live sensor dead-letters instead of retrying
+            raise dg.Failure(description=e.one_line(),
+                             metadata={"permanent": bool(getattr(e, "permanent", False))}) from None
         summary = report.to_json()
         context.log.info(f"synix build: {summary['layers']} projections={summary['projections']}"
                          f" noop={report.noop} in {summary['seconds']}s")

@@ -26,6 +26,7 @@ from synix_assets.engine.context import BuildContext
 from synix_assets.project import MAIN
 from synix_assets.sources.reader import SourceReader
 from synix_resources.live.inbox import Inbox
+from synix_resources.live.window import fold_all
 from synix_resources.store.resource import ArtifactStoreResource
 
 SENSOR_NAME = LIVE_SENSOR
@@ -42,16 +43,24 @@ def live_inboxes(pipeline) -> list[Path]:
 
 def run_error(instance, run) -> str:
     """One line saying why a run failed: the innermost error of its first failed step."""
+    return run_failure(instance, run)[0]
+
+
+def run_failure(instance, run) -> tuple[str, bool]:
+    """(why a run failed, whether retrying cannot help: every partition that failed failed for
+    good — a refusal, a 4xx answer — so the batch is dead-lettered without retries)."""
     for record in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         data = record.dagster_event.step_failure_data
         if data.user_failure_data is not None and data.user_failure_data.description:
-            return " ".join(data.user_failure_data.description.split())
+            permanent = data.user_failure_data.metadata.get("permanent")
+            return (" ".join(data.user_failure_data.description.split()),
+                    bool(permanent is not None and permanent.value))
         error = data.error
         while error is not None and error.cause is not None:
             error = error.cause
         if error is not None:
-            return f"{error.cls_name}: {' '.join(error.message.split())}"[:500]
-    return f"the build run {run.run_id} ended {run.status.value.lower()}"
+            return f"{error.cls_name}: {' '.join(error.message.split())}"[:500], False
+    return f"the build run {run.run_id} ended {run.status.value.lower()}", False
 
 
 def settle(instance, inbox: Inbox, now: float) -> dict | None:
@@ -68,7 +77,8 @@ def settle(instance, inbox: Inbox, now: float) -> dict | None:
     if run.status == dg.DagsterRunStatus.SUCCESS:
         return inbox.finish(batch, ok=True, now=now)
     if run.is_finished:
-        return inbox.finish(batch, ok=False, error=run_error(instance, run), now=now)
+        error, permanent = run_failure(instance, run)
+        return inbox.finish(batch, ok=False, error=error, permanent=permanent, now=now)
     return None
 
 
@@ -76,6 +86,7 @@ def tick(instance, pipeline, paths, store, *, now: float | None = None) -> dg.Se
     """One evaluation of the live sensor (also called directly by the worker and tests)."""
     now = time.time() if now is None else now
     requests, notes = [], []
+    windows = {pipeline.resolve(s.path): s.window for s in pipeline.sources.values() if s.kind == "live"}
     for path in live_inboxes(pipeline):
         if not path.is_file():
             notes.append("nothing posted yet")
@@ -83,6 +94,8 @@ def tick(instance, pipeline, paths, store, *, now: float | None = None) -> dg.Se
         inbox = Inbox.from_env(path)
         try:
             inbox.close_idle(now=now)
+            if windows.get(path):  # the janitor's pass (synapse): evicted turns into the
+                fold_all(inbox, size=windows[path])  # rolling summaries, each exactly once
             settle(instance, inbox, now)
             batch, sessions = inbox.claim(now=now)
         finally:

@@ -7,13 +7,13 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 """
 from __future__ import annotations
 
-from synix_assets.engine.llm_step import apply_pii, call_prompt, make_request, merged_pii, record_of
+from synix_assets.engine.llm_step import apply_pii, failure_flags, call_prompt, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
 from synix_assets.pipeline import builtin_prompts
 from synix_assets.pipeline.records import Record
-from synix_resources.errors import LLMError, LLMRefusal, PromptError
+from synix_resources.errors import LLMError, PromptError
 from synix_resources.fingerprints import fold_key, sequence_fingerprint
 from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.process import progress
@@ -126,7 +126,7 @@ class _Folder:
         return PartitionOutcome(GROUP, "failed", error=err.one_line(),
                                 llm_calls=t["calls"] + isinstance(err, LLMError),
                                 tokens_in=t["in"], tokens_out=t["out"], cost_usd=t["cost"],
-                                flags=("refusal",) if isinstance(err, LLMRefusal) else ())
+                                flags=failure_flags(err))
 
     def store(self, arts, key: str) -> PartitionOutcome:
         """Store the folded state of the whole sequence `arts` under materialization key `key`."""

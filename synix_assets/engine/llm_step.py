@@ -134,11 +134,18 @@ def call_and_store(ctx, layer: str, level: int, calls: list[PendingCall]) -> lis
     return outcomes  # type: ignore[return-value]
 
 
+def failure_flags(err) -> tuple[str, ...]:
+    """What a failed partition's outcome says about its error: a refusal; permanent (a retry of
+    the same input cannot succeed, so a live batch is dead-lettered at once)."""
+    return ((("refusal",) if isinstance(err, LLMRefusal) else ())
+            + (("permanent",) if getattr(err, "permanent", False) else ()))
+
+
 def store_result(ctx, layer: str, level: int, call: PendingCall,
                  result: LLMResponse | LLMError) -> PartitionOutcome:
     if isinstance(result, LLMError):
         ctx.store.record_failure(ctx.run_id, layer, call.group_key, result.one_line())
-        flags = ("refusal",) if isinstance(result, LLMRefusal) else ()
+        flags = failure_flags(result)
         return PartitionOutcome(call.group_key, "failed", error=result.one_line(),
                                 input_count=call.input_count, flags=flags, llm_calls=1)
     audit = result.audit()

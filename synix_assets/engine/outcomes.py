@@ -41,6 +41,7 @@ class LayerResult:
     def totals(self) -> dict[str, Any]:
         return {"built": self.count("built"), "cached": self.count("cached"),
                 "failed": self.count("failed"), "blocked": self.count("blocked"),
+                "permanent_failures": sum(1 for o in self.failed if "permanent" in o.flags),
                 "retired": self.retired,
                 "llm_calls": sum(o.llm_calls for o in self.outcomes),
                 "tokens_in": sum(o.tokens_in for o in self.outcomes),

@@ -18,8 +18,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from synix_resources.live.inbox import Inbox
+
 _ID_KEYS = ("conversation_id", "id", "uuid")
 DELETE, REWRITE, UNLINK, OUTSIDE = "delete", "rewrite", "remove-link", "outside-project"
+LIVE_SESSIONS = "remove-live-sessions"  # a live inbox: the sessions' turns, summaries, outbox rows
+_SQLITE = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True)
@@ -56,10 +60,20 @@ def plan_file(root: Path, path: Path, whole_file: bool, cids: set[str]) -> FileA
         return FileAction(str(path), UNLINK, os.readlink(path))
     if not inside(root, path):
         return FileAction(str(path), OUTSIDE, os.path.realpath(path))
+    if _is_sqlite(path):  # a live source's inbox: the sessions go, the inbox stays
+        return FileAction(str(path), LIVE_SESSIONS)
     if whole_file:
         return FileAction(str(path), DELETE)
     kept = without(path, cids)
     return FileAction(str(path), REWRITE if kept and kept["items"] else DELETE)
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(_SQLITE)) == _SQLITE
+    except OSError:
+        return False
 
 
 def _matches(item, cids: set[str]) -> bool:
@@ -123,6 +137,14 @@ def apply(root: Path, act: FileAction, cids: set[str]) -> None:
     if act.action == UNLINK:
         if path.is_symlink():
             path.unlink()  # the link only: its target is never opened for writing
+        return
+    if act.action == LIVE_SESSIONS:
+        if path.exists():
+            inbox = Inbox(path)
+            try:
+                inbox.forget_sessions(cids)
+            finally:
+                inbox.close()
         return
     tmp, new = sidecars(path)
     _remove_inside(root, tmp)  # an unfinished rewrite: holds only kept conversations

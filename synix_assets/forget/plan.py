@@ -18,6 +18,7 @@ from synix_assets.sources.model import PARSER_VERSION, file_sha256
 from synix_assets.sources.reader import SourceReader
 from synix_resources.errors import SynixError
 from synix_resources.fingerprints import sha256_text
+from synix_resources.live.inbox import Inbox
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.store.artifact_store import Artifact, ArtifactStore
 
@@ -54,7 +55,8 @@ def plan(paths: ProjectPaths, pipeline, target: str) -> dict | None:
             "prompt_hashes": sorted({(a.audit or {}).get("rendered_prompt_hash") for a in doomed}
                                     - {None}),
             "fold_keep": _fold_keep(pipeline, store, ids),
-            "ingest_meta": _ingest_meta_keys(pipeline, store, export_files, paths.root),
+            "ingest_meta": _ingest_meta_keys(pipeline, store, export_files, paths.root)
+                           + _live_meta_keys(pipeline, export_files, cids),
             "match_texts": texts,
             "verify_texts": _distinctive(leaves, _leaves(store, exclude=ids)),
             "done": [], "results": {},
@@ -195,6 +197,24 @@ def _ingest_meta_keys(pipeline, store, export_files: list[Path], root: Path) -> 
         digest = file_sha256(f)
         keys += [f"ingest:file:{digest}:{source}:{PARSER_VERSION}" for source in pipeline.sources]
     return sorted(set(keys))
+
+
+def _live_meta_keys(pipeline, export_files: list[Path], cids: set[str]) -> list[str]:
+    """The cached summaries (titles: a session's first words) of every version of the
+    forgotten live sessions (sources/live.py `live_summaries`)."""
+    keys = []
+    for source in pipeline.sources.values():
+        path = pipeline.resolve(source.path)
+        if source.kind != "live" or path not in export_files or not path.is_file():
+            continue
+        inbox = Inbox(path, read_only=True)
+        try:
+            for cid in sorted(cids):
+                info = inbox.session(cid) or {"version": 0}
+                keys += [f"ingest:live:{source.name}:{path}:{cid}:{v}" for v in range(1, info["version"] + 1)]
+        finally:
+            inbox.close()
+    return keys
 
 
 def cache_keys(paths: ProjectPaths, journal: dict) -> set[str]:

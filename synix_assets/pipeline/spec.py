@@ -53,12 +53,17 @@ class PipelineSpec:
 
     # ---- declarations -------------------------------------------------------------------
     def source(self, name: str, *, path: str | Path | None = None, file: str | Path | None = None,
-               format: str = "auto", kind: str = "exports") -> Source:
+               format: str = "auto", kind: str = "exports", window: int = 0) -> Source:
         """`kind="exports"`: the export files in folder `path`, or the one export `file`;
         `kind="live"`: the closed sessions of the project's live inbox (`path` defaults to
         .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code, codex-cli, gemini-cli (or the
-        design's chatgpt-export, claude-export, claude-code-export)."""
+        design's chatgpt-export, claude-export, claude-code-export). `window` (live only): keep
+        the last `window` turns of each session verbatim and fold older ones into a rolling
+        summary, with open loops and identity facts in the brief's Tier 1 (the synapse template)."""
         self._check_new_name(name)
+        if window and (kind != "live" or not isinstance(window, int) or window < 2):
+            raise PipelineDefinitionError(f"source '{name}': window={window!r} needs kind=\"live\" and "
+                                          "a whole number of turns of at least 2", hint="e.g. window=12")
         if file is not None:
             if path is not None:
                 raise PipelineDefinitionError(f"source '{name}': give path= (a folder) or file= (one export), not both")
@@ -68,7 +73,7 @@ class PipelineSpec:
             raise PipelineDefinitionError(f"source '{name}': unknown kind {kind!r}",
                                           hint=f"use one of {', '.join(SOURCE_KINDS)}")
         if kind == "live":
-            src = Source(name, Path(path or LIVE_INBOX).expanduser(), "live", "live")
+            src = Source(name, Path(path or LIVE_INBOX).expanduser(), "live", "live", window)
             self.sources[name] = src
             return src
         if path is None:

@@ -23,6 +23,7 @@ class Source:
     path: Path
     format: str = "auto"
     kind: str = "exports"  # exports: files of a folder; live: the sessions of a live inbox
+    window: int = 0  # live only: >0 keeps a working window of that many turns (synapse)
 
 
 @dataclass

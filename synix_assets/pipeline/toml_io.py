@@ -42,7 +42,8 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
     if p.model:
         doc["pipeline"]["model"] = p.model
     doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format,
-                       **({"kind": s.kind} if s.kind != "exports" else {})}
+                       **({"kind": s.kind} if s.kind != "exports" else {}),
+                       **({"window": s.window} if s.window else {})}
                       for s in p.sources.values()]
     steps = []
     implicit = getattr(p, "implicit", {})
@@ -119,7 +120,7 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
             base_dir=base_dir)
     for s in doc.get("sources", []):
         if s.get("kind", "exports") == "live":
-            p.source(s["name"], path=s["path"], kind="live")
+            p.source(s["name"], path=s["path"], kind="live", window=s.get("window", 0))
         else:
             p.source(s["name"], path=s["path"], format=s.get("format", "auto"))
     bd = Path(base_dir) if base_dir else None

@@ -189,8 +189,10 @@ class Inbox(StoreConnection):
         with self._write("recording the build of a batch") as conn:
             conn.execute("UPDATE outbox SET run_id = ? WHERE batch = ? AND state = 'building'", (run_id, batch))
 
-    def finish(self, batch: str, *, ok: bool, error: str | None = None, now: float | None = None) -> dict:
-        """End a batch: built, or back to pending with backoff, or dead after `max_attempts`.
+    def finish(self, batch: str, *, ok: bool, error: str | None = None, permanent: bool = False,
+               now: float | None = None) -> dict:
+        """End a batch: built, or back to pending with backoff, or dead after `max_attempts` —
+        or at once when the error is `permanent` (a retry of the same turns cannot succeed).
         Only rows still building under this batch change (finishing twice changes nothing)."""
         now = time.time() if now is None else now
         out = {"built": 0, "retry": 0, "dead": 0}
@@ -202,9 +204,10 @@ class Inbox(StoreConnection):
                     conn.execute("UPDATE outbox SET state = 'built', built_at = ?, last_error = NULL "
                                  "WHERE session_id = ? AND version = ?", (_iso(now), session_id, version))
                     out["built"] += 1
-                elif attempts >= self.max_attempts:
+                elif permanent or attempts >= self.max_attempts:
+                    why = "permanent error, not retried" if permanent else f"after {attempts} attempts"
                     conn.execute("UPDATE outbox SET state = 'dead', last_error = ? WHERE session_id = ? "
-                                 "AND version = ?", (f"{error} (after {attempts} attempts)", session_id, version))
+                                 "AND version = ?", (f"{error} ({why})", session_id, version))
                     out["dead"] += 1
                 else:
                     delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
@@ -261,6 +264,35 @@ class Inbox(StoreConnection):
                 "SELECT 1 FROM outbox o WHERE o.session_id = s.session_id AND o.version = s.version "
                 "AND o.state = 'built') ORDER BY s.last_seen DESC LIMIT ?", (limit,)).fetchall()
         return [s for s in (self.session(r[0]) for r in rows) if s]
+
+    def user_turns(self) -> list[dict]:
+        """Every session's user turns in the order they arrived (what procedural memory reads)."""
+        with self._read("reading turns") as conn:
+            rows = conn.execute("SELECT turn_id, session_id, ts FROM turns WHERE role = 'user' "
+                                "ORDER BY seq").fetchall()
+            texts = dict(conn.execute("SELECT turn_id, content FROM turns WHERE role = 'user'").fetchall())
+        return [{"turn_id": t, "session_id": s, "ts": ts, "role": "user", "content": texts[t]}
+                for t, s, ts in rows]
+
+    def latest_session(self) -> str | None:
+        with self._read("reading sessions") as conn:
+            row = conn.execute("SELECT session_id FROM sessions ORDER BY last_seen DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def forget_sessions(self, session_ids: set[str]) -> int:
+        """Remove every trace of these sessions (turns, the session, its outbox rows, rolling
+        summaries, fold marks), overwriting the freed pages and emptying the WAL, so the text is
+        gone from the file (forget). Returns the turns removed; repeating it removes nothing."""
+        ids = [(s,) for s in sorted(session_ids)]
+        conn = self._open_conn()
+        conn.execute("PRAGMA secure_delete = ON")
+        with self._write("forgetting sessions") as tx:
+            removed = tx.execute("SELECT COUNT(*) FROM turns WHERE session_id IN (SELECT value FROM "
+                                 "json_each(?))", (json.dumps([i[0] for i in ids]),)).fetchone()[0]
+            for table in ("folded", "summaries", "outbox", "turns", "sessions"):
+                tx.executemany(f"DELETE FROM {table} WHERE session_id = ?", ids)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
 
     def all_turn_ids(self) -> list[str]:
         with self._read("reading turns") as conn:

@@ -35,3 +35,17 @@ def live001_inbox(db: Database) -> None:
         PRIMARY KEY (session_id, version))""")
     db.execute("CREATE INDEX outbox_by_state ON outbox(state, next_attempt_at)")
     db.execute("CREATE INDEX outbox_by_batch ON outbox(batch)")
+
+
+@LIVE_MIGRATIONS
+def live002_working_window(db: Database) -> None:
+    # summaries: a session's rolling summary, one row per fold (the newest is current); each
+    # names the turns it folded, so the summary's provenance is the turns themselves.
+    db.execute("""CREATE TABLE summaries (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, text TEXT NOT NULL,
+        turn_ids TEXT NOT NULL, folded_at TEXT NOT NULL, how TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq))""")
+    # folded: the exactly-once guard — a turn can be folded into a summary once (primary key),
+    # and it is written in the same transaction as the summary that folds it.
+    db.execute("""CREATE TABLE folded (
+        turn_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL)""")

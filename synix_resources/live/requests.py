@@ -103,6 +103,16 @@ def _problem(data: dict) -> LiveInputError | None:
     return None
 
 
+def _named(data: dict, shared: dict, field_name: str) -> Any:
+    """`session_id`/`user_id` at the top level or in the request's `metadata` (the Synapse
+    clients' spelling); both is fine when they agree."""
+    top, meta = data.get(field_name), shared.get(field_name)
+    if top is not None and meta is not None and top != meta:
+        raise LiveInputError(f"{field_name} {str(top)[:40]!r} and metadata.{field_name} "
+                             f"{str(meta)[:40]!r} differ", hint=f"give {field_name} once")
+    return top if top is not None else meta
+
+
 def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRequest:
     """The request in `body`, or `LiveInputError` naming what is wrong (nothing is written)."""
     if len(body) > MAX_BODY_BYTES:
@@ -126,10 +136,13 @@ def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRe
     problem = _problem(data)
     if problem is not None:
         raise problem
-    unknown = sorted(set(data) - {"session_id", "user_id", "turns", "idempotency_key"})
+    unknown = sorted(set(data) - {"session_id", "user_id", "turns", "idempotency_key", "metadata"})
     if unknown:
         raise LiveInputError(f"unknown field {unknown[0]!r} in the request",
-                             hint="fields: session_id, user_id, turns, idempotency_key")
+                             hint="fields: session_id, user_id, turns, idempotency_key, metadata")
+    shared = data.get("metadata") or {}
+    if not isinstance(shared, dict):
+        raise LiveInputError(f"metadata is a {type(shared).__name__}, not an object")
     turns = data.get("turns")
     if not isinstance(turns, list) or not turns:
         raise LiveInputError("the request has no turns (`turns` must be a non-empty list)",
@@ -157,10 +170,12 @@ def parse_ingest(body: bytes, *, idempotency_key: str | None = None) -> IngestRe
         metadata = raw.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise LiveInputError(f"{where}.metadata is a {type(metadata).__name__}, not an object")
+        # the request's metadata holds for every turn; a turn's own keys win
+        metadata = {**{k: v for k, v in shared.items() if k not in ("session_id", "user_id")}, **metadata}
         ts = _utc(raw["ts"], where) if raw.get("ts") not in (None, "") else None
         out.append(Turn(role, content, ts, metadata))
-    session_id = data.get("session_id")
-    user_id = data.get("user_id")
+    session_id = _named(data, shared, "session_id")
+    user_id = _named(data, shared, "user_id")
     key = data.get("idempotency_key") or idempotency_key
     return IngestRequest(out, check_live_id(session_id, "session_id") if session_id is not None else None,
                          check_live_id(user_id, "user_id") if user_id is not None else None,

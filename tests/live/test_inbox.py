@@ -175,3 +175,22 @@ def test_times_and_numbers_at_the_limits_are_kept():
     first, second = parse_ingest(raw).turns
     assert first.ts == "9999-12-31T23:59:59Z" and first.metadata == {"n": -int("9" * 40), "f": 1.5e300}
     assert second.ts == "1970-01-01T00:00:00Z"
+
+
+def test_session_id_in_the_request_metadata_names_the_session(inbox):
+    raw = json.dumps({"metadata": {"session_id": "chat-7", "channel": "sms"},
+                      "turns": [{"role": "user", "content": "hello", "metadata": {"channel": "web"}},
+                                {"role": "assistant", "content": "hi"}]}).encode()
+    answer = inbox.ingest(parse_ingest(raw), now=1)
+    assert answer["session_id"] == "chat-7" and answer["created"] is True
+    turns = inbox.turns("chat-7")
+    # the request's metadata holds for every turn; a turn's own key wins; the id is not repeated
+    assert [t["metadata"] for t in turns] == [{"channel": "web"}, {"channel": "sms"}]
+
+
+def test_session_id_given_twice_differently_is_refused_naming_both():
+    raw = b'{"session_id": "a", "metadata": {"session_id": "b"}, "turns": [{"role": "user", "content": "x"}]}'
+    with pytest.raises(LiveInputError, match="session_id 'a' and metadata.session_id 'b' differ"):
+        parse_ingest(raw)
+    with pytest.raises(LiveInputError, match="metadata is a list"):
+        parse_ingest(b'{"metadata": [1], "turns": [{"role": "user", "content": "x"}]}')

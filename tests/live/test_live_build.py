@@ -142,6 +142,20 @@ def test_after_the_last_attempt_a_session_is_dead_lettered_with_the_reason(live_
     assert "episodes/doomed" in status["dead_letters"][0]["reason"]
 
 
+def test_a_permanent_llm_error_is_dead_lettered_at_once_without_a_retry(live_project, inbox, monkeypatch):
+    monkeypatch.setenv("SYNIX_LIVE_MAX_ATTEMPTS", "5")
+    inbox.max_attempts = 5
+    post(inbox, "rejected", "this turn makes the model answer 400: SYNIX_FAIL_400")
+    inbox.close_session("rejected")
+    report = drain(live_project)  # backoff 0: a retry would happen within this drain
+    assert [b["success"] for b in report["builds"]] == [False]
+    status = inbox.status()
+    assert status["dead"] == 1 and status["pending"] == 0
+    letter = status["dead_letters"][0]
+    assert letter["attempts"] == 1 and letter["reason"].endswith("(permanent error, not retried)")
+    assert "status 400" in letter["reason"]
+
+
 def test_a_batch_left_building_by_a_killed_process_is_retried_and_built_once(live_project, inbox):
     post(inbox, "k", "interrupted build")
     inbox.close_session("k")

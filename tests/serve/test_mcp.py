@@ -11,7 +11,7 @@ import time
 from serve_helpers import free_port, request, stop, synix_cmd
 
 TOOLS = {"get_map", "search_memories", "search_evidence", "get_memory", "follow", "lineage",
-         "list_layer", "browse_timeline", "get_recent_memories",
+         "list_layer", "browse_timeline", "get_recent_memories", "get_brief",
          # Syke's memory tools (issue 32): reads, then the five writes
          "get_memory_history", "follow_links", "cross_reference",
          "create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link"}

@@ -18,6 +18,7 @@ from synix_assets.app.memory import brief as _brief
 from synix_assets.app.memory import browse
 from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
+from synix_assets.app.synapse import brief_tier1
 from synix_assets.app.memory.readers import Reader, ReaderPool
 from synix_assets.app.query import NOT_BUILT_HINT
 from synix_assets.app.workspace import readable_branches, resolve_branch
@@ -211,5 +212,10 @@ class MemoryService:
               hits: int = 5, recent: int = 3) -> dict:
         """Core memory, recent records and the top hits for `query`, within `budget_tokens`."""
         branch = self.own(branch)
-        return _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
-                            recent=recent)
+        out = _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
+                           recent=recent)
+        tier1 = brief_tier1(self.paths)  # a pipeline with a working window (synapse)
+        if tier1 is not None:
+            out["tier1"] = tier1
+            out["text"] = "\n\n".join(p for p in (tier1["text"], out.get("text", "")) if p)
+        return out
