@@ -161,3 +161,15 @@ def _nomergeevents() -> None:
 
 
 FIXES["nomergeevents"] = _nomergeevents
+
+
+def _stocklog() -> None:
+    """stocklog: the project's dagster.yaml names Dagster's own ConsolidatedSqliteEventLogStorage
+    (what Synix wrote before its event log storage, synix_assets/dagster_defs/event_log.py): the
+    "before" of that change."""
+    from synix_assets.dagster_defs import storage
+
+    storage.INSTANCE_YAML = storage.EARLIER_INSTANCE_YAMLS[-1]
+
+
+FIXES["stocklog"] = _stocklog
