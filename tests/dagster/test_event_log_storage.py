@@ -221,3 +221,35 @@ def test_a_project_written_with_an_earlier_dagster_yaml_is_upgraded_and_keeps_wh
         assert instance.get_latest_materialization_event(core.key).run_id == runs["core"]
         more = dg.materialize([episodes, core], selection=[core], instance=instance)
         assert instance.get_latest_materialization_event(core.key).run_id == more.run_id
+
+
+def test_dagster_dev_shows_a_project_built_by_both_storages_built_fresh_and_checked(
+        tmp_path, claude_export, conversation):
+    from synix_assets.app.init import demo_exports, init_project
+    from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, synix
+
+    root = init_project(tmp_path / "mem", exports=demo_exports())
+    cfg = root / ".synix" / "dagster" / "dagster.yaml"
+    cfg.write_text(DAGSTERS_OWN + "# edited by hand: left as it is\n")  # Dagster's own class
+    built = synix(root, "run", "--json")
+    assert built.returncode == 0, built.stderr[-2000:]
+    cfg.write_text(INSTANCE_YAML)  # the same event_log.db, now through Synix's storage
+    claude_export(root / "exports" / "new.json",
+                  [conversation("zeb-1", "Zebrafish tank", "2025-07-02", "zebrafish aquarium heater")])
+    again = synix(root, "run", "--json")
+    assert again.returncode == 0, again.stderr[-2000:]
+    dev = DagsterDev(root).wait_serving()
+    try:
+        status = dev.staleness()
+        assert status["episodes"] == {"FRESH": 25} and status["core"] == {"FRESH": 1}
+        assert plan_stale(root) == dagster_stale(status) == {k: 0 for k in dagster_stale(status)}
+        assert set(dev.checks().values()) == {"SUCCEEDED"}
+        stats = dev.gql("""{ assetNodeOrError(assetKey: {path: ["episodes"]}) { ... on AssetNode {
+            partitionStats { numMaterialized numFailed numPartitions } } } }""")
+        assert stats["assetNodeOrError"]["partitionStats"] == {
+            "numMaterialized": 25, "numFailed": 0, "numPartitions": 25}
+        runs = dev.gql("{ runsOrError { ... on Runs { results { status } } } }")["runsOrError"]["results"]
+        statuses = [r["status"] for r in runs]  # the export sensor may queue one meanwhile
+        assert statuses.count("SUCCESS") >= 2 and "FAILURE" not in statuses
+    finally:
+        dev.stop()
