@@ -171,5 +171,11 @@ def _stocklog() -> None:
 
     storage.INSTANCE_YAML = storage.EARLIER_INSTANCE_YAMLS[-1]
 
+    def write_instance_yaml(dagster_home: Path) -> None:  # also over the one `synix init` wrote
+        dagster_home.mkdir(parents=True, exist_ok=True)
+        (dagster_home / "dagster.yaml").write_text(storage.INSTANCE_YAML, encoding="utf-8")
+
+    storage.write_instance_yaml = write_instance_yaml
+
 
 FIXES["stocklog"] = _stocklog
