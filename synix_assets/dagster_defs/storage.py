@@ -11,6 +11,8 @@ with a full fsync and closes the last connection to the file, which checkpoints 
   built, keeps full durability), set on each connection SQLAlchemy opens to a Dagster file;
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
   the last close that forces a WAL checkpoint;
+- Synix's event log storage (dagster_defs/event_log.py, named in dagster.yaml): Dagster's
+  consolidated SQLite event log with a pooled engine and one transaction per event or batch;
 
 Speed may not cost liveness: Dagster's UI learns of new events by watching `event_log.db` itself
 (watchdog), which a WAL write does not touch, so with no checkpoint a live run page froze after
