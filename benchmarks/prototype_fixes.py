@@ -161,3 +161,21 @@ def _nomergeevents() -> None:
 
 
 FIXES["nomergeevents"] = _nomergeevents
+
+
+def _stocklog() -> None:
+    """stocklog: the project's dagster.yaml names Dagster's own ConsolidatedSqliteEventLogStorage
+    (what Synix wrote before its event log storage, synix_assets/dagster_defs/event_log.py): the
+    "before" of that change."""
+    from synix_assets.dagster_defs import storage
+
+    storage.INSTANCE_YAML = storage.EARLIER_INSTANCE_YAMLS[-1]
+
+    def write_instance_yaml(dagster_home: Path) -> None:  # also over the one `synix init` wrote
+        dagster_home.mkdir(parents=True, exist_ok=True)
+        (dagster_home / "dagster.yaml").write_text(storage.INSTANCE_YAML, encoding="utf-8")
+
+    storage.write_instance_yaml = write_instance_yaml
+
+
+FIXES["stocklog"] = _stocklog

@@ -11,6 +11,8 @@ with a full fsync and closes the last connection to the file, which checkpoints 
   built, keeps full durability), set on each connection SQLAlchemy opens to a Dagster file;
 - one long-lived connection per Dagster database, so closing a per-event connection is no longer
   the last close that forces a WAL checkpoint;
+- Synix's event log storage (dagster_defs/event_log.py, named in dagster.yaml): Dagster's
+  consolidated SQLite event log with a pooled engine and one transaction per event or batch;
 
 Speed may not cost liveness: Dagster's UI learns of new events by watching `event_log.db` itself
 (watchdog), which a WAL write does not touch, so with no checkpoint a live run page froze after
@@ -45,17 +47,38 @@ from synix_resources.folders import remove_inside
 INSTANCE_YAML = """# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).
 telemetry:
   enabled: false
-# One SQLite event log for all runs: far cheaper per event than a database shard per run.
-# Dagster gives this class no public module path (its own defaults name every SQLite storage by
-# its `dagster._core.storage…` path, and `storage: sqlite:` selects the per-run shards), so the
-# class is named where Dagster defines it; see docs/dagster.md.
+# One SQLite event log for all runs (event_log.db): Dagster's consolidated SQLite event log, in
+# Synix's subclass that keeps its connections and writes an event (or a batch) in one transaction
+# (synix_assets/dagster_defs/event_log.py; docs/dagster.md).
 event_log_storage:
+  module: synix_assets.dagster_defs.event_log
+  class: SynixSqliteEventLogStorage
+  config:
+    base_dir:
+      env: DAGSTER_HOME
+"""
+
+# What earlier Synix versions wrote: a project's dagster.yaml still reading exactly so was never
+# edited by hand and is upgraded in place (same event_log.db, same schema).
+_DAGSTER_EVENT_LOG = """event_log_storage:
   module: dagster._core.storage.event_log
   class: ConsolidatedSqliteEventLogStorage
   config:
     base_dir:
       env: DAGSTER_HOME
 """
+_HEAD = """# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).
+telemetry:
+  enabled: false
+# One SQLite event log for all runs: far cheaper per event than a database shard per run.
+"""
+EARLIER_INSTANCE_YAMLS = (
+    _HEAD + _DAGSTER_EVENT_LOG,
+    _HEAD + """# Dagster gives this class no public module path (its own defaults name every SQLite storage by
+# its `dagster._core.storage…` path, and `storage: sqlite:` selects the per-run shards), so the
+# class is named where Dagster defines it; see docs/dagster.md.
+""" + _DAGSTER_EVENT_LOG,
+)
 
 PLANNED_SUBSET_ENV = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
 
@@ -221,8 +244,10 @@ def write_dotenv(project_root: Path, dagster_home: Path) -> None:
 def write_instance_yaml(dagster_home: Path) -> None:
     dagster_home.mkdir(parents=True, exist_ok=True)
     cfg = dagster_home / "dagster.yaml"
-    if not cfg.exists():
-        cfg.write_text(INSTANCE_YAML, encoding="utf-8")
+    if not cfg.exists() or cfg.read_text(encoding="utf-8") in EARLIER_INSTANCE_YAMLS:
+        tmp = cfg.with_name(f".dagster.yaml.{os.getpid()}")
+        tmp.write_text(INSTANCE_YAML, encoding="utf-8")
+        os.replace(tmp, cfg)  # a `dagster dev` reading it meanwhile sees the old or the new file
 
 
 @contextmanager
