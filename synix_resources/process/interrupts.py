@@ -62,11 +62,19 @@ _active: Watch | None = None
 
 
 _owed = False  # an interrupt was swallowed (see _redeliver) and not raised since
+_redelivered = False  # a redelivery was sent and its handler call has not run yet
+# Held by a redelivering thread from its check of `_owed` to `interrupt_main`, and by
+# `watching()` while it ends the watch: a redelivery is sent only while our handler is installed.
+_delivering = threading.Lock()
 REDELIVER_AFTER_S = 0.01
 
 
 def _raise_interrupt(signo, frame) -> None:
-    global _owed
+    global _owed, _redelivered
+    if _redelivered:
+        _redelivered = False
+        if not _owed:  # the main thread raised for that interrupt meanwhile: nothing is owed
+            return
     _owed = False
     raise KeyboardInterrupt
 
@@ -122,16 +130,19 @@ def _log_handlers() -> list[logging.Handler]:
 
 
 def _deliver_later(watch: "Watch", signo: int) -> None:
+    global _redelivered
     time.sleep(REDELIVER_AFTER_S)
-    if _owed and _active is watch:
-        _thread.interrupt_main(signo)
+    with _delivering:
+        if _owed and _active is watch:
+            _redelivered = True
+            _thread.interrupt_main(signo)
 
 
 @contextmanager
 def watching() -> Iterator[Watch]:
     """Within: SIGINT and SIGTERM raise KeyboardInterrupt and are recorded. Nested blocks share
     the outer watch; off the main thread (where handlers cannot be set) nothing is installed."""
-    global _active
+    global _active, _owed
     if _active is not None:
         yield _active
         return
@@ -155,6 +166,13 @@ def watching() -> Iterator[Watch]:
             signal.signal(s, _raise_interrupt)
         yield watch
     finally:
+        # No redelivery after this; one already sent runs our handler (signal.signal below
+        # handles pending signals first), which finds nothing owed. Under load it once landed
+        # after the handlers were restored: a second KeyboardInterrupt killed the process by
+        # SIGINT after the build had reported its interrupt.
+        with _delivering:
+            _active = None
+            _owed = False
         sys.unraisablehook = old_hook
         for handler in filtered:
             handler.removeFilter(quiet)

@@ -117,7 +117,9 @@ def _assert_stopped_cleanly(paths, proc, expected_code: int) -> dict[str, int]:
     run = _latest_run(paths)
     assert run["status"] == "interrupted"
     runs = _dagster_runs(paths, with_outcome=True)
-    assert runs and all(status in ("SUCCESS", "FAILURE", "CANCELED") for status, _, _, _ in runs), runs
+    # none left STARTED (on a loaded machine the work graph can be interrupted before Dagster,
+    # still loading, created any run: then there is none to check)
+    assert all(status in ("SUCCESS", "FAILURE", "CANCELED") for status, _, _, _ in runs), runs
     # the run Dagster ended as FAILURE is marked as the interrupted one it was
     assert all(outcome == "interrupted" for status, _, _, outcome in runs if status != "SUCCESS")
     return counts
