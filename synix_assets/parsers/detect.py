@@ -31,7 +31,7 @@ from typing import IO, Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
-from . import chatgpt, claude, claude_code
+from . import chatgpt, claude, claude_code, copilot, openwebui, textfiles
 from .decode import decode_entry, entry_label
 from .jsonl import read_session_lines
 from .jsonscan import RawEntry, StructureError, entries, object_keys, top_level_fields
@@ -39,7 +39,7 @@ from .model import Conversation, ParseReport, name_is_utf8, printable_path, spel
 
 log = logging.getLogger("synix.parsers")
 
-FORMATS = ("chatgpt", "claude", "claude-code")
+FORMATS = ("chatgpt", "claude", "claude-code", openwebui.FORMAT, copilot.FORMAT, *textfiles.TEXT_FORMATS)
 _HEAD_BYTES = 64 * 1024
 # Fewer, larger reads: the scanner's per-read cost is small, memory cost is one buffer.
 _READ_BYTES = 4 * 1024 * 1024
@@ -55,21 +55,31 @@ _ITEM_KEYS = {
     "create_time": "chatgpt", "update_time": "chatgpt", "moderation_results": "chatgpt",
     "default_model_slug": "chatgpt", "plugin_ids": "chatgpt",
     "chat_messages": "claude", "uuid": "claude", "account": "claude",
-    "created_at": "claude", "updated_at": "claude",
+    "created_at": "claude", "updated_at": "claude", "user_id": "openwebui",
 }
+# A key that only one format's entry has decides, wherever it sits among the entry's keys.
+_DECISIVE_KEYS = {"mapping": "chatgpt", "chat_messages": "claude", "chat": "openwebui",
+                  "history": "openwebui", **{k: copilot.FORMAT for k in copilot.SESSION_KEYS}}
 # Top-level keys of a Claude Code JSONL line.
 _JSONL_KEYS = {"type", "uuid", "parentUuid", "sessionId", "isSidechain", "userType",
                "leafUuid", "messageId", "snapshot", "logicalParentUuid", "timestamp", "cwd"}
 
 _PARSERS: dict[str, Callable[[Any, str], Conversation]] = {
-    "chatgpt": chatgpt.parse_conversation, "claude": claude.parse_conversation}
+    "chatgpt": chatgpt.parse_conversation, "claude": claude.parse_conversation,
+    openwebui.FORMAT: openwebui.parse_conversation, copilot.FORMAT: copilot.parse_session}
 _IDS: dict[str, Callable[[Any], str | None]] = {
-    "chatgpt": chatgpt.conversation_id, "claude": claude.conversation_id}
-_ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS}
+    "chatgpt": chatgpt.conversation_id, "claude": claude.conversation_id,
+    openwebui.FORMAT: openwebui.conversation_id, copilot.FORMAT: copilot.conversation_id}
+_ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS,
+            openwebui.FORMAT: openwebui.ID_KEYS, copilot.FORMAT: copilot.ID_KEYS}
 
 
 def detect_format(path: str | Path) -> str:
-    """"chatgpt" | "claude" | "claude-code", from the first bytes and first conversation's keys."""
+    """One of `FORMATS`, from the first bytes and first conversation's keys (Markdown and text
+    files: SpecStory's markers, else a note)."""
+    if textfiles.is_text_source(Path(path)):
+        check_file_name(Path(path))
+        return textfiles.detect_text(Path(path))
     fmt, _layout = _inspect(Path(path))
     if fmt is None:
         raise ExportFormatError(
@@ -78,19 +88,24 @@ def detect_format(path: str | Path) -> str:
     return fmt
 
 
-def iter_conversations(path: str | Path, format: str = "auto",
-                       report: ParseReport | None = None) -> Iterator[Conversation]:
-    """Yield the conversations of one export file (see the module docstring for failure rules)."""
+def iter_conversations(path: str | Path, format: str = "auto", report: ParseReport | None = None,
+                       *, root: str | Path | None = None) -> Iterator[Conversation]:
+    """Yield the conversations of one export file (see the module docstring for failure rules).
+    `root`: the source folder the file was found in; a note's id is its path inside it."""
     path = Path(path)
     if format not in ("auto", *FORMATS):
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, not {format!r}")
+    if report is None:
+        report = ParseReport(path=str(path), format=format)
+    if textfiles.is_text_source(path):
+        check_file_name(path)
+        yield from textfiles.iter_text(path, format, report, root, _skip)
+        return
     sniffed, layout = _inspect(path)
     if format != "auto" and sniffed is not None and sniffed != format:
         raise ExportFormatError(
             f"{path}: looks like a {sniffed} export, not {format}; pass format='{sniffed}' or 'auto'")
     fmt = sniffed if format == "auto" else format
-    if report is None:
-        report = ParseReport(path=str(path), format=fmt or format)
     report.format = fmt or format
     report.bytes = _payload_size(path)
     if fmt is None:
@@ -300,16 +315,16 @@ def _sniff(path: Path) -> tuple[str | None, str]:
         first = stream.read(_HEAD_BYTES).lstrip()[:1]  # `_check_head` saw "[" or "{" in it
     if first == b"[":
         return _sniff_items(path, "list")
+    line_keys = False  # a Claude Code line's keys: decide only if no decisive key follows
     with _open_payload(path) as stream:
         for key in object_keys(stream):
             if key == "conversations":
                 return _sniff_items(path, "wrapper")
-            if key == "mapping":
-                return "chatgpt", "values"
-            if key == "chat_messages":
-                return "claude", "values"
-            if key in _JSONL_KEYS:
-                return "claude-code", "jsonl"
+            if key in _DECISIVE_KEYS:
+                return _DECISIVE_KEYS[key], "values"
+            line_keys = line_keys or key in _JSONL_KEYS
+    if line_keys:
+        return "claude-code", "jsonl"
     raise _unknown(path)
 
 
@@ -320,7 +335,11 @@ def _sniff_items(path: Path, layout: str) -> tuple[str | None, str]:
         for entry in islice(_entries(path, stream, layout), _SNIFF_ITEMS):
             if entry.data[:1] != b"{":
                 break  # the list holds something other than objects
-            for key, _value in top_level_fields(entry.data):
+            keys = [key for key, _value in top_level_fields(entry.data)]
+            for key in keys:
+                if key in _DECISIVE_KEYS:
+                    return _DECISIVE_KEYS[key], layout
+            for key in keys:
                 if key in _ITEM_KEYS:
                     return _ITEM_KEYS[key], layout
             seen += 1
@@ -332,5 +351,6 @@ def _sniff_items(path: Path, layout: str) -> tuple[str | None, str]:
 
 def _unknown(path: Path) -> ExportFormatError:
     return ExportFormatError(
-        f"{path}: unknown export format (not a ChatGPT or Claude conversations.json, nor a "
-        f"Claude Code session .jsonl); pass one of those files")
+        f"{path}: unknown export format (not a ChatGPT or Claude conversations.json, a Claude "
+        f"Code session .jsonl, an Open WebUI chat export or a Copilot Chat export); pass one of "
+        f"those files, or name the format")
