@@ -59,9 +59,10 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
         if url is not None:
             postgres_setup.check_postgres_url(url, option)
     for export in exports:
-        if not Path(export).is_file():
+        if not (Path(export).is_file() or Path(export).is_dir()):
             raise ExportFormatError(f"export {export} does not exist",
-                                    hint="give the path of a conversations.json, export .zip or .jsonl")
+                                    hint="give the path of a conversations.json, export .zip or .jsonl, "
+                                         "or of a notes folder")
     if (root / "pipeline.py").exists() and not force:
         raise SynixError(f"{root / 'pipeline.py'} already exists",
                          hint="choose a new folder, or pass --force to overwrite the pipeline file")
@@ -73,7 +74,10 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
         dest = root / "exports" / src.name
         if dest.exists() and dest.resolve() != src.resolve():
             dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
-        shutil.copy2(src, dest)
+        if src.is_dir():  # a notes folder or SpecStory history: its notes, not its settings
+            _copy_notes(src, dest)
+        else:
+            shutil.copy2(src, dest)
     (root / "pipeline.py").write_text(text, encoding="utf-8")
     if dagster_storage is not None:
         postgres_setup.write_dagster_storage(root / ".synix" / "dagster", dagster_storage)
@@ -82,6 +86,15 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     write_dagster_files(root, force=True)
     (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
     return root
+
+
+def _copy_notes(src: Path, dest: Path) -> None:
+    from synix_assets.sources.reader import export_files
+
+    for path in export_files(src):
+        target = dest / path.relative_to(src)
+        private_dir(target.parent)
+        shutil.copy2(path, target)
 
 
 def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str] = (),
@@ -93,10 +106,20 @@ def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str
     root and the exports copied into it."""
     from synix_assets.parsers.detect import detect_format
 
+    from synix_assets.sources.reader import export_files
+
     sources = [Path(e) for e in exports]
     for src in sources:
         if src.is_file():
             detect_format(src)
+        elif src.is_dir():
+            found = export_files(src)
+            if not found:
+                raise ExportFormatError(f"{src}: the folder holds no exports or notes",
+                                        hint="give a folder of .md/.txt notes, a .specstory/history "
+                                             "folder, or an export file")
+            for path in found:
+                detect_format(path)
     if demo:
         sources += demo_exports()
     root = init_project(directory, exports=sources, template=template, force=force,

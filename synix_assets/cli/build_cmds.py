@@ -8,8 +8,10 @@ from synix_assets.cli.common import debug_enabled, echo_json, json_option, proje
 
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False))
-@click.option("--from", "exports", multiple=True, type=click.Path(dir_okay=False),
-              help="An export to copy into the project (conversations.json, export .zip, .jsonl); repeatable.")
+@click.option("--from", "exports", multiple=True, type=click.Path(),
+              help="An export to copy into the project (conversations.json, export .zip, .jsonl, an Open "
+                   "WebUI or Copilot Chat export), or a folder (an Obsidian vault or notes folder, "
+                   ".specstory/history); repeatable.")
 @click.option("--template", type=click.Choice(["monthly", "topical", "live"]), default="monthly", show_default=True,
               help="Level-2 rollups by calendar month or by topic; live: a memory fed by posted turns (docs/live.md).")
 @click.option("--demo", is_flag=True, help="Copy the bundled demo exports (24 synthetic conversations).")
