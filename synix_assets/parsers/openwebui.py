@@ -171,9 +171,10 @@ def _unquote(body: str) -> str:
 
 def _compact(value: str) -> str:
     try:
-        return json.dumps(json.loads(value), ensure_ascii=False, sort_keys=True)
+        decoded = json.loads(value)
     except ValueError:
         return value
+    return decoded if isinstance(decoded, str) else json.dumps(decoded, ensure_ascii=False, sort_keys=True)
 
 
 def _file_name(item: Any) -> str | None:
