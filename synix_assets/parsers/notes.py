@@ -32,6 +32,8 @@ _UPDATED_KEYS = ("updated", "modified", "updated_at", "last_modified")
 _MAX_LINKS = 200
 _PROPERTY_CHARS = 300
 _FRONT_MAX = 64 * 1024
+# libyaml's loader when PyYAML was built with it: the pure-Python one is most of a note's cost.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # YAML anchors and aliases: Obsidian never writes them, and an alias "bomb" expands exponentially.
 _ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]", re.M)
 
@@ -87,7 +89,7 @@ def _split_front_matter(text: str) -> tuple[dict, str, str | None]:
     try:
         # BaseLoader would keep dates as text; SafeLoader turns `2023-09-12` into a date, which
         # `_plain` spells back as ISO.
-        data = yaml.safe_load(match.group(1))
+        data = yaml.load(match.group(1), Loader=_LOADER)
     except yaml.YAMLError as exc:
         # The note is still worth keeping: its front matter stays in the text as written.
         where = getattr(exc, "problem_mark", None)
