@@ -56,8 +56,10 @@ class PipelineSpec:
                format: str = "auto", kind: str = "exports") -> Source:
         """`kind="exports"`: the export files in folder `path`, or the one export `file`;
         `kind="live"`: the closed sessions of the project's live inbox (`path` defaults to
-        .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code, codex-cli, gemini-cli (or the
-        design's chatgpt-export, claude-export, claude-code-export)."""
+        .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code,
+        codex-cli, gemini-cli, openwebui, copilot-chat, cursor (SpecStory Markdown), notes (a
+        Markdown/text notes folder, e.g. an Obsidian vault), or the aliases in `FORMAT_ALIASES`
+        (the design's chatgpt-export, claude-export, claude-code-export…)."""
         self._check_new_name(name)
         if file is not None:
             if path is not None:
