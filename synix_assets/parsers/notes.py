@@ -15,34 +15,29 @@ import re
 from datetime import date, datetime, timezone
 from typing import Any
 
-import yaml
-
 from synix_resources.errors import ConversationSkipped
 
+from .frontmatter import split_front_matter
 from .model import Conversation, Message, to_utc_iso
 
 FORMAT = "notes"
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S | re.M)
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
-_WIKILINK = re.compile(r"!?\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
-_TAG = re.compile(r"(?:^|\s)#([^\s#.,;:!?()\[\]{}'\"`]+)")
+# An embed's `!` is left out: the link is the same, and a leading literal lets the search skip ahead.
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
+# A tag is `#word` at the start or after whitespace; found from its `#` (see `_tags_in`).
+_TAG = re.compile(r"#([^\s#.,;:!?()\[\]{}'\"`]+)")
 _CREATED_KEYS = ("created", "date", "published", "clipped", "created_at", "creation_date")
 _UPDATED_KEYS = ("updated", "modified", "updated_at", "last_modified")
 _MAX_LINKS = 200
 _PROPERTY_CHARS = 300
-_FRONT_MAX = 64 * 1024
-# libyaml's loader when PyYAML was built with it: the pure-Python one is most of a note's cost.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# YAML anchors and aliases: Obsidian never writes them, and an alias "bomb" expands exponentially.
-_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]", re.M)
 
 
 def parse_note(text: str, note_id: str, stem: str, source_path: str,
                mtime: float | None) -> Conversation:
     """One note's text → a conversation; `ConversationSkipped` when it holds nothing."""
     text = text.replace("\r\n", "\n").lstrip("\ufeff")
-    front, body, front_problem = _split_front_matter(text)
+    front, body, front_problem = split_front_matter(text)
     metadata: dict[str, Any] = {"note_path": note_id}
     if front_problem:
         metadata["front_matter_error"] = front_problem
@@ -61,10 +56,10 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
         metadata["date_source"] = date_source
     updated = _date_of(front, _UPDATED_KEYS) or created
 
-    links = sorted({m.group(1).strip() for m in _WIKILINK.finditer(text)}, key=str.lower)
+    links = sorted({m.group(1).strip() for m in _WIKILINK.finditer(text)}, key=str.lower) if "[[" in text else []
     if links:
         metadata["links"] = links[:_MAX_LINKS]
-    tags = sorted(set(_tags(front.get("tags"))) | {m.group(1) for m in _TAG.finditer(_no_code(body))})
+    tags = sorted(set(_tags(front.get("tags"))) | _tags_in(body))
     if tags:
         metadata["tags"] = tags[:_MAX_LINKS]
 
@@ -78,30 +73,6 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
     return Conversation(conversation_id=note_id, title=title or None, created_at=created,
                         updated_at=updated, source_format=FORMAT, source_path=source_path,
                         messages=[message], metadata=metadata)
-
-
-def _split_front_matter(text: str) -> tuple[dict, str, str | None]:
-    match = _FRONT.match(text)
-    if not match:
-        return {}, text, None
-    if len(match.group(1)) > _FRONT_MAX or _ALIAS.search(match.group(1)):
-        return {}, text, "front matter is too large or uses YAML anchors; kept as text"
-    try:
-        # BaseLoader would keep dates as text; SafeLoader turns `2023-09-12` into a date, which
-        # `_plain` spells back as ISO.
-        data = yaml.load(match.group(1), Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        # The note is still worth keeping: its front matter stays in the text as written.
-        where = getattr(exc, "problem_mark", None)
-        line = f" at line {where.line + 2}" if where is not None else ""
-        return {}, text, f"front matter is not valid YAML{line}"
-    except RecursionError:
-        return {}, text, "front matter is nested too deeply"
-    if data is None:
-        return {}, text[match.end():], None
-    if not isinstance(data, dict):
-        return {}, text, "front matter is not a set of key: value properties"
-    return data, text[match.end():], None
 
 
 def _plain(value: Any, depth: int = 0) -> Any:
@@ -164,6 +135,13 @@ def _tags(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(t).lstrip("#") for t in value if t is not None and str(t).strip("#")]
     return []
+
+
+def _tags_in(body: str) -> set[str]:
+    if "#" not in body:
+        return set()
+    body = _no_code(body)
+    return {m.group(1) for m in _TAG.finditer(body) if m.start() == 0 or body[m.start() - 1].isspace()}
 
 
 def _no_code(body: str) -> str:

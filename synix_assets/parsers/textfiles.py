@@ -34,16 +34,28 @@ def sniff_text(text: str) -> str:
 
 def read_text(path: Path) -> str:
     """The file's text, or `ExportFormatError` naming the file and the fix."""
-    if not path.exists():
-        raise ExportFormatError(f"{path}: file not found; check the path")
-    if path.is_dir():
-        raise ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file")
-    size = path.stat().st_size
-    if size > MAX_TEXT_BYTES:
-        raise ExportFormatError(
-            f"{path}: is {size / 1e6:.0f} MB, too large for a note or a session "
-            f"(limit {MAX_TEXT_BYTES // (1024 * 1024)} MB); split it or move it out of the notes folder")
-    data = path.read_bytes()
+    return _read(path)[0]
+
+
+def _read(path: Path) -> tuple[str, os.stat_result]:
+    """The file's text and its stat, from one open (a notes folder is many small files)."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise ExportFormatError(f"{path}: file not found; check the path") from None
+    except IsADirectoryError:
+        raise ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file") from None
+    with handle:
+        info = os.fstat(handle.fileno())
+        if info.st_size > MAX_TEXT_BYTES:
+            raise ExportFormatError(
+                f"{path}: is {info.st_size / 1e6:.0f} MB, too large for a note or a session "
+                f"(limit {MAX_TEXT_BYTES // (1024 * 1024)} MB); split it or move it out of the notes folder")
+        data = handle.read()
+    return _decode(path, data), info
+
+
+def _decode(path: Path, data: bytes) -> str:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
             return data.decode("utf-16")
@@ -66,19 +78,19 @@ def detect_text(path: Path) -> str:
 def iter_text(path: Path, format: str, report: ParseReport, root: str | Path | None,
               skip: Callable[[ParseReport, Path, str, str], None]) -> Iterator[Conversation]:
     """The file's one conversation; a note with nothing in it is `skip`ped (one report line)."""
-    text = read_text(path)
+    text, info = _read(path)
     sniffed = sniff_text(text)
     if format not in ("auto", sniffed):
         raise ExportFormatError(
             f"{path}: looks like a {sniffed} file, not {format}; pass format='{sniffed}' or 'auto'")
     report.format = sniffed
-    report.bytes = path.stat().st_size
+    report.bytes = info.st_size
     note_id = note_path(path, root)
     try:
         if sniffed == specstory.FORMAT:
             conversation = specstory.parse_session(text, path.stem, str(path))
         else:
-            conversation = notes.parse_note(text, note_id, path.stem, str(path), path.stat().st_mtime)
+            conversation = notes.parse_note(text, note_id, path.stem, str(path), info.st_mtime)
     except ConversationSkipped as exc:
         skip(report, path, note_id, str(exc))
         return
@@ -90,9 +102,8 @@ def iter_text(path: Path, format: str, report: ParseReport, root: str | Path | N
 def note_path(path: Path, root: str | Path | None) -> str:
     """The note's id: its path inside the notes folder, with `/` on every system."""
     if root is not None:
-        try:
-            # abspath, not resolve: a vault linked into the folder keeps its place in it
-            return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
-        except ValueError:
-            pass  # not under the folder (a file given on its own)
+        # abspath, not resolve: a vault linked into the folder keeps its place in it
+        full, top = os.path.abspath(path), os.path.abspath(root)
+        if full.startswith(top.rstrip(os.sep) + os.sep):
+            return full[len(top.rstrip(os.sep)) + 1:].replace(os.sep, "/")
     return Path(path).name
