@@ -3,8 +3,14 @@
     python benchmarks/bench_parse.py                 # generates a 200 MB export in a temp dir
     python benchmarks/bench_parse.py --file conversations.json [--hash]
     python benchmarks/bench_parse.py --format codex-cli --target-mb 80   # a generated history
-    python benchmarks/bench_parse.py --format all --target-mb 60         # every agent format
+    python benchmarks/bench_parse.py --format notes --target-mb 80       # a generated notes folder
+    python benchmarks/bench_parse.py --format all --target-mb 60         # every format, one by one
     python benchmarks/bench_parse.py --file ~/.codex/sessions            # a real history folder
+
+Formats: chatgpt (generate_exports.py); codex-cli, gemini-cli, claude-code (generate_sessions.py,
+history folders laid out as the tools lay theirs out); openwebui, copilot-chat, cursor, notes,
+generated from the real samples in ../shared/data (new ids, repeated text): one big Open WebUI
+export, and folders of Copilot sessions, SpecStory files and notes.
 
 Each measurement runs in a fresh subprocess, so its `ru_maxrss` (the child rusage that
 RUSAGE_CHILDREN reports, read per child with os.wait4) is the parse's own peak, not the
@@ -25,6 +31,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from generate_exports import generate as generate_export  # noqa: E402 (benchmark-local modules)
+from generate_sessions import FORMATS as AGENTS, generate as generate_history  # noqa: E402
+
 TARGET_MBPS = 20.0
 TARGET_RSS_MB = 400.0
 
@@ -39,7 +49,7 @@ totals = {"conversations": 0, "messages": 0, "bytes": 0, "files": 0, "skipped": 
 start = time.perf_counter()
 for file in export_files(Path(path)):  # a folder is read as a source reads it, file by file
     report = ParseReport(path=str(file), format="auto")
-    for conversation in iter_conversations(file, report=report):
+    for conversation in iter_conversations(file, report=report, root=path):
         if with_hash:
             conversation.content_hash()
     for key in ("conversations", "messages", "bytes"):
@@ -67,6 +77,48 @@ def _run_child(code: str, *args: str) -> tuple[str, float]:
         out.seek(0)
         return out.read().decode(), usage.ru_maxrss / 1024.0  # KB on Linux
 
+DATA = HERE.parent / ".." / "shared" / "data"
+SAMPLES = {"openwebui": "openwebui", "copilot-chat": "copilot-chat", "cursor": "cursor",
+           "notes": "notes-obsidian"}
+
+
+def generate_format(fmt: str, out: Path, target: int) -> Path:
+    """~`target` bytes of `fmt`: copies of the real samples with fresh ids (one Open WebUI
+    export file; a folder of files for the one-conversation-per-file formats)."""
+    samples = sorted(p for p in (DATA / SAMPLES[fmt]).iterdir() if p.is_file())
+    if not samples:
+        raise SystemExit(f"no {fmt} samples in {DATA / SAMPLES[fmt]}")
+    out.mkdir(parents=True)
+    written, n = 0, 0
+    if fmt == "openwebui":
+        chat = json.loads(samples[0].read_text(encoding="utf-8"))
+        path = out / "chat-export.json"
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write("[")
+            while written < target:
+                row = {"id": f"row-{n}", "user_id": "u", "title": f"chat {n}", "chat": chat,
+                       "created_at": 1744577557 + n, "updated_at": 1744577557 + n}
+                text = ("," if n else "") + json.dumps(row)
+                fh.write(text)
+                written, n = written + len(text), n + 1
+            fh.write("]")
+        return out
+    while written < target:
+        for sample in samples:
+            data = sample.read_bytes()
+            if fmt == "copilot-chat":
+                data = data.replace(b'"sessionId": "', f'"sessionId": "{n}-'.encode())
+                data = data.replace(b'"requestId": "', f'"requestId": "{n}-'.encode())
+            elif fmt == "cursor":
+                data = data.replace(b" Session ", f" Session {n}-".encode(), 1)
+            # Copilot sessions sit side by side; notes and SpecStory files also in subfolders
+            target_file = out / (f"{n}-{sample.name}" if fmt == "copilot-chat" else f"{n // 1000}/{n}-{sample.name}")
+            target_file.parent.mkdir(exist_ok=True)
+            target_file.write_bytes(data)
+            written, n = written + len(data), n + 1
+    return out
+
+
 def measure(path: Path, with_hash: bool) -> dict:
     out, rss = _run_child(_CHILD, str(path), "1" if with_hash else "0")
     result = json.loads(out)
@@ -76,48 +128,50 @@ def measure(path: Path, with_hash: bool) -> dict:
     return result
 
 
+ALL = ("chatgpt", *AGENTS, *SAMPLES)
+
+
+def generate(fmt: str, tmp: Path, target: int) -> Path:
+    """A generated export file or history/notes folder of `fmt` under `tmp`, ~`target` bytes."""
+    started = time.perf_counter()
+    if fmt == "chatgpt":
+        path = tmp / "chatgpt" / "conversations.json"
+        path.parent.mkdir()
+        info = generate_export(2000, 24, 7, "chatgpt", path, target)
+        print(f"generated {info['bytes'] / 1e6:.0f} MB, {info['conversations']} conversations", file=sys.stderr)
+    elif fmt in AGENTS:
+        path = tmp / fmt
+        info = generate_history(fmt, path, target)
+        print(f"generated {info['bytes'] / 1e6:.0f} MB of {fmt} history, {info['files']} session files",
+              file=sys.stderr)
+    else:
+        path = generate_format(fmt, tmp / fmt, target)
+    print(f"generated {fmt} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", help="existing export or history folder to parse (default: generate one)")
-    parser.add_argument("--format", default="chatgpt",
-                        choices=("chatgpt", "codex-cli", "gemini-cli", "claude-code", "all"),
-                        help="what to generate: a ChatGPT export or a coding agent's history folder")
+    parser.add_argument("--format", default="chatgpt", choices=(*ALL, "all"),
+                        help="what to generate (default chatgpt; all: every format, one after another)")
     parser.add_argument("--target-mb", type=float, default=200.0)
     parser.add_argument("--hash", action="store_true", help="also time transcript()+content_hash()")
     args = parser.parse_args(argv)
 
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.file:
             path = Path(args.file).expanduser()
-        elif args.format != "chatgpt":
-            path = None
-            sys.path.insert(0, str(HERE))
-        else:
-            sys.path.insert(0, str(HERE))
-            from generate_exports import generate  # noqa: E402 (benchmark-local module)
-            path = Path(tmp) / "conversations.json"
-            started = time.perf_counter()
-            info = generate(2000, 24, 7, "chatgpt", path, int(args.target_mb * 1e6))
-            print(f"generated {info['bytes'] / 1e6:.0f} MB, {info['conversations']} conversations "
-                  f"in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        if args.file:
-            rows = [("parse", measure(path, False))]
-        elif args.format == "chatgpt":
-            rows = [("parse chatgpt", measure(path, False))]
-        else:
-            from generate_sessions import FORMATS as AGENTS, generate as generate_history
-            rows = []
-            for fmt in AGENTS if args.format == "all" else (args.format,):
-                folder = Path(tmp) / fmt
-                info = generate_history(fmt, folder, int(args.target_mb * 1e6))
-                print(f"generated {info['bytes'] / 1e6:.0f} MB of {fmt} history, {info['files']} "
-                      f"session files", file=sys.stderr)
-                rows.append((f"parse {fmt}", measure(folder, False)))
-                if args.hash:
-                    rows.append((f"parse {fmt} + transcript hash", measure(folder, True)))
-                shutil.rmtree(folder)
-        if args.hash and (args.file or args.format == "chatgpt"):
-            rows.append(("parse + transcript hash", measure(path, True)))
+            rows.append(("parse", measure(path, False)))
+            if args.hash:
+                rows.append(("parse + transcript hash", measure(path, True)))
+        for fmt in () if args.file else ALL if args.format == "all" else (args.format,):
+            path = generate(fmt, Path(tmp), int(args.target_mb * 1e6))
+            rows.append((f"parse {fmt}", measure(path, False)))
+            if args.hash:
+                rows.append((f"parse {fmt} + transcript hash", measure(path, True)))
+            shutil.rmtree(path if path.is_dir() else path.parent)
     _out, baseline = _run_child(_BASELINE)
 
     print("| run | files | MB | conversations | messages | skipped | seconds | MB/s | peak RSS MB |")

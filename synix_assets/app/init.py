@@ -11,6 +11,8 @@ from synix_resources.private import private_dir
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
 TEMPLATES = ("monthly", "topical", "live", "synapse")
+# Formats of coding agents whose history folder keeps growing: read in place, never copied.
+SESSION_FORMATS = frozenset({"claude-code", "codex-cli", "gemini-cli"})
 
 DEFINITIONS_PY = '''"""Dagster entry point of this Synix project (used by `dagster dev` and `synix ui`)."""
 from pathlib import Path
@@ -60,8 +62,10 @@ def demo_exports() -> list[Path]:
 
 def init_project(root: str | Path, *, exports: list[str | Path] = (), template: str = "monthly",
                  force: bool = False, store: str | None = None,
-                 dagster_storage: str | None = None) -> Path:
+                 dagster_storage: str | None = None, read_in_place: list[str | Path] = ()) -> Path:
     """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`.
+    `exports`: files and folders copied into exports/ (a folder: the files a source would read,
+    in their subfolders). `read_in_place`: tool history folders added as sources where they are.
     `store` / `dagster_storage`: PostgreSQL URLs for Synix's store and Dagster's storage
     (default: SQLite files under .synix/)."""
     from synix_assets.project import postgres_setup
@@ -71,13 +75,12 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     for url, option in ((store, "--store"), (dagster_storage, "--dagster-storage")):
         if url is not None:
             postgres_setup.check_postgres_url(url, option)
-    for export in exports:
+    for export in (*exports, *read_in_place):
         if not Path(export).exists():
             raise ExportFormatError(f"export {export} does not exist",
                                     hint="give the path of a conversations.json, export .zip or .jsonl, "
-                                         "or a tool history folder such as ~/.codex/sessions")
-    folders = [Path(e).expanduser().resolve() for e in exports if Path(e).is_dir()]
-    text = watch_folders(text, folders, template)
+                                         "a notes folder, or a tool history folder such as ~/.codex/sessions")
+    text = watch_folders(text, [Path(f).expanduser().resolve() for f in read_in_place], template)
     if (root / "pipeline.py").exists() and not force:
         raise SynixError(f"{root / 'pipeline.py'} already exists",
                          hint="choose a new folder, or pass --force to overwrite the pipeline file")
@@ -86,12 +89,13 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     private_dir(root / ".synix" / "dagster")
     for export in exports:
         src = Path(export)
-        if src.is_dir():
-            continue  # read where it is (watch_folders)
         dest = root / "exports" / src.name
         if dest.exists() and dest.resolve() != src.resolve():
             dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
-        shutil.copy2(src, dest)
+        if src.is_dir():  # a notes folder or SpecStory history: its notes, not its settings
+            _copy_folder(src, dest)
+        else:
+            shutil.copy2(src, dest)
     (root / "pipeline.py").write_text(text, encoding="utf-8")
     if dagster_storage is not None:
         postgres_setup.write_dagster_storage(root / ".synix" / "dagster", dagster_storage)
@@ -100,6 +104,15 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     write_dagster_files(root, force=True)
     (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
     return root
+
+
+def _copy_folder(src: Path, dest: Path) -> None:
+    from synix_assets.sources.reader import export_files
+
+    for path in export_files(src):
+        target = dest / path.relative_to(src)
+        private_dir(target.parent)
+        shutil.copy2(path, target)
 
 
 _EXPORTS_SOURCE = 'pipeline.source("exports", path="exports", format="auto")\n'
@@ -127,19 +140,38 @@ def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str
                    store: str | None = None,
                    dagster_storage: str | None = None) -> tuple[Path, list[Path]]:
     """`synix init`: check each given export's format first, so a bad one fails naming the file
-    rather than at the first build; add the bundled demo exports when `demo`. Returns the project
-    root and the exports copied into it."""
+    rather than at the first build; add the bundled demo exports when `demo`. A folder whose
+    files are all coding-agent sessions (`SESSION_FORMATS`: ~/.codex/sessions, ~/.gemini/tmp,
+    ~/.claude/projects) is read in place, since those sessions keep growing; any other folder
+    (notes, a .specstory history, exports) is copied. Returns the project root and the exports
+    and folders it reads."""
     from synix_assets.parsers.detect import detect_format
 
     sources = [Path(e) for e in exports]
+    in_place = [src for src in sources if src.is_dir() and _holds_only_sessions(src)]
     for src in sources:
         if src.is_file():
             detect_format(src)
+    copied = [src for src in sources if src not in in_place]
     if demo:
-        sources += demo_exports()
-    root = init_project(directory, exports=sources, template=template, force=force,
-                        store=store, dagster_storage=dagster_storage)
-    return root, sources
+        copied += demo_exports()
+    root = init_project(directory, exports=copied, template=template, force=force,
+                        store=store, dagster_storage=dagster_storage, read_in_place=in_place)
+    return root, [*copied, *in_place]
+
+
+def _holds_only_sessions(folder: Path) -> bool:
+    """Whether every file a source would read in `folder` is a coding agent's session; each
+    file's format is checked (a bad one fails naming it), and a folder with nothing is refused."""
+    from synix_assets.parsers.detect import detect_format
+    from synix_assets.sources.reader import export_files
+
+    found = export_files(folder)
+    if not found:
+        raise ExportFormatError(f"{folder}: the folder holds no exports, sessions or notes",
+                                hint="give a folder of .md/.txt notes, a .specstory/history folder, "
+                                     "a tool history folder such as ~/.codex/sessions, or an export file")
+    return {detect_format(path) for path in found} <= SESSION_FORMATS
 
 
 def describe_project(root: Path, *, template: str, exports: int,

@@ -10,9 +10,11 @@ from synix_assets.cli.common import debug_enabled, echo_json, json_option, proje
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--from", "exports", multiple=True, type=click.Path(),
-              help="An export to copy into the project (conversations.json, export .zip, .jsonl), or a "
-                   "tool history folder to read where it is (~/.codex/sessions, a Gemini CLI chats "
-                   "folder, ~/.claude/projects); repeatable.")
+              help="An export to copy into the project (conversations.json, export .zip, .jsonl, an Open "
+                   "WebUI or Copilot Chat export), or a folder: one holding only coding-agent sessions "
+                   "(~/.codex/sessions, ~/.gemini/tmp, ~/.claude/projects) is read where it is, as those "
+                   "keep growing; any other (an Obsidian vault or notes folder, .specstory/history, "
+                   "exports) is copied. Every file's format is checked first; repeatable.")
 @click.option("--template", type=click.Choice(TEMPLATES), default="monthly", show_default=True,
               help="Level-2 rollups by calendar month or by topic; live: a memory fed by posted turns "
                    "(docs/live.md); synapse: live turns with a working window, rolling summary, open "
@@ -32,6 +34,7 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
     \b
     Example:
       synix init mem --from ~/Downloads/conversations.json
+      synix init mem --from ~/.codex/sessions --from ~/notes-vault
       cd mem && synix run
       synix init mem --demo --store postgresql://synix@127.0.0.1/synix \\
                      --dagster-storage postgresql://synix@127.0.0.1/dagster

@@ -18,6 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from synix_assets.sources.model import TEXT_SUFFIXES
 from synix_resources.live.inbox import Inbox
 
 _ID_KEYS = ("conversation_id", "id", "uuid")
@@ -90,6 +91,8 @@ def _jsonl_matches(line: str, cids: set[str]) -> bool:
 
 def without(path: Path, cids: set[str]) -> dict | None:
     """The export's conversations minus the forgotten ones ({"kind", "items", "dropped", ...})."""
+    if path.suffix.lower() in TEXT_SUFFIXES:  # a note or a session is the whole file
+        return {"kind": "text", "items": [], "dropped": 1}
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as zf:
             member = next(n for n in zf.namelist() if n.rsplit("/", 1)[-1] == "conversations.json")

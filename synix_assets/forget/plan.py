@@ -14,8 +14,8 @@ from pathlib import Path
 from synix_assets.forget import files
 from synix_assets.forget.dagster import dagster_runs_mentioning
 from synix_assets.project import ProjectPaths
-from synix_assets.sources.model import PARSER_VERSION, file_sha256
-from synix_assets.sources.reader import SourceReader
+from synix_assets.sources.model import file_sha256
+from synix_assets.sources.reader import SourceReader, summary_key
 from synix_resources.errors import SynixError
 from synix_resources.fingerprints import sha256_text
 from synix_resources.live.inbox import Inbox
@@ -195,7 +195,7 @@ def _ingest_meta_keys(pipeline, store, export_files: list[Path], root: Path) -> 
         st = f.stat()
         keys.append(f"ingest:stat:{f}:{st.st_size}:{st.st_mtime_ns}")
         digest = file_sha256(f)
-        keys += [f"ingest:file:{digest}:{source}:{PARSER_VERSION}" for source in pipeline.sources]
+        keys += [summary_key(pipeline, source, f, digest) for source in pipeline.sources]
     return sorted(set(keys))
 
 

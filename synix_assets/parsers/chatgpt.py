@@ -21,6 +21,7 @@ FORMAT = "chatgpt"
 _CITE_MARKER = re.compile("\ue200[^\ue201]*\ue201")
 # Content types that never belong in the transcript (reasoning, saved profile/memory context).
 _HIDDEN_TYPES = {"thoughts", "reasoning_recap", "user_editable_context", "model_editable_context"}
+_REASONING_CHARS = 20_000
 
 
 ID_KEYS = ("conversation_id", "id")
@@ -53,10 +54,18 @@ def parse_conversation(raw: Any, source_path: str) -> Conversation:
             metadata[key] = raw[key]
 
     messages: list[Message] = []
+    reasoning: list[str] = []  # thoughts and recaps wait for the answer they lead to
     for nid in path:
-        message = _to_message(nid, mapping[nid].get("message"), metadata)
+        raw_msg = mapping[nid].get("message")
+        if _reasoning(raw_msg, reasoning):
+            continue
+        message = _to_message(nid, raw_msg, metadata)
         if message is not None:
+            if reasoning and message.role == "assistant":
+                message.metadata["thinking"], reasoning = reasoning, []
             messages.append(message)
+    if reasoning:  # an interrupted turn: its reasoning led to no answer
+        metadata["unanswered_reasoning"] = len(reasoning)
 
     created = checked_time(raw.get("create_time"), "create_time")
     updated = checked_time(raw.get("update_time"), "update_time")
@@ -120,6 +129,50 @@ def _fallback_leaf(mapping: dict) -> str:
     return nid
 
 
+def _reasoning(msg: Any, out: list[str]) -> bool:
+    """A `thoughts` or `reasoning_recap` node: its text is added to `out` (it is kept in the
+    answer's metadata, out of the transcript, like Claude Code's thinking). True if it was one."""
+    content = msg.get("content") if isinstance(msg, dict) else None
+    kind = content.get("content_type") if isinstance(content, dict) else None
+    if kind == "thoughts":
+        for thought in content.get("thoughts") or []:
+            if isinstance(thought, dict):
+                head, body = thought.get("summary") or "", thought.get("content") or ""
+                text = f"{head}: {body}" if head and body else head or body
+                if isinstance(text, str) and text.strip():
+                    out.append(_bounded(text.strip()))
+        return True
+    if kind == "reasoning_recap":
+        recap = content.get("content")
+        if isinstance(recap, str) and recap.strip():
+            out.append(f"[{recap.strip()}]")
+        return True
+    return False
+
+
+def _bounded(text: str, limit: int = _REASONING_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _canvas(recipient: str, code: str) -> str | None:
+    """A canvas (`canmore.*`) call as readable text: the document's name and content, or the
+    replacements of an update, instead of the JSON the tool was sent."""
+    try:
+        data = json.loads(code)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    action = recipient.split(".", 1)[-1].replace("_textdoc", "")
+    if data.get("content") is not None:
+        kind = f" ({data['type']})" if data.get("type") else ""
+        return f"[canvas {action}: {data.get('name') or 'document'}{kind}]\n{_bounded(str(data['content']))}"
+    edits = [u.get("replacement") or u.get("comment") for u in
+             (data.get("updates") or data.get("comments") or []) if isinstance(u, dict)]
+    shown = "\n".join(str(e) for e in edits if e)
+    return f"[canvas {action}]\n{_bounded(shown)}".strip()
+
+
 def _to_message(nid: str, msg: Any, conv_meta: dict) -> Message | None:
     """One visible message, or None for hidden/empty/unknown nodes (counted in conv_meta)."""
     if not isinstance(msg, dict):
@@ -168,6 +221,9 @@ def _to_message(nid: str, msg: Any, conv_meta: dict) -> Message | None:
         extra["recipient"] = recipient
     if meta.get("invoked_plugin"):
         extra["plugin"] = True
+    if isinstance(meta.get("canvas"), dict):
+        extra["canvas"] = {k: meta["canvas"][k] for k in ("textdoc_id", "title", "version")
+                           if k in meta["canvas"]}
     return Message(
         message_id=nid, role=role if role in ROLES else "tool",
         author=author.get("name") or role,
@@ -182,6 +238,10 @@ def _render(ctype: str, content: dict, msg: dict) -> str | None:
     if ctype == "code":
         recipient = msg.get("recipient")
         code = content.get("text") or ""
+        if isinstance(recipient, str) and recipient.startswith("canmore."):
+            shown = _canvas(recipient, code)
+            if shown is not None:
+                return shown
         lang = content.get("language")
         head = f"[tool call → {recipient}]" if recipient and recipient != "all" else ""
         fence = f"```{lang if lang and lang != 'unknown' else ''}\n{code}\n```"
@@ -219,7 +279,10 @@ def _part_text(part: Any) -> str:
     if kind == "audio_transcription":
         return part.get("text") or ""
     if "image" in kind:
-        return "[image]"
+        dalle = (part.get("metadata") or {}).get("dalle") if isinstance(part.get("metadata"), dict) else None
+        prompt = dalle.get("prompt") if isinstance(dalle, dict) else None
+        return f"[image: {_bounded(' '.join(prompt.split()), 300)}]" if isinstance(prompt, str) and prompt.strip() \
+            else "[image]"
     if "audio" in kind or "video" in kind:
         return ""  # the transcription part carries the words
     if isinstance(part.get("text"), str):

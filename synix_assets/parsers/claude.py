@@ -134,8 +134,12 @@ def _render_blocks(blocks: list, extra: dict) -> str:
         if kind == "text":
             parts.append(_MOBILE_PLACEHOLDER.sub("", block.get("text") or ""))
         elif kind == "thinking":
-            if block.get("thinking"):
-                extra.setdefault("thinking", []).append(block["thinking"])
+            # With the thinking hidden, the summaries shown in the app are what is left of it.
+            summaries = [s.get("summary") for s in block.get("summaries") or []
+                         if isinstance(s, dict) and isinstance(s.get("summary"), str)]
+            thought = block.get("thinking") or "\n".join(summaries)
+            if isinstance(thought, str) and thought.strip():
+                extra.setdefault("thinking", []).append(thought)
         elif kind == "tool_use":
             parts.append(_tool_use_line(block))
         elif kind == "tool_result":
@@ -152,13 +156,16 @@ def _tool_use_line(block: dict) -> str:
         title = data.get("title") or data.get("id") or ""
         return f"[artifact {data.get('command') or 'update'}: {title} ({data.get('type') or 'text'})]"
     summary = json.dumps(data, ensure_ascii=False, sort_keys=True) if data else ""
-    return f"[tool use: {name}] {_clip(summary)}".strip()
+    where = block.get("integration_name") or block.get("mcp_server_url")
+    label = f"{name} ({where})" if isinstance(where, str) and where else name
+    return f"[tool use: {label}] {_clip(summary)}".strip()
 
 
 def _tool_result_line(block: dict) -> str:
     content = block.get("content")
     if isinstance(content, list):
-        texts = [c.get("text") or c.get("title") or "" for c in content if isinstance(c, dict)]
+        texts = [" ".join(str(c[k]) for k in ("title", "url", "text") if c.get(k)) if c.get("type") == "knowledge"
+                 else c.get("text") or c.get("title") or "" for c in content if isinstance(c, dict)]
         body = " ".join(t for t in texts if t)
     else:
         body = str(content or "")

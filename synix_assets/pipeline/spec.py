@@ -56,9 +56,11 @@ class PipelineSpec:
                format: str = "auto", kind: str = "exports", window: int = 0) -> Source:
         """`kind="exports"`: the export files in folder `path`, or the one export `file`;
         `kind="live"`: the closed sessions of the project's live inbox (`path` defaults to
-        .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code, codex-cli, gemini-cli (or the
-        design's chatgpt-export, claude-export, claude-code-export). `window` (live only): keep
-        the last `window` turns of each session verbatim and fold older ones into a rolling
+        .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code,
+        codex-cli, gemini-cli, openwebui, copilot-chat, cursor (SpecStory Markdown), notes (a
+        Markdown/text notes folder, e.g. an Obsidian vault), or the aliases in `FORMAT_ALIASES`
+        (the design's chatgpt-export, claude-export, claude-code-export…). `window` (live only):
+        keep the last `window` turns of each session verbatim and fold older ones into a rolling
         summary, with open loops and identity facts in the brief's Tier 1 (the synapse template)."""
         self._check_new_name(name)
         if window and (kind != "live" or not isinstance(window, int) or window < 2):

@@ -9,9 +9,13 @@ from synix_assets.pipeline.prompts import PromptFunction, TemplateFile
 
 StepKind = Literal["merge", "transform", "aggregate", "fold"]
 PERIODS = ("month", "week", "quarter")
-FORMATS = ("auto", "chatgpt", "claude", "claude-code", "codex-cli", "gemini-cli")
-# The design's names for the formats (§3.4 `meta.source.type`), accepted wherever a format is named.
-FORMAT_ALIASES = {f"{name}-export": name for name in FORMATS if name != "auto"}
+FORMATS = ("auto", "chatgpt", "claude", "claude-code", "codex-cli", "gemini-cli", "openwebui", "copilot-chat",
+           "cursor", "notes")
+# The design's names for the formats (§3.4 `meta.source.type`), accepted wherever a format is named,
+# and the names people give them (Cursor sessions arrive as SpecStory Markdown; a vault of notes).
+FORMAT_ALIASES = {**{f"{name}-export": name for name in FORMATS if name != "auto"},
+                  "specstory": "cursor", "copilot": "copilot-chat", "open-webui": "openwebui",
+                  "obsidian": "notes", "markdown": "notes", "codex": "codex-cli", "gemini": "gemini-cli"}
 SOURCE_KINDS = ("exports", "live")
 LIVE_INBOX = Path(".synix") / "live" / "inbox.db"  # a live source's default inbox
 PII_MODES = (None, "flag", "redact")

@@ -12,11 +12,13 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from synix_assets.parsers.detect import check_file_name, iter_conversations
+from synix_assets.parsers.detect import iter_conversations
+from synix_assets.parsers.sniff import check_file_name
 from synix_assets.parsers.model import Conversation, ParseReport, printable_path
 from synix_assets.sources.live import live_conversation, live_summaries
-from synix_assets.sources.model import (EXPORT_SUFFIXES, PARSER_VERSION, ConversationSummary, IngestResult,
-                                        file_sha256, partition_key, summarise)
+from synix_assets.sources.model import (EXPORT_SUFFIXES, PARSER_VERSION, TEXT_SUFFIXES, VISIBLE_HIDDEN_DIRS,
+                                        ConversationSummary, IngestResult, file_sha256, partition_key,
+                                        summarise)
 from synix_resources.errors import ExportFormatError
 from synix_resources.fingerprints import sha256_text
 
@@ -24,20 +26,53 @@ log = logging.getLogger("synix.ingest")
 
 
 def export_files(path: Path) -> list[Path]:
-    """The export files of a source: the file itself, or the export files anywhere under a
-    folder — tool history folders nest them (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl,
-    ~/.gemini/tmp/<hash>/chats/session-*.json, Claude Code's <session>/subagents/). Hidden files
-    and folders are skipped and symlinked folders not followed (no loops)."""
+    """The export files of a source: the file itself, or the export files, notes and SpecStory
+    sessions anywhere under a folder — tool history folders nest them
+    (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, ~/.gemini/tmp/<hash>/chats/session-*.json,
+    Claude Code's <session>/subagents/), and a notes vault is a tree. Hidden files and folders
+    (.obsidian, .git, .trash) are skipped, except SpecStory's own `.specstory`; symlinked folders
+    are not followed (no loops)."""
     if path.is_file():
         return [path]
     if not path.is_dir():
         return []
-    found = []
-    for folder, subfolders, names in os.walk(path):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
-        found += [Path(folder) / n for n in names
-                  if Path(n).suffix.lower() in EXPORT_SUFFIXES and not n.startswith(".")]
-    return sorted(p for p in found if p.is_file())
+    suffixes = (*EXPORT_SUFFIXES, *TEXT_SUFFIXES)
+    found, folders = [], [str(path)]
+    while folders:  # scandir's entry types spare a stat per file (a vault holds thousands)
+        try:
+            listing = os.scandir(folders.pop())
+        except OSError:
+            continue  # unreadable folder: skipped, as os.walk does
+        with listing:
+            for entry in listing:
+                name = entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if not name.startswith(".") or name in VISIBLE_HIDDEN_DIRS:
+                        folders.append(entry.path)
+                elif (not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes
+                      and entry.is_file()):
+                    found.append(Path(entry.path))
+    return sorted(found)
+
+
+def summary_key(pipeline, source: str, path: Path, digest: str) -> str:
+    """The meta key of a file's cached parse summary. A note's id and title come from its path,
+    so two notes with the same bytes are two entries."""
+    named = ""
+    if path.suffix.lower() in TEXT_SUFFIXES:
+        root = source_root(pipeline, source)
+        named = ":" + (path.relative_to(root).as_posix() if root and path.is_relative_to(root)
+                       else path.name)
+    return f"ingest:file:{digest}:{source}{named}:{PARSER_VERSION}"
+
+
+def source_root(pipeline, source: str) -> Path | None:
+    """The folder a source's notes are named relative to (None for a one-file source)."""
+    src = pipeline.sources.get(source)
+    if src is None:
+        return None
+    path = pipeline.resolve(src.path)
+    return path if path.is_dir() else path.parent
 
 
 class SourceReader:
@@ -99,11 +134,11 @@ class SourceReader:
             if summary.format == "live":
                 yield tag, live_conversation(summary)
                 continue
-            files.setdefault((summary.file, summary.format or "auto"), {}).setdefault(
+            files.setdefault((summary.file, summary.format or "auto", summary.source), {}).setdefault(
                 summary.key, []).append((tag, summary))
-        for (file, fmt), by_key in files.items():
+        for (file, fmt, source), by_key in files.items():
             left = sum(len(v) for v in by_key.values())
-            for conv in iter_conversations(file, fmt):
+            for conv in iter_conversations(file, fmt, root=source_root(self.pipeline, source)):
                 candidates = by_key.get(partition_key(conv.conversation_id))
                 if not candidates:
                     continue
@@ -128,7 +163,9 @@ class SourceReader:
         if digest is None:
             digest = file_sha256(path)
             self.store.set_meta(stat_key, digest)
-        cached = self.store.get_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}")
+        root = source_root(self.pipeline, source)
+        cache_key = summary_key(self.pipeline, source, path, digest)
+        cached = self.store.get_meta(cache_key)
         if cached is not None:
             return digest, [ConversationSummary(**{**s, "file": str(path)}) for s in cached["summaries"]], \
                 [tuple(x) for x in cached["skipped"]]
@@ -136,9 +173,9 @@ class SourceReader:
         # streams the file again for the conversations it builds).
         report = ParseReport(path=str(path), format=fmt)  # its format is detected before the first
         summaries = [summarise(c, source, report.format or fmt)
-                     for c in iter_conversations(path, fmt, report)]
+                     for c in iter_conversations(path, fmt, report, root=root)]
         skipped = [(cid, why) for cid, why in report.skipped]
-        self.store.set_meta(f"ingest:file:{digest}:{source}:{PARSER_VERSION}",
+        self.store.set_meta(cache_key,
                             {"summaries": [s.__dict__ for s in summaries], "skipped": skipped})
         return digest, summaries, skipped
 

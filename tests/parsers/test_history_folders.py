@@ -15,7 +15,8 @@ DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 ALL_FILES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name != "README.md")
 # folders whose files are a format this branch reads, and the name of that format
 KNOWN = {"chatgpt": "chatgpt", "claude": "claude", "claude-code": "claude-code",
-         "codex-cli": "codex-cli", "gemini-cli": "gemini-cli"}
+         "codex-cli": "codex-cli", "gemini-cli": "gemini-cli", "openwebui": "openwebui",
+         "copilot-chat": "copilot-chat", "cursor": "cursor", "notes-obsidian": "notes"}
 
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name[-40:]}")
@@ -54,7 +55,8 @@ def history(tmp_path) -> Path:
     _copy(DATA / "chatgpt" / "librechat__chatgpt-tree.json", root / "conversations.json")
     (root / ".hidden").mkdir()
     _copy(DATA / "chatgpt" / "librechat__chatgpt-tree.json", root / ".hidden" / "old.json")
-    (root / "notes.txt").write_text("not an export")
+    (root / "notes.txt").write_text("a note beside the sessions")
+    (root / "settings.toml").write_text("not an export nor a note")
     return root
 
 
@@ -67,10 +69,11 @@ def test_a_mixed_history_folder_is_read_down_every_level_and_each_file_by_its_fo
         "conversations.json",
         "gemini/fb8e242a/chats/session-2025-12-01T21-45-5b959dae.json",
         "gemini/fb8e242a/logs.json",
+        "notes.txt",
     ]
     formats = {f.name: parse_file(f)[1].format for f in files}
     assert sorted(formats.values()) == ["chatgpt", "claude-code", "claude-code", "codex-cli",
-                                        "gemini-cli", "gemini-cli"]
+                                        "gemini-cli", "gemini-cli", "notes"]
     ids = {c.conversation_id for f in files for c in parse_file(f)[0]}
     assert {"019b7f94-51b4-7593-922e-ba12b5b73b52", "5b959dae-8655-4cd1-b10f-720b8c336ea2",
             "9eda1058-9706-484a-b992-d03f9cfa2546",

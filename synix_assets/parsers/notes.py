@@ -1,0 +1,162 @@
+"""A Markdown or plain-text note (Obsidian vault, any notes folder) → one `Conversation`
+(format notes: export-formats.md §11).
+
+A note is the user's own writing, so it becomes one `user` message. Its id is the path inside
+the notes folder (stable across machines and copies); its title is the front matter's `title`,
+else the file name without the suffix (Obsidian's convention), else the first heading. Dates
+come from front matter (`created`, `date`, `published`, `clipped`; `updated`/`modified` for the
+last change), else a date in the file name, else the file's modification time (recorded as such:
+git and copies do not keep it). Front matter stays readable as `key: value` lines above the
+body, so a meeting's people and topics are searchable; wikilinks and tags are listed in metadata.
+"""
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from typing import Any
+
+from synix_resources.errors import ConversationSkipped
+
+from .frontmatter import split_front_matter
+from .model import Conversation, Message, to_utc_iso
+
+FORMAT = "notes"
+_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
+_NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+# An embed's `!` is left out: the link is the same, and a leading literal lets the search skip ahead.
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
+# A tag is `#word` at the start or after whitespace; found from its `#` (see `_tags_in`).
+_TAG = re.compile(r"#([^\s#.,;:!?()\[\]{}'\"`]+)")
+_CREATED_KEYS = ("created", "date", "published", "clipped", "created_at", "creation_date")
+_UPDATED_KEYS = ("updated", "modified", "updated_at", "last_modified")
+_MAX_LINKS = 200
+_PROPERTY_CHARS = 300
+
+
+def parse_note(text: str, note_id: str, stem: str, source_path: str,
+               mtime: float | None) -> Conversation:
+    """One note's text → a conversation; `ConversationSkipped` when it holds nothing."""
+    text = text.replace("\r\n", "\n").lstrip("\ufeff")
+    front, body, front_problem = split_front_matter(text)
+    metadata: dict[str, Any] = {"note_path": note_id}
+    if front_problem:
+        metadata["front_matter_error"] = front_problem
+    properties = {str(k): _plain(v) for k, v in front.items()}
+    if properties:
+        metadata["properties"] = properties
+    title = _text(front.get("title")) or stem or _first_heading(body)
+    created, date_source = _date_of(front, _CREATED_KEYS), "front matter"
+    if created is None:
+        named = _NAME_DATE.search(stem)
+        created = _valid_day(named) if named else None
+        date_source = "file name"
+    if created is None and mtime is not None:
+        created, date_source = to_utc_iso(mtime), "file modification time"
+    if created is not None:
+        metadata["date_source"] = date_source
+    updated = _date_of(front, _UPDATED_KEYS) or created
+
+    links = sorted({m.group(1).strip() for m in _WIKILINK.finditer(text)}, key=str.lower) if "[[" in text else []
+    if links:
+        metadata["links"] = links[:_MAX_LINKS]
+    tags = sorted(set(_tags(front.get("tags"))) | _tags_in(body))
+    if tags:
+        metadata["tags"] = tags[:_MAX_LINKS]
+
+    lines = [_property_line(k, v) for k, v in properties.items() if k != "title"]
+    shown = "\n".join(line for line in lines if line)
+    content = "\n\n".join(part for part in (shown, body.strip()) if part)
+    if not content.strip():
+        raise ConversationSkipped("empty conversation")
+    message = Message(message_id=note_id, role="user", author="note", created_at=created,
+                      text=content, metadata={})
+    return Conversation(conversation_id=note_id, title=title or None, created_at=created,
+                        updated_at=updated, source_format=FORMAT, source_path=source_path,
+                        messages=[message], metadata=metadata)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A front-matter value as JSON-safe data (dates as ISO text), bounded in depth."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if depth > 8:
+        return str(value)[:_PROPERTY_CHARS]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _date_of(front: dict, keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = front.get(key)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, datetime):
+            stamp = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+            return stamp.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if isinstance(value, date):
+            return f"{value.isoformat()}T00:00:00Z"
+        if isinstance(value, str):
+            found = to_utc_iso(value)
+            if found is None:
+                day = _NAME_DATE.search(value)
+                found = _valid_day(day) if day else None
+            if found:
+                return found
+    return None
+
+
+def _valid_day(match: re.Match) -> str | None:
+    try:
+        day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError:
+        return None
+    return f"{day.isoformat()}T00:00:00Z"
+
+
+def _first_heading(body: str) -> str | None:
+    found = _HEADING.search(body)
+    return found.group(1).strip() if found else None
+
+
+def _tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [t.lstrip("#") for t in re.split(r"[,\s]+", value) if t.strip("#")]
+    if isinstance(value, list):
+        return [str(t).lstrip("#") for t in value if t is not None and str(t).strip("#")]
+    return []
+
+
+def _tags_in(body: str) -> set[str]:
+    if "#" not in body:
+        return set()
+    body = _no_code(body)
+    return {m.group(1) for m in _TAG.finditer(body) if m.start() == 0 or body[m.start() - 1].isspace()}
+
+
+def _no_code(body: str) -> str:
+    # `#include` in a code block is not a tag
+    return re.sub(r"```.*?```|`[^`\n]*`", " ", body, flags=re.S)
+
+
+def _property_line(key: str, value: Any) -> str:
+    if value in (None, "", [], {}):
+        return ""
+    if isinstance(value, list):
+        shown = ", ".join(str(v) for v in value if v not in (None, ""))
+    else:
+        shown = str(value)
+    shown = " ".join(shown.split())
+    if len(shown) > _PROPERTY_CHARS:
+        shown = shown[:_PROPERTY_CHARS - 1] + "…"
+    return f"{key}: {shown}" if shown else ""
