@@ -10,7 +10,7 @@ from synix_resources.private import private_dir
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
-TEMPLATES = ("monthly", "topical", "live")
+TEMPLATES = ("monthly", "topical", "live", "syke")
 
 DEFINITIONS_PY = '''"""Dagster entry point of this Synix project (used by `dagster dev` and `synix ui`)."""
 from pathlib import Path

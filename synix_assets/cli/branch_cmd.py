@@ -31,20 +31,24 @@ def branch_group() -> None:
 @click.option("--from", "from_branch", metavar="BRANCH", help="Start from this branch (default: the current one).")
 @click.option("--pipeline", "pipeline_file", type=click.Path(dir_okay=False, exists=True),
               help="Start from this pipeline file instead of the parent's.")
+@click.option("--template", default=None, metavar="NAME",
+              help="Start from a bundled template (as `synix init --template`: monthly, topical, syke…).")
 @json_option("Print the result as JSON.")
 @project_option
 @click.pass_context
-def create(ctx, name, from_branch, pipeline_file, as_json) -> None:
+def create(ctx, name, from_branch, pipeline_file, template, as_json) -> None:
     """Create a branch: instant, copies no artifact, calls no LLM.
 
     \b
     Example:
       synix branch create topical --pipeline topical.py
+      synix branch create syke --template syke
     """
     from synix_assets.cli import render
     from synix_assets.app.branches import create_branch
 
-    data = create_branch(project_paths(ctx), name, from_branch=from_branch, pipeline_file=pipeline_file)
+    data = create_branch(project_paths(ctx), name, from_branch=from_branch, pipeline_file=pipeline_file,
+                         template=template)
     if as_json:
         return echo_json(data)
     out = render.console()

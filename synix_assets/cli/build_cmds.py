@@ -12,7 +12,7 @@ from synix_assets.cli.common import debug_enabled, echo_json, json_option, proje
               help="An export to copy into the project (conversations.json, export .zip, .jsonl), or a "
                    "tool history folder to read where it is (~/.codex/sessions, a Gemini CLI chats "
                    "folder, ~/.claude/projects); repeatable.")
-@click.option("--template", type=click.Choice(["monthly", "topical", "live"]), default="monthly", show_default=True,
+@click.option("--template", type=click.Choice(["monthly", "topical", "live", "syke"]), default="monthly", show_default=True,
               help="Level-2 rollups by calendar month or by topic; live: a memory fed by posted turns (docs/live.md).")
 @click.option("--demo", is_flag=True, help="Copy the bundled demo exports (24 synthetic conversations).")
 @click.option("--force", is_flag=True, help="Overwrite an existing pipeline.py (state and exports are kept).")

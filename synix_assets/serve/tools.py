@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from synix_assets.app.agent_memory import MemoryWriter
+from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.app.memory import MemoryService
 
 
