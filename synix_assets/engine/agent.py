@@ -135,11 +135,21 @@ def _spend(state: LoopState) -> dict:
             "cost_usd": state.cost_usd}
 
 
-def _audit(ctx, state: LoopState, loop_id: str) -> dict:
-    audit = state.last.audit() if state.last is not None else {"provider": ctx.llm.provider}
-    audit.update({"loop": loop_id, "turns": len(state.turns), "stopped": state.stopped,
-                  "loop_tokens_in": state.tokens_in, "loop_tokens_out": state.tokens_out,
-                  "loop_calls": state.calls, "tool_calls": [t["calls"] for t in state.turns]})
+AUDIT_KEYS = ("provider", "model", "temperature", "max_tokens", "prompt_template_hash", "flags")
+
+
+def _audit(ctx, state: LoopState, loop_id: str, sources: list[str]) -> dict:
+    """The loop's audit on one of its records. Only what names this record's own sources: the
+    answers and prompts cite every record the loop read, and a forgotten conversation must
+    leave no id in the records of the others (the log keeps the writes, the cache the answers)."""
+    last = state.last.audit() if state.last is not None else {"provider": ctx.llm.provider,
+                                                                "model": ctx.llm.model}
+    audit = {k: last[k] for k in AUDIT_KEYS if k in last}
+    audit.update({"source_ids": list(sources), "loop": loop_id, "turns": len(state.turns),
+                  "stopped": state.stopped, "input_tokens": state.tokens_in,
+                  "output_tokens": state.tokens_out, "cost_usd": state.cost_usd,
+                  "llm_calls": state.calls,
+                  "tool_calls": [[c.get("name") for c in t["calls"]] for t in state.turns]})
     return audit
 
 
@@ -164,7 +174,7 @@ def _store_read(ctx, layer, work: WorkItem, art, loop_id: str, state: LoopState,
         meta["meta.custom.offline"] = agent_offline.NOTE
     stored = ctx.store.put(layer=layer, group_key=work.group_key, content=content,
                            materialization_key=work.key, level=ctx.pipeline.level(layer),
-                           metadata=meta, audit=_audit(ctx, state, loop_id),
+                           metadata=meta, audit=_audit(ctx, state, loop_id, [art.artifact_id]),
                            parents=[art.artifact_id], run_id=ctx.run_id)
     ctx.store.clear_failure(layer, work.group_key)
     return PartitionOutcome(work.group_key, "built", artifact_id=stored.artifact_id, input_count=1,
@@ -186,7 +196,7 @@ def _store_map(ctx, layer: str, loop_id: str, state: LoopState, version: str, fi
     key = sha256_text(f"{version}\n{loop_id}\n{hashlib.sha256(text.encode()).hexdigest()}")
     stored = ctx.store.put(layer=layer, group_key=MAP_GROUP, content=text, materialization_key=key,
                            level=ctx.pipeline.level(layer) + 1, metadata=meta,
-                           audit=_audit(ctx, state, loop_id),
+                           audit=_audit(ctx, state, loop_id, [a.artifact_id for a in held]),
                            parents=[a.artifact_id for a in held], run_id=ctx.run_id)
     ctx.store.clear_failure(layer, MAP_GROUP)
     return PartitionOutcome(MAP_GROUP, "built", artifact_id=stored.artifact_id, reason=state.stopped,
