@@ -60,11 +60,17 @@ def _copy_sqlite(src: Path, dst: Path) -> None:
 
 
 def create_branch(paths: ProjectPaths, name: str, *, from_branch: str | None = None,
-                  pipeline_file: str | Path | None = None) -> dict:
-    """Instant: copies the parent's pointers and pipeline file; no artifact, no LLM call. The
-    names are checked before anything is written, and a failure removes only the branch folder
-    this call made."""
+                  pipeline_file: str | Path | None = None, template: str | None = None) -> dict:
+    """Instant: copies the parent's pointers and pipeline file (or `pipeline_file`, or a bundled
+    `template`'s: `synix init --template`'s); no artifact, no LLM call. The names are checked
+    before anything is written, and a failure removes only the branch folder this call made."""
     check_branch(name, new=True)
+    if template is not None:
+        if pipeline_file is not None:
+            raise BranchError("give --pipeline or --template, not both",
+                              hint="--template names a bundled pipeline, --pipeline your own file")
+        from synix_assets.app.init import template_file
+        pipeline_file = template_file(template)
     parent = paths.on_branch(from_branch or paths.branch)
     source_file = Path(pipeline_file).expanduser().resolve() if pipeline_file else parent.pipeline_file
     if not source_file.is_file():

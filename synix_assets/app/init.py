@@ -10,7 +10,7 @@ from synix_resources.private import private_dir
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
-TEMPLATES = ("monthly", "topical", "live", "synapse")
+TEMPLATES = ("monthly", "topical", "live", "synapse", "syke")
 # Formats of coding agents whose history folder keeps growing: read in place, never copied.
 SESSION_FORMATS = frozenset({"claude-code", "codex-cli", "gemini-cli"})
 

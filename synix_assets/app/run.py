@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from synix_assets.app.agent_memory import apply_log
+from synix_assets.engine.agent_memory import apply_log
 from synix_assets.app.branches import finish_pending_promote
 from synix_assets.app.sync import record_definition
 from synix_assets.engine import schedule

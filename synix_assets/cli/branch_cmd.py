@@ -8,7 +8,7 @@ import click
 
 from rich.markup import escape as safe
 
-from synix_assets.app.init import TEMPLATES, template_file
+from synix_assets.app.init import TEMPLATES
 from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
 
 
@@ -44,14 +44,13 @@ def create(ctx, name, from_branch, pipeline_file, template, as_json) -> None:
     Example:
       synix branch create topical --pipeline topical.py
       synix branch create synapse --template synapse
+      synix branch create syke --template syke
     """
     from synix_assets.cli import render
     from synix_assets.app.branches import create_branch
 
-    if template and pipeline_file:
-        raise click.UsageError("give --pipeline or --template, not both")
-    data = create_branch(project_paths(ctx), name, from_branch=from_branch,
-                         pipeline_file=template_file(template) if template else pipeline_file)
+    data = create_branch(project_paths(ctx), name, from_branch=from_branch, pipeline_file=pipeline_file,
+                         template=template)
     if as_json:
         return echo_json(data)
     out = render.console()

@@ -18,7 +18,8 @@ from synix_assets.cli.common import debug_enabled, echo_json, json_option, proje
 @click.option("--template", type=click.Choice(TEMPLATES), default="monthly", show_default=True,
               help="Level-2 rollups by calendar month or by topic; live: a memory fed by posted turns "
                    "(docs/live.md); synapse: live turns with a working window, rolling summary, open "
-                   "loops and identity facts.")
+                   "loops and identity facts; syke: agent-written memories with supersession, links "
+                   "and a map (docs/templates.md).")
 @click.option("--demo", is_flag=True, help="Copy the bundled demo exports (24 synthetic conversations).")
 @click.option("--force", is_flag=True, help="Overwrite an existing pipeline.py (state and exports are kept).")
 @click.option("--store", "store_url", metavar="URL",

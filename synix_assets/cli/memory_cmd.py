@@ -18,7 +18,7 @@ def memory_group() -> None:
 
 
 def _write(ctx, method: str, *args, as_json: bool, **kwargs) -> None:
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
 
     answer = getattr(MemoryWriter(project_paths(ctx)), method)(*args, **kwargs)
     if as_json:

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
+from synix_resources.agent_memory import MEMORY_LAYER
 from synix_resources.disk import mapped_disk_full
 from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens
@@ -76,10 +77,16 @@ class IndexSource:
     read only for those (`documents`)."""
 
     def __init__(self, ctx, layers: tuple[str, ...]):
-        self.ctx, self.layers = ctx, tuple(layers)
+        # An agent step named here stands for the memories it wrote: the agent_memories records
+        # held now are indexed (its own records, what each loop read, stay hidden).
+        agents = {l for l in layers if l in ctx.pipeline.steps and ctx.pipeline.steps[l].kind == "agent"}
+        self.ctx = ctx
+        self.layers = tuple(l for l in layers if l not in agents) + ((MEMORY_LAYER,) if agents else ())
         self.arts: dict[str, _Outline] = {}
-        for layer in ctx.pipeline.layer_order():
+        for layer in [*ctx.pipeline.layer_order(), *([MEMORY_LAYER] if agents else [])]:
             for a in ctx.store.outlines(layer):
+                if layer == MEMORY_LAYER and a.metadata.get("state") != "active":
+                    continue  # a superseded or retired memory is read through its history
                 # only the metadata a document uses is kept: at 10,000 conversations the rest
                 # (paths, version hashes, providers…) would be most of the outlines' memory
                 self.arts[a.artifact_id] = _Outline(

@@ -89,3 +89,30 @@ def compress_state(state: str, max_tokens: int) -> str:
 </memory>
 
 Rewrite it to at most {max(50, max_tokens * 3 // 4)} words, keeping the most specific and durable facts."""
+
+
+def syke_synthesis(memory_map: str, records: list[Record]) -> str:
+    """Syke's synthesis loop (design 003): orient on the map, read the new evidence, evolve the
+    memories, rewrite the map. The step appends the tools, the memories held and the turns."""
+    evidence = "\n\n".join(f"<evidence id=\"{r.artifact_id}\" date=\"{r.date}\" title=\"{r.title}\">\n"
+                           f"{r.content}\n</evidence>" for r in records)
+    return f"""You maintain the long-term memory of a person, written as free-text memories.
+
+STEP 1 - ORIENT. Your map of what you know so far:
+<map>
+{memory_map}
+</map>
+New evidence since your last synthesis ({len(records)} records):
+{evidence}
+
+STEP 2 - EXTRACT AND EVOLVE. For each piece of evidence decide:
+a) new knowledge worth keeping -> create_memory (cite the evidence ids), and create_link to
+   related memories with a plain reason;
+b) it changes something you hold -> update_memory (minor) or supersede_memory (the fact changed;
+   give the reason and valid_from, the date it became true);
+c) it makes a memory obsolete -> deactivate_memory;
+d) not worth remembering -> skip.
+Prefer few, dense memories about people, projects, preferences, decisions and dated events.
+
+STEP 3 - UPDATE THE MAP. Call write_map with a compact navigational index (not a report):
+what is happening now with memory ids, patterns and threads, where to look."""

@@ -26,7 +26,7 @@ from typing import Any, Callable, Self, Sequence
 
 from synix_assets.pipeline import validation
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
-from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, ContextDocProjection,
+from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
 from synix_resources.errors import PipelineDefinitionError
@@ -154,6 +154,30 @@ class PipelineSpec:
         config = {"order_key": order_key, "checkpoint_every": checkpoint_every,
                   "max_state_tokens": max_state_tokens, "pii": _pii(name, pii)}
         return self._add(Step(name, "fold", self._reads(name, "fold", from_), prompt, model,
+                              temperature, max_tokens, system, description, config))
+
+    def agent_step(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
+              tools: Sequence[str] | str = "syke", max_turns: int = 10, budget_tokens: int = 60_000,
+              batch_size: int = 10, model: str | None = None, temperature: float | None = None,
+              max_tokens: int | None = None, system: str | None = None,
+              description: str = "") -> Step:
+        """An LLM with tools (Syke's synthesis loop) over the records of `from_`: each batch of
+        new records (`batch_size`) is one loop of at most `max_turns` model turns and
+        `budget_tokens` tokens, in which the model orients on the map, writes agent memories
+        and links (the branch's memory-ops log) and rewrites the map. docs/templates.md."""
+        chosen = list(SYKE_TOOLS) if tools == "syke" else list(tools)
+        unknown = [t for t in chosen if t not in SYKE_TOOLS] if not isinstance(tools, str) or \
+            tools == "syke" else [tools]
+        if unknown or not chosen:
+            raise PipelineDefinitionError(f"step '{name}' (agent): unknown tools {unknown or chosen}",
+                                          hint=f'use tools="syke" or a list of {", ".join(SYKE_TOOLS)}')
+        for what, value, least in (("max_turns", max_turns, 1), ("budget_tokens", budget_tokens, 1000),
+                                   ("batch_size", batch_size, 1)):
+            if not isinstance(value, int) or value < least:
+                raise PipelineDefinitionError(f"step '{name}' (agent): {what} must be an integer ≥ {least}")
+        config = {"tools": chosen, "max_turns": max_turns, "budget_tokens": budget_tokens,
+                  "batch_size": batch_size}
+        return self._add(Step(name, "agent", self._reads(name, "agent", from_), prompt, model,
                               temperature, max_tokens, system, description, config))
 
     def search_index(self, name: str, *, from_: Sequence[str],

@@ -7,7 +7,13 @@ from typing import Any, Callable, Literal
 
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile
 
-StepKind = Literal["merge", "transform", "aggregate", "fold"]
+StepKind = Literal["merge", "transform", "aggregate", "fold", "agent"]
+# The tools an agent step's model may call (Syke's): reads to orient, the five writes of the
+# memory-ops log, and write_map (the map document the step stores).
+SYKE_READ_TOOLS = ("get_map", "search_memories", "get_memory", "follow_links", "get_memory_history")
+SYKE_WRITE_TOOLS = ("create_memory", "update_memory", "supersede_memory", "deactivate_memory",
+                    "create_link", "write_map")
+SYKE_TOOLS = SYKE_READ_TOOLS + SYKE_WRITE_TOOLS
 PERIODS = ("month", "week", "quarter")
 FORMATS = ("auto", "chatgpt", "claude", "claude-code", "codex-cli", "gemini-cli", "openwebui", "copilot-chat",
            "cursor", "notes")

@@ -147,6 +147,11 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
                    checkpoint_every=cfg.get("checkpoint_every", 6),
                    max_state_tokens=cfg.get("max_state_tokens", 8000), pii=cfg.get("pii"),
                    description=desc, **common)
+        elif kind == "agent":
+            p.agent_step(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd),
+                    tools=cfg.get("tools", "syke"), max_turns=cfg.get("max_turns", 10),
+                    budget_tokens=cfg.get("budget_tokens", 60_000),
+                    batch_size=cfg.get("batch_size", 10), description=desc, **common)
         else:
             raise PipelineDefinitionError(f"step '{name}': unknown kind {kind!r} in TOML")
     for pr in doc.get("projections", []):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from synix_assets.project import ProjectPaths
 
 if TYPE_CHECKING:
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
 
 
 class MemoryActions(ABC):
@@ -19,7 +19,7 @@ class MemoryActions(ABC):
         """The branch an action works on."""
 
     def _writer(self, action: str) -> MemoryWriter:
-        from synix_assets.app.agent_memory import MemoryWriter
+        from synix_assets.engine.agent_memory import MemoryWriter
 
         return MemoryWriter(self._paths(action))
 

@@ -6,7 +6,7 @@ import json
 
 from synix_assets.app.memory import MemoryService
 from synix_assets.serve.errors import validation_line
-from synix_assets.app.agent_memory import MemoryWriter
+from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.serve.tools import memory_tools, write_tools
 from synix_resources.errors import SynixError
 

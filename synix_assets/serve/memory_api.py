@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict
 
-from synix_assets.app.agent_memory import MemoryWriter
+from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.app.memory import MAX_LIMIT
 from synix_assets.serve.api import BRANCH, memory_for
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from synix_assets.app.agent_memory import MemoryWriter
+from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.app.memory import MemoryService
 
 
@@ -18,8 +18,9 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
     """The tools, bound to one service."""
 
     def get_map() -> dict:
-        """Read this first: the core memory (the agent's map of the person), the layers with
-        their sizes, and the most recent records of each layer below the core."""
+        """Read this first: the map an agent step wrote (`map`, when the pipeline has one), the
+        core memory, the layers with their sizes, and the most recent records of each layer
+        below the core."""
         return svc.memory_map()
 
     def search_memories(query: str, layers: list[str] | None = None, mode: str = "fts",

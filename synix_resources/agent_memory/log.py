@@ -80,9 +80,22 @@ class MemoryLog(StoreConnection):
         """Forget: delete every op naming one of `ids` (memories or links) or a memory or link
         made from one of them. A memory superseded by a forgotten one is current again (the
         evidence for the change is gone). Returns the rows deleted."""
-        with self._write("forgetting memory ops") as conn:
+        return self._drop(lambda rows: (set(ids), set()), "forgetting memory ops")
+
+    def drop_by(self, author: str) -> int:
+        """Take back every op `author` wrote (an agent step rebuilt after its prompt changed):
+        those ops, and, like `drop`, whatever was made from or names what they made."""
+        def pick(rows):
+            mine = [op for op in rows if op.get("by") == author]
+            made = {m for op in mine for m in (op.get("new_id"), op.get("link_id"))
+                    if m} | {op["memory_id"] for op in mine if op["op"] == "create"}
+            return made, {op["op_id"] for op in mine}
+        return self._drop(pick, f"taking back the memory ops of {author}")
+
+    def _drop(self, pick, doing: str) -> int:
+        with self._write(doing) as conn:
             rows = self._rows(conn)
-            doomed = set(ids)
+            doomed, extra = pick(rows)
             changed = True
             while changed:  # what derives from a doomed memory goes too (not what it derives from)
                 changed = False
@@ -91,7 +104,7 @@ class MemoryLog(StoreConnection):
                     if made and made not in doomed and sources & doomed:
                         doomed.add(made)
                         changed = True
-            gone = [op["op_id"] for op in rows if op_ids(op) & doomed]
+            gone = [op["op_id"] for op in rows if op_ids(op) & doomed or op["op_id"] in extra]
             conn.executemany("DELETE FROM ops WHERE op_id = ?", [(g,) for g in gone])
         return len(gone)
 

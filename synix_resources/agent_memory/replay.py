@@ -11,7 +11,10 @@ is valid from its `valid_from` (the op's, or when it was recorded) until the nex
 
 Lifecycle of a memory still held (Syke's): `soft` when made from one piece of evidence,
 `active` once reinforced (more evidence, an update or a link: 2–3 reinforcements), `solid`
-from 4; retired memories are `superseded` or `deactivated`.
+from 4, and `dormant` when nothing reinforced it for DORMANT_DAYS (still held and readable;
+the next reinforcement wakes it). Each reinforcement is kept with its instant (`reinforced`),
+so `lifecycle_at` answers what the lifecycle was at any time. Retired memories are
+`superseded` or `deactivated`.
 """
 from __future__ import annotations
 
@@ -24,6 +27,20 @@ MAX_CONTENT_CHARS = 20_000
 MAX_REASON_CHARS = 2_000
 MAX_EVIDENCE = 100
 ACTIVE, SUPERSEDED, DEACTIVATED = "active", "superseded", "deactivated"
+DORMANT_DAYS = 30
+
+
+def lifecycle_at(reinforced: list, t: str | None = None, dormant_days: int = DORMANT_DAYS) -> str:
+    """soft/active/solid from the reinforcements (instant, weight) made by time `t` (all when
+    None), `dormant` when the last of them is more than `dormant_days` before `t`."""
+    held = [(at, w) for at, w in reinforced if t is None or at <= t]
+    strength = sum(w for _, w in held)
+    if t is not None and held:
+        last = datetime.fromisoformat(max(at for at, _ in held).replace("Z", "+00:00"))
+        now = datetime.fromisoformat(t.replace("Z", "+00:00"))
+        if (now - last).days >= dormant_days:
+            return "dormant"
+    return "soft" if strength < 2 else "active" if strength < 4 else "solid"
 
 
 def instant(value: object, what: str) -> str:
@@ -75,6 +92,7 @@ class Memory:
     supersedes: str | None = None
     retired_reason: str | None = None
     links: int = 0
+    reinforced: list = field(default_factory=list)  # [instant, weight] of each reinforcement
 
     @property
     def current(self) -> Version:
@@ -82,10 +100,7 @@ class Memory:
 
     @property
     def lifecycle(self) -> str:
-        if self.state != ACTIVE:
-            return self.state
-        strength = len(self.evidence) + (len(self.versions) - 1) + self.links
-        return "soft" if strength < 2 else "active" if strength < 4 else "solid"
+        return self.state if self.state != ACTIVE else lifecycle_at(self.reinforced)
 
     def version_at(self, t: str) -> Version | None:
         return next((v for v in self.versions if v.holds_at(t)), None)
@@ -135,14 +150,17 @@ class MemoryState:
             if op["memory_id"] in self.memories:
                 raise MemoryOpRefused(f"memory {op['memory_id']} exists already")
             self.memories[op["memory_id"]] = Memory(op["memory_id"], t, list(op["evidence"]),
-                                                    [Version(1, op["content"], t)])
+                                                    [Version(1, op["content"], t)],
+                                                    reinforced=[[t, len(op["evidence"])]])
         elif kind == "update":
             mem = self.held(op["memory_id"], "update")
             self._since(mem, t)
             mem.current.valid_until = t
             mem.versions.append(Version(len(mem.versions) + 1, op["content"], t, op="update",
                                         reason=op.get("reason")))
-            mem.evidence += [e for e in op.get("evidence", []) if e not in mem.evidence]
+            fresh = [e for e in op.get("evidence", []) if e not in mem.evidence]
+            mem.evidence += fresh
+            mem.reinforced.append([t, 1 + len(fresh)])
         elif kind == "supersede":
             old = self.held(op["memory_id"], "supersede")
             self._since(old, t)
@@ -152,7 +170,7 @@ class MemoryState:
             old.retired_reason = op["reason"]
             new = Memory(op["new_id"], t, list(op["evidence"]),
                          [Version(1, op["content"], t, op="supersede", reason=op["reason"])],
-                         supersedes=old.memory_id)
+                         supersedes=old.memory_id, reinforced=[[t, len(op["evidence"])]])
             self.memories[new.memory_id] = new
         elif kind == "deactivate":
             mem = self.held(op["memory_id"], "deactivate")
@@ -164,6 +182,7 @@ class MemoryState:
                 raise MemoryOpRefused(f"a link needs two memories, both ends are {op['source_id']}")
             for mem in ends:
                 mem.links += 1
+                mem.reinforced.append([t, 1])
             self.links[op["link_id"]] = Link(op["link_id"], op["source_id"], op["target_id"],
                                               op["reason"], t)
         else:

@@ -24,7 +24,7 @@ def project(tmp_path_factory):
 @pytest.fixture
 def berlin(project):
     """"Alex lives in Berlin" (2024-01-10) superseded by "moved to Lisbon" (2025-02-01)."""
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
 
     first, second = transcripts(project)[:2]
     writer = MemoryWriter(project)
@@ -99,7 +99,7 @@ def test_memory_records_carry_provenance_to_the_evidence_they_cite(project, berl
 
 
 def test_bad_writes_are_refused_in_one_line_before_the_log_changes(project, berlin):
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
     from synix_resources.agent_memory.log import MemoryLog
 
     writer = MemoryWriter(project)
@@ -151,7 +151,7 @@ def test_a_build_replays_the_log_into_the_same_records_and_a_second_build_is_a_n
 
 KILLED_WRITER = """
 import os, signal, sys
-from synix_assets.app.agent_memory import writes
+from synix_assets.engine.agent_memory import writes
 from synix_assets.project import ProjectPaths
 # die the moment the op is on disk, before any record is made of it
 writes.apply_log = lambda paths: os.kill(os.getpid(), signal.SIGKILL)
@@ -174,7 +174,7 @@ def test_a_writer_killed_between_append_and_build_loses_nothing(project):
 
 
 def test_forget_takes_every_memory_and_link_made_from_the_conversation(tmp_path):
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
     from synix_assets.app.forget import forget
     from synix_resources.agent_memory.log import MemoryLog
 
@@ -240,7 +240,7 @@ def test_the_cli_and_the_python_api_write_and_read_the_same_memories(project):
 
 
 def test_a_memory_written_without_a_time_holds_from_when_it_was_recorded(project):
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
 
     writer = MemoryWriter(project)
     made = writer.create_memory("Jo bakes sourdough on Sundays")
@@ -258,7 +258,7 @@ def test_a_memory_written_without_a_time_holds_from_when_it_was_recorded(project
 
 
 def test_a_branch_starts_from_mains_memories_and_writes_without_changing_main(project):
-    from synix_assets.app.agent_memory import MemoryWriter
+    from synix_assets.engine.agent_memory import MemoryWriter
     from synix_assets.app.branches import create_branch
 
     on_main = MemoryWriter(project).create_memory("Kim plays the cello")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from synix_assets.app.agent_memory import reads
+from synix_assets.engine.agent_memory import reads
 from synix_assets.app.memory.params import check_limit
 from synix_assets.app.query import artifact_dict, checked_ref
 from synix_resources.agent_memory import MEMORY_LAYER

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from synix_assets.app.memory.params import BadRequest, check_limit, record_summary
 from synix_assets.app.query import NOT_BUILT_HINT
+from synix_assets.engine.agent import MAP_GROUP as AGENT_MAP
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.llm.mapreduce import estimate_tokens
 
@@ -51,7 +52,14 @@ def memory_map(svc: MemoryService, branch: str, recent: int) -> dict:
             if 0 < l["level"] < top:
                 recent_by_layer[l["layer"]] = [record_summary(a) for a in
                                                r.page([l["layer"]], limit=recent)[1]]
-    return {"core": core, "layers": layers, "recent": recent_by_layer}
+        # the map an agent step wrote (Syke's memex), read first by whoever navigates
+        maps = [a for a in (r.store.current(l["layer"], AGENT_MAP) for l in built) if a is not None]
+    out = {"core": core, "layers": layers, "recent": recent_by_layer}
+    if maps:
+        out["map"] = {"content": maps[0].content, "record_id": maps[0].artifact_id,
+                      "layer": maps[0].layer, **{k.split(".")[-1]: v for k, v in maps[0].metadata.items()
+                                                 if k.startswith("meta.custom.")}}
+    return out
 
 
 def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: int, hits: int,

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import uuid
 
-from synix_assets.app.agent_memory.records import sync
-from synix_assets.app.query import checked_ref
+from synix_assets.engine.agent_memory.records import sync
 from synix_assets.project import ProjectPaths
 from synix_resources.agent_memory.log import MemoryLog
 from synix_resources.agent_memory.replay import (MAX_CONTENT_CHARS, MAX_EVIDENCE, MAX_REASON_CHARS,
@@ -21,6 +20,7 @@ from synix_resources.agent_memory.replay import (MAX_CONTENT_CHARS, MAX_EVIDENCE
 from synix_resources.errors import MemoryOpRefused, StoreLockedError
 from synix_resources.names import MAIN, check_memory_id
 from synix_resources.process.locking import project_lock
+from synix_resources.text import escape_invalid, is_valid_text
 
 APPLY_WAIT_S = 5.0
 
@@ -46,8 +46,13 @@ def apply_log(paths: ProjectPaths, *, lock_timeout_s: float = APPLY_WAIT_S) -> d
 class MemoryWriter:
     """Writes to one branch's agent memory (`paths.branch`)."""
 
-    def __init__(self, paths: ProjectPaths):
+    def __init__(self, paths: ProjectPaths, *, tags: dict | None = None, apply: bool = True):
+        """`tags`: fields every op records (an agent step names itself: `by`, `loop`), so the
+        log says who wrote what and a rebuild can take back its own writes (`MemoryLog.drop_by`).
+        `apply=False`: the records are made by the caller (a build step syncs once per turn)."""
         self.paths = paths
+        self.tags = dict(tags or {})
+        self.apply = apply
 
     # ---- the five write tools --------------------------------------------------------
 
@@ -106,9 +111,11 @@ class MemoryWriter:
         try:
             out = []
             for ref in evidence:
-                if not isinstance(ref, str):
-                    raise MemoryOpRefused(f"evidence id {ref!r} is not text")
-                found = store.find(checked_ref(ref, "evidence id"))
+                if not isinstance(ref, str) or not is_valid_text(ref):
+                    shown = escape_invalid(ref) if isinstance(ref, str) else repr(ref)
+                    raise MemoryOpRefused(f"evidence id {shown} is not valid text",
+                                          hint="cite record ids from search_memories or get_memory")
+                found = store.find(ref)
                 if found is None:
                     raise MemoryOpRefused(f"evidence {ref[:60]!r} names no record in this memory",
                                           hint="cite record ids from search_memories or get_memory")
@@ -122,12 +129,14 @@ class MemoryWriter:
         self._start_branch_log()
         log = MemoryLog(self.paths.memory_log)
         try:
-            written = log.append(op)
+            written = log.append({**op, **self.tags})
         finally:
             log.close()
+        applied = False
         try:
-            apply_log(self.paths)
-            applied = True
+            if self.apply:
+                apply_log(self.paths)
+                applied = True
         except StoreLockedError:  # a build holds the lock: it (or the next one) applies the op
             applied = False
         keys = ("op", "op_id", "recorded_at", "memory_id", "new_id", "link_id", "valid_from")

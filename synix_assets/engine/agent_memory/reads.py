@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlite3
 
 from synix_resources.agent_memory import LINK_LAYER, MEMORY_LAYER
-from synix_resources.agent_memory.replay import instant
+from synix_resources.agent_memory.replay import instant, lifecycle_at
+from synix_resources.store.connection import utc_now
 from synix_resources.errors import MemoryNotFound
 from synix_resources.names import check_memory_id
 from synix_resources.search.query import fts_match, parse_query
@@ -23,6 +24,16 @@ def _version_at(meta: dict, t: str) -> dict | None:
                  if v["valid_from"] <= t and (v["valid_until"] is None or t < v["valid_until"])), None)
 
 
+def _lifecycle(meta: dict, as_of: str | None) -> str:
+    """The lifecycle at `as_of` (now when None): a retired memory's state now, else what its
+    reinforcements made by then say (dormant after DORMANT_DAYS without one)."""
+    if as_of is None and meta["state"] != "active":
+        return meta["state"]
+    if "reinforced" not in meta:  # a record made before reinforcements were kept
+        return meta["lifecycle"]
+    return lifecycle_at(meta["reinforced"], as_of or instant(utc_now(), "now"))
+
+
 def memory_view(art, as_of: str | None = None, *, full: bool = True) -> dict | None:
     """A memory record as a dict; with `as_of`, the version that held then (None if none did)."""
     meta = art.metadata
@@ -33,7 +44,8 @@ def memory_view(art, as_of: str | None = None, *, full: bool = True) -> dict | N
            "content": version["content"], "version": version["n"],
            "valid_from": version["valid_from"], "valid_until": version["valid_until"],
            # at a time inside a version's window the memory was held, whatever happened later
-           "state": meta["state"] if as_of is None else "active", "lifecycle": meta["lifecycle"],
+           "state": meta["state"] if as_of is None else "active",
+           "lifecycle": _lifecycle(meta, as_of),
            "superseded_by": meta["superseded_by"], "supersedes": meta["supersedes"]}
     if as_of is not None:
         out.update(as_of=as_of, state_now=meta["state"])

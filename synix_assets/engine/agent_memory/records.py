@@ -19,7 +19,7 @@ from synix_resources.agent_memory import LINK_LAYER, MEMORY_LAYER
 from synix_resources.agent_memory.replay import Memory, MemoryState
 from synix_resources.fingerprints import canonical_json, sha256_text
 
-RECORD_FORMAT = "agent-memory-1"  # bumped when what a record holds changes
+RECORD_FORMAT = "agent-memory-2"  # bumped when what a record holds changes
 
 
 def _key(content: str, metadata: dict, parents: list[str]) -> str:
@@ -33,7 +33,7 @@ def memory_metadata(mem: Memory) -> dict:
             "valid_from": first.valid_from, "valid_until": mem.current.valid_until,
             "superseded_by": mem.superseded_by, "supersedes": mem.supersedes,
             "retired_reason": mem.retired_reason, "evidence": list(mem.evidence),
-            "versions": [asdict(v) for v in mem.versions],
+            "versions": [asdict(v) for v in mem.versions], "reinforced": mem.reinforced,
             "meta.time.created_at": mem.created_at}
 
 
