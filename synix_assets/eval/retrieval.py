@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synix_assets.eval.data import Case
-from synix_assets.eval.source import turn_map
+from synix_assets.eval.source import session_title, turn_map
 from synix_resources.fingerprints import content_hash
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
@@ -70,7 +70,9 @@ def fuse_ranks(rankings: list[list[str]], weights: tuple[float, ...] = (1.0, SUM
 
 
 def case_docs(case: Case) -> list[IndexDoc]:
-    """One transcript document per session, searched message by message (raw-rag)."""
+    """One transcript document per session, searched message by message (raw-rag): the same
+    units as the memory's transcript of that session (its title, each turn as its speaker said
+    it), so the memory's leaf search and raw RAG rank the same turns the same way."""
     docs = []
     for s in case.sessions:
         messages = tuple({"index": i, "id": t.turn_id, "speaker": t.speaker, "text": t.text}
@@ -80,7 +82,7 @@ def case_docs(case: Case) -> list[IndexDoc]:
         content = "\n".join(f"{m['speaker']}: {m['text']}" for m in messages)
         docs.append(IndexDoc(
             artifact_id=f"{case.case_id}/{s.session_id}", layer="transcripts", level=0,
-            content=content, content_hash=content_hash(content), title="", date=s.date,
+            content=content, content_hash=content_hash(content), title=session_title(s), date=s.date,
             source="benchmark", metadata={"session": s.session_id},
             sources=({"conversation_id": case.case_id, "title": s.session_id, "date": s.date,
                       "message_range": [0, len(messages) - 1]},),

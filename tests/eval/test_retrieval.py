@@ -76,3 +76,29 @@ def test_rank_fusion_prefers_items_high_in_the_weighted_lists():
     assert fuse_ranks([["a", "b"], ["b", "a"]], (1.0, 1.0), 2)[0] in {"a", "b"}
     assert fuse_ranks([["a"], ["b"]], (1.0, 2.0), 2) == ["b", "a"]
     assert fuse_ranks([[], []]) == []
+
+
+def _units(index: SearchIndex, aid: str) -> list[tuple[str, str]]:
+    return index.db.execute(
+        "SELECT u.body, u.context FROM units u JOIN docs d ON d.id = u.doc_id "
+        "WHERE d.artifact_id = ? ORDER BY u.ord", [aid]).fetchall()
+
+
+def test_a_relayed_transcript_is_indexed_as_its_people_said_it(tmp_path):
+    index = SearchIndex(tmp_path / "r.sqlite", embeddings=False)
+    try:
+        index.sync("memory", [
+            _transcript("relayed", [("User", "Alice: my sister moved to Lisbon"),
+                                    ("Assistant", "Bob: the glacier hike was cold")], searchable=False),
+            _transcript("named", [("Alice", "my sister moved to Lisbon"),
+                                  ("Bob", "the glacier hike was cold")], searchable=False),
+            # one message without a name: an ordinary chat whose user once typed "Note: …"
+            _transcript("chat", [("User", "Note: the build failed"), ("Assistant", "Try a clean build.")],
+                        searchable=False)])
+        assert _units(index, "relayed") == _units(index, "named") == [
+            ("Alice: my sister moved to Lisbon", "Bob: the glacier hike was cold"),
+            ("Bob: the glacier hike was cold", "Alice: my sister moved to Lisbon")]
+        assert [body for body, _ in _units(index, "chat")] == ["User: Note: the build failed",
+                                                             "Assistant: Try a clean build."]
+    finally:
+        index.close()
