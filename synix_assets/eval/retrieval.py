@@ -37,9 +37,14 @@ LEAF_POOL = 100       # ranked turns a summary hit's own turns are taken from
 # summaries' (hits credited with the sessions/turns they derive from) by weighted reciprocal
 # rank: weight / (FUSION_K + rank). A small k keeps the head of each list decisive.
 FUSION_K = 2
-# 0.15: on LoCoMo conv-26/30/41 session R@5 .9556 (0.3: .9504), checked on conv-42/43 (.9416 vs
-# .9390 at 0.3; turn R@10 equal); measured with leaf vectors and the design's altitude rule
-SUMMARY_WEIGHT = 0.15
+# The leaf ranking is raw RAG's own (the same units), so the summaries may only move turns and
+# sessions the leaves nearly tie on: a summary's best credit (0.05 / 3) is less than the gap
+# between any two of the leaves' first 6 places, so the first 5 are the leaves' (raw RAG's) by
+# construction, and it lifts an item a place or two around rank 10. Picked on LoCoMo
+# conv-26/30/41 (topical: 0.15 S@5/T@10 .9426/.8877, 0.1 .9452/.8851, 0.05 .9452/.8877, raw
+# RAG .9452/.8851; main equal to raw RAG at each), checked on conv-42/43 (topical 0.15
+# .9416/.8541 against raw RAG's .9443/.8488; 0.05 equal to it in every category).
+SUMMARY_WEIGHT = 0.05
 
 
 @dataclass
