@@ -40,10 +40,10 @@ _NAME_LABEL = re.compile(r"[^\W\d_][\w.'’-]*(?: [\w.'’-]+){0,3}: ")
 NAME_CHARS = 40
 
 
-def _message_line(msg: dict, relayed: bool = False) -> str:
+def _message_line(msg: dict, self_named: bool = False) -> str:
     speaker = msg.get("speaker") or msg.get("role") or ""
     text = msg.get("text") or ""
-    if relayed:  # the text names its own speaker ("Caroline: …"): the role is only the channel
+    if self_named:  # the text names its own speaker ("Caroline: …"): the role is only the channel
         return text
     return f"{speaker}: {text}" if speaker else text
 
