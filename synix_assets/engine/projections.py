@@ -19,12 +19,14 @@ from synix_resources.fingerprints import canonical_json, sha256_text
 from synix_resources.llm.mapreduce import estimate_tokens
 from synix_resources.private import tighten, write_private_text
 from synix_resources.search.documents import IndexDoc
+from synix_resources.search.units import UNIT_FORMAT
 
 _SOURCE_MARK = re.compile(r"[ \t]*\[(?:state|[a-z0-9_-]+-[0-9a-f]{16})\]")
 _MESSAGE_HEAD = re.compile(r"^\[#(\d+)(?: ([^\]]*))?\] (.+?):$", re.M)
 # Bumped whenever what `IndexSource.document` derives from an artifact changes (its title,
-# sources, messages…): every document's meta key changes with it, so each is written again.
-DOC_FORMAT = "index-doc-2"
+# sources, messages…) or how the index cuts a document into units: every document's meta key
+# changes with it, so each is written again.
+DOC_FORMAT = f"index-doc-2/{UNIT_FORMAT}"
 CONTENT_BATCH = 200  # documents read from the store with their contents at a time
 # The metadata keys a document is made from (title, date, source, sources, kept metadata).
 _DOCUMENT_META = frozenset({

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synix_assets.eval.data import Case
-from synix_assets.eval.source import turn_map
+from synix_assets.eval.source import session_title, turn_map
 from synix_resources.fingerprints import content_hash
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.index import SearchIndex
@@ -37,9 +37,14 @@ LEAF_POOL = 100       # ranked turns a summary hit's own turns are taken from
 # summaries' (hits credited with the sessions/turns they derive from) by weighted reciprocal
 # rank: weight / (FUSION_K + rank). A small k keeps the head of each list decisive.
 FUSION_K = 2
-# 0.15: on LoCoMo conv-26/30/41 session R@5 .9556 (0.3: .9504), checked on conv-42/43 (.9416 vs
-# .9390 at 0.3; turn R@10 equal); measured with leaf vectors and the design's altitude rule
-SUMMARY_WEIGHT = 0.15
+# The leaf ranking is raw RAG's own (the same units), so the summaries may only move turns and
+# sessions the leaves nearly tie on: a summary's best credit (0.05 / 3) is less than the gap
+# between any two of the leaves' first 6 places, so the first 5 are the leaves' (raw RAG's) by
+# construction, and it lifts an item a place or two around rank 10. Picked on LoCoMo
+# conv-26/30/41 (topical: 0.15 S@5/T@10 .9426/.8877, 0.1 .9452/.8851, 0.05 .9452/.8877, raw
+# RAG .9452/.8851; main equal to raw RAG at each), checked on conv-42/43 (topical 0.15
+# .9416/.8541 against raw RAG's .9443/.8488; 0.05 equal to it in every category).
+SUMMARY_WEIGHT = 0.05
 
 
 @dataclass
@@ -70,7 +75,9 @@ def fuse_ranks(rankings: list[list[str]], weights: tuple[float, ...] = (1.0, SUM
 
 
 def case_docs(case: Case) -> list[IndexDoc]:
-    """One transcript document per session, searched message by message (raw-rag)."""
+    """One transcript document per session, searched message by message (raw-rag): the same
+    units as the memory's transcript of that session (its title, each turn as its speaker said
+    it), so the memory's leaf search and raw RAG rank the same turns the same way."""
     docs = []
     for s in case.sessions:
         messages = tuple({"index": i, "id": t.turn_id, "speaker": t.speaker, "text": t.text}
@@ -80,7 +87,7 @@ def case_docs(case: Case) -> list[IndexDoc]:
         content = "\n".join(f"{m['speaker']}: {m['text']}" for m in messages)
         docs.append(IndexDoc(
             artifact_id=f"{case.case_id}/{s.session_id}", layer="transcripts", level=0,
-            content=content, content_hash=content_hash(content), title="", date=s.date,
+            content=content, content_hash=content_hash(content), title=session_title(s), date=s.date,
             source="benchmark", metadata={"session": s.session_id},
             sources=({"conversation_id": case.case_id, "title": s.session_id, "date": s.date,
                       "message_range": [0, len(messages) - 1]},),

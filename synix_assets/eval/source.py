@@ -29,6 +29,13 @@ def written_turns(session: Session) -> list:
     return [t for t in session.turns if t.text.strip()]
 
 
+def session_title(session: Session) -> str:
+    """The conversation's name in the export: the session id (the benchmark has no titles).
+    The raw-RAG baseline titles its session documents with it too, so the memory's transcripts
+    and raw RAG's documents are the same units."""
+    return session.session_id
+
+
 def _stamp(base: datetime, offset: int) -> str:
     return (base + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -43,7 +50,7 @@ def session_conversation(case_id: str, session: Session) -> dict:
         messages.append({"uuid": f"{cid}#{turn.turn_id}", "sender": "human" if turn.role == "user" else "assistant",
                          "text": text, "content": [{"type": "text", "text": text}],
                          "created_at": stamp, "updated_at": stamp, "attachments": [], "files": []})
-    return {"uuid": cid, "name": f"{session.session_id}", "created_at": _stamp(base, 0),
+    return {"uuid": cid, "name": session_title(session), "created_at": _stamp(base, 0),
             "updated_at": _stamp(base, max(0, len(messages) - 1)), "chat_messages": messages}
 
 

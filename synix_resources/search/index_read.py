@@ -141,7 +141,8 @@ class IndexReader:
             lexical = self.rows.fts_units(parsed, filters, include_hidden, restrict)
             unit_ids, sims = self.vectors.similarities(parsed.text)
             semantic = self.vectors.vector_units(unit_ids, sims, filters, include_hidden, restrict)
-            fused = fusion.fuse_scores(lexical, semantic, unit_ids, sims, fusion.SEMANTIC_WEIGHT)
+            fused = fusion.fuse_scores(lexical, semantic, *self.vectors.scale_rows(
+                unit_ids, sims, include_hidden, filters.leaves), fusion.SEMANTIC_WEIGHT)
             # a hit matches by its words, or by a meaning close enough (MATCH_COSINE)
             matching = {uid for uid, _ in lexical} | {uid for uid, sim in semantic
                                                        if sim >= fusion.MATCH_COSINE}

@@ -17,6 +17,9 @@ CONTEXT_MESSAGES = 2          # neighbours on each side that feed a message's co
 EMBED_CONTEXT = 0             # neighbours embedded with a message: 1 helped session recall
                               # (S@5 .76→.82) but blurred turn ranking (T@10 .55→.48) on LoCoMo
 CHUNK_WORDS = 120             # size of a non-transcript chunk
+# Bumped when how a document is cut into units changes (the text a message is indexed as): a
+# caller that keys its index on it (synix's search projection, `DOC_FORMAT`) rewrites them all.
+UNIT_FORMAT = "relayed-speakers-1"
 # Bumped when what `units.title` holds changes, so `sync` rewrites old indexes' unit titles.
 UNIT_TITLE_FORMAT = "title+date-1"
 
@@ -32,10 +35,32 @@ class Unit:
     embed_text: str
 
 
-def _message_line(msg: dict) -> str:
+# A speaker's name opening a message: up to four words of letters (digits, . ' - inside), then ": ".
+_NAME_LABEL = re.compile(r"[^\W\d_][\w.'’-]*(?: [\w.'’-]+){0,3}: ")
+NAME_CHARS = 40
+
+
+def _message_line(msg: dict, self_named: bool = False) -> str:
     speaker = msg.get("speaker") or msg.get("role") or ""
     text = msg.get("text") or ""
+    if self_named:  # the text names its own speaker ("Caroline: …"): the role is only the channel
+        return text
     return f"{speaker}: {text}" if speaker else text
+
+
+def relayed(messages) -> bool:
+    """True when every message of a transcript opens with its speaker's name ("Caroline: …"):
+    a chat of named people exported as two roles (a multi-party chat pasted into a two-role
+    export, the eval's LoCoMo sessions). Its messages are then indexed as the people said them
+    ("Caroline: …", not "User: Caroline: …"), exactly as the same turns indexed with their
+    speakers would be: the role is on half the lines and says nothing about the words, yet it
+    lengthened every line for BM25 and shifted every vector."""
+    texts = [str(m.get("text") or "") for m in messages]
+    def named(text: str) -> bool:
+        label = _NAME_LABEL.match(text)
+        return label is not None and label.end() <= NAME_CHARS + 2
+
+    return len(texts) >= 2 and all(named(t) for t in texts)
 
 
 def _chunks(text: str, size: int = CHUNK_WORDS) -> list[str]:
@@ -77,7 +102,8 @@ def _date_words(date: str | None) -> str:
 
 def build_units(doc: IndexDoc) -> list[Unit]:
     if doc.messages:
-        lines = [_message_line(m) for m in doc.messages]
+        named = relayed(doc.messages)
+        lines = [_message_line(m, named) for m in doc.messages]
         units = []
         for i, msg in enumerate(doc.messages):
             lo, hi = max(0, i - CONTEXT_MESSAGES), min(len(lines), i + CONTEXT_MESSAGES + 1)

@@ -112,6 +112,18 @@ class Vectors:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return self._matrix_units, self._matrix @ self._query_vector(text)
 
+    def scale_rows(self, unit_ids: np.ndarray, sims: np.ndarray, include_hidden: bool,
+                   leaves: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The (unit ids, cosines) a search's cosines are min-max scaled over: the rows it may
+        return. A leaf search over a memory is then scaled over the transcripts alone, as the
+        same turns indexed without any summary would be; the summaries' cosines (a summary
+        sits closer to a question than any single turn) would otherwise shrink every turn's
+        semantic share against its BM25."""
+        mask = self._eligible(include_hidden, leaves) if len(sims) == len(self._matrix_units) else None
+        if mask is None or mask.all():
+            return unit_ids, sims
+        return unit_ids[mask], sims[mask]
+
     def vector_units(self, unit_ids: np.ndarray, sims: np.ndarray, filters: Filters,
                      include_hidden: bool, restrict: set | None) -> list[tuple[int, float]]:
         if not len(sims):

@@ -11,7 +11,7 @@ from eval_fixtures import LOCOMO_TINY, longmemeval_items
 from synix_assets.eval import report, workspace
 from synix_assets.eval.data import load_locomo, load_longmemeval
 from synix_assets.eval.results import ResultsStore, results_path
-from synix_assets.eval.retrieval import MemoryRetriever
+from synix_assets.eval.retrieval import MemoryRetriever, RawRag
 from synix_assets.eval.runner import EvalSettings, run_eval
 from synix_assets.project import ProjectPaths
 from synix_assets.app.init import init_project
@@ -89,6 +89,34 @@ def test_a_summary_hit_is_credited_with_its_source_sessions(locomo):
         assert retriever.complete(month) and retriever.complete(core)
     finally:
         retriever.close()
+
+
+def test_memory_leaf_search_ranks_the_turns_exactly_as_raw_rag_so_it_finds_every_turn_raw_rag_finds(locomo, tmp_path):
+    project, data, _ = locomo
+    case = load_locomo(data).cases[0]
+    paths = workspace.case_folder(project, "locomo", case.case_id) / ".synix"
+    memory = MemoryRetriever(case, paths / "search.db", paths / "synix.db")
+    raw = RawRag(case, tmp_path / "raw.sqlite", embeddings=False)
+
+    def units(index, layer):
+        return sorted(index.db.execute(
+            "SELECT u.body, u.context, u.title FROM units u JOIN docs d ON d.id = u.doc_id "
+            "WHERE d.layer = ? ORDER BY d.artifact_id, u.ord", [layer]).fetchall())
+
+    try:
+        # the memory's transcripts are the units raw RAG indexes: same text, context and title
+        assert units(memory.index, "transcripts") == units(raw.index, "transcripts")
+        assert units(raw.index, "transcripts")[0][0].startswith(("Alice: ", "Bob: "))
+        for q in case.questions:
+            leaves, _ = memory.leaf_ranking(q.text, "fts", 10)
+            baseline, _ = raw.rank(q.text, "fts", 10)
+            # raw RAG ranks 10 turns, the leaf ranking 30 (the pool summary hits are read in)
+            assert (leaves.sessions, leaves.turns[:10]) == (baseline.sessions, baseline.turns), q.text
+            fused, _ = memory.rank(q.text, "fts", 10)
+            assert set(baseline.turns[:10]) <= set(fused.turns[:10]), q.text
+    finally:
+        memory.close()
+        raw.close()
 
 
 def test_second_eval_of_an_unchanged_pipeline_makes_zero_llm_calls(locomo):

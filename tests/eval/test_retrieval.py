@@ -3,6 +3,7 @@ a role-prefixed message, and the per-query score cache."""
 from __future__ import annotations
 
 from synix_assets.eval.retrieval import fuse_ranks
+from synix_assets.eval import retrieval
 from synix_resources.fingerprints import content_hash
 from synix_resources.search.documents import IndexDoc
 from synix_resources.search.fusion import message_speaker
@@ -76,3 +77,42 @@ def test_rank_fusion_prefers_items_high_in_the_weighted_lists():
     assert fuse_ranks([["a", "b"], ["b", "a"]], (1.0, 1.0), 2)[0] in {"a", "b"}
     assert fuse_ranks([["a"], ["b"]], (1.0, 2.0), 2) == ["b", "a"]
     assert fuse_ranks([[], []]) == []
+
+
+def _units(index: SearchIndex, aid: str) -> list[tuple[str, str]]:
+    return index.db.execute(
+        "SELECT u.body, u.context FROM units u JOIN docs d ON d.id = u.doc_id "
+        "WHERE d.artifact_id = ? ORDER BY u.ord", [aid]).fetchall()
+
+
+def test_a_relayed_transcript_is_indexed_as_its_people_said_it(tmp_path):
+    index = SearchIndex(tmp_path / "r.sqlite", embeddings=False)
+    try:
+        index.sync("memory", [
+            _transcript("relayed", [("User", "Alice: my sister moved to Lisbon"),
+                                    ("Assistant", "Bob: the glacier hike was cold")], searchable=False),
+            _transcript("named", [("Alice", "my sister moved to Lisbon"),
+                                  ("Bob", "the glacier hike was cold")], searchable=False),
+            # one message without a name: an ordinary chat whose user once typed "Note: …"
+            _transcript("chat", [("User", "Note: the build failed"), ("Assistant", "Try a clean build.")],
+                        searchable=False)])
+        assert _units(index, "relayed") == _units(index, "named") == [
+            ("Alice: my sister moved to Lisbon", "Bob: the glacier hike was cold"),
+            ("Bob: the glacier hike was cold", "Alice: my sister moved to Lisbon")]
+        assert [body for body, _ in _units(index, "chat")] == ["User: Note: the build failed",
+                                                             "Assistant: Try a clean build."]
+    finally:
+        index.close()
+
+
+def test_summaries_never_displace_the_leaf_rankings_first_five():
+    # the leaf ranking is raw RAG's: whatever the summaries credit, the memory's first five
+    # sessions/turns are raw RAG's first five, in order; summaries only move items further down
+    leaves = [f"l{i}" for i in range(10)]
+    for summaries in (list(reversed(leaves)), ["x1", "x2", "x3"], leaves[5:] + ["x1"]):
+        fused = fuse_ranks([leaves, summaries], (1.0, retrieval.SUMMARY_WEIGHT), retrieval.FUSION_K)
+        assert fused[:5] == leaves[:5], summaries
+    # around rank 10 a summary does count: the leaves' 11th with the summaries' best credit
+    # passes the leaves' 10th
+    fused = fuse_ranks([leaves + ["l10"], ["l10"]], (1.0, retrieval.SUMMARY_WEIGHT), retrieval.FUSION_K)
+    assert fused.index("l10") < fused.index("l9")
