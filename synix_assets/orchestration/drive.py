@@ -35,7 +35,9 @@ def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, 
                              repository=_repository(paths, ctx, instance))
     from synix_assets.orchestration.remote import RemoteLauncher
 
-    return RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs, graph)
+    # the projections still run in this process, with the same origin as local runs
+    return RemoteLauncher(scale, ctx, scan, defs, instance, run_config, report.dagster_runs, graph,
+                          repository=_repository(paths, ctx, instance))
 
 
 def _repository(paths, ctx, instance):

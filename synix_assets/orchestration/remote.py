@@ -58,8 +58,8 @@ def chunks(positions: list[int], size: int) -> list[list[int]]:
 class RemoteLauncher(LocalLauncher):
     """Launches the layer runs of one Synix run on the deployment named by scale.toml."""
 
-    def __init__(self, config, *args):
-        super().__init__(*args)
+    def __init__(self, config, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.config = config
         self._local = threading.local()
 
@@ -97,11 +97,11 @@ class RemoteLauncher(LocalLauncher):
             # groups that vanished are retired by one whole-layer run once the chunks are in
             results += self.wait(pipeline, [layer], [self.submit(layer, {**tags, **range_tags(order, keys)})])
         elif chunked:
-            self.report_check(layer)
+            self.report_chunked_check(layer)
         self.record_stats(layer, plan, results)
         return results[-1]
 
-    def report_check(self, layer: str) -> None:
+    def report_chunked_check(self, layer: str) -> None:
         """The layer's `synix_up_to_date` check, evaluated once after all its chunks (each chunk
         plans only its own partitions; a whole-layer run evaluates the check itself)."""
         from synix_assets.dagster_defs.checks import check_evaluation

@@ -227,7 +227,10 @@ def test_forget_deletes_entries_by_marker_and_by_key(cache_location):
         cache.delete_matching("")
 
 
-def test_provider_selection_from_environment(caplog):
+def test_provider_selection_from_environment(caplog, monkeypatch):
+    from synix_resources.llm import factory
+
+    monkeypatch.setattr(factory, "_told", [])  # said once per process: maybe by an earlier test
     with caplog.at_level(logging.WARNING, logger="synix.llm"):
         assert isinstance(make_client(env={}), ExtractiveClient)
     assert "extractive" in caplog.text and len(caplog.records) == 1

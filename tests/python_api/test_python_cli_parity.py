@@ -79,7 +79,7 @@ CLI_ONLY = {
 # Public attributes of the Python classes that are not actions, and why there is no command.
 PYTHON_ONLY = {
     **{name: "declares the pipeline; the CLI reads the declaration from pipeline.py"
-       for name in ("source", "merge", "transform", "aggregate", "fold", "search_index",
+       for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "search_index",
                     "context_doc", "artifact", "remove", "validate", "to_toml", "from_toml")},
     **{name: "a question about the declaration the engine asks, not an action"
        for name in ("resolve", "layer_order", "level", "partitioning", "downstream", "upstream",
