@@ -20,6 +20,7 @@ from tests.support.screenshots import shot_path
 WAIT_S = 240
 START_SENSOR = """mutation($sel: SensorSelector!) { startSensor(sensorSelector: $sel) {
   __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }"""
+ASSETS = ("transcripts", "episodes", "monthly", "core", "memory_index", "synix_context")
 RUNS = "{ runsOrError { ... on Runs { results { runId jobName status tags { key value } } } } }"
 
 
@@ -67,11 +68,18 @@ def _searchable(root, words: str, conversation_id: str) -> bool:
 
 def test_automation_sensors_turned_on_keep_a_dropped_in_export_current(automated, claude_export, conversation):
     root, dev = automated
-    for asset in ("transcripts", "episodes", "monthly", "core", "memory_index", "synix_context"):
+    for asset in ASSETS:
         started = dev.gql(START_SENSOR, {"sel": {"repositoryLocationName": "synix",
                                                  "repositoryName": "__repository__",
                                                  "sensorName": sensor_name(dg.AssetKey(asset))}})
         assert started["startSensor"]["sensorState"]["status"] == "RUNNING", started
+    # automation is on before the export lands: each sensor's first evaluation (which only
+    # records the state it starts from) has run
+    names = [sensor_name(dg.AssetKey(a)) for a in ASSETS]
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and not all(
+            f"Finished auto-materialization tick for {n} " in dev.output() for n in names):
+        time.sleep(1)
     before_runs = {r["runId"] for r in dev.gql(RUNS)["runsOrError"]["results"]}
     context_before = (root / "context.md").read_text()
     incoming = root / "incoming.json"
