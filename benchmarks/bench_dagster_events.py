@@ -119,7 +119,7 @@ storage.store_event, storage.store_event_batch = store_event, store_event_batch
 parts = dg.StaticPartitionsDefinition([f"conv-{i:06d}" for i in range(n)])
 @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
 def episodes(context) -> None:
-    pass
+    return None  # no work: only what Dagster records for a range run is timed
 start = time.perf_counter()
 dg.materialize([episodes], instance=instance, tags={
     "dagster/asset_partition_range_start": "conv-000000",

@@ -246,12 +246,11 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             yield from _partitions(ctx, layer, record, prov, key)
             if isinstance(part, dg.StaticPartitionsDefinition):
                 yield from _empty_topics(context, ctx, layer, part, keys, prov, key)
-        if check.key not in context.selected_asset_check_keys:
-            pass  # the layer without its check (deselected in the Launchpad)
-        elif chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
+        checked = check.key in context.selected_asset_check_keys  # deselectable in the Launchpad
+        if checked and chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
             yield check_result(layer, plan_layer(ctx, layer, scan, None, keys),
                                scope=f" (the {len(keys)} partition(s) of this run)")
-        else:  # the plan up to this layer, so partitions whose upstream is not built count
+        elif checked:  # the plan up to this layer, so partitions whose upstream is not built count
             scan = scan if scan is not None else ctx.reader.scan()
             plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
                 plan_all(ctx, scan, upto=layer)

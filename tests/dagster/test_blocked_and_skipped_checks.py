@@ -3,6 +3,8 @@ does not launch it: blocked by a failed partition upstream (not re-stamped as ve
 current again after a build that found nothing to do for it (its failed check re-evaluated)."""
 from __future__ import annotations
 
+import contextlib
+
 import dagster as dg
 import pytest
 
@@ -44,10 +46,8 @@ def test_a_core_blocked_by_a_failed_partition_is_not_restamped_and_its_check_say
         run_build(demo_project)
     # `synix run core` then: nothing it may build (blocked), with the core recorded under the
     # old prompt's version, which a restamp would have recorded as verified under the new one
-    try:
+    with contextlib.suppress(BuildFailed):  # whether it reports the blocked core as failed or not
         run_build(demo_project, select="core")
-    except BuildFailed:
-        pass
     assert _core_plan(demo_project)["blocked"] == 1
     instance = dagster_instance(demo_project)
     version = build_defs(demo_project.root).get_repository_def().asset_graph.get(layer_key("core")).code_version
