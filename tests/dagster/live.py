@@ -137,6 +137,27 @@ class DagsterDev:
                 if c["executionForLatestMaterialization"]}
 
 
+def wait_until(predicate, what: str, dev: "DagsterDev", bound_s: float, every_s: float = 2) -> None:
+    """Poll `predicate` until it holds; fail after `bound_s` with the server's last output."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every_s)
+    pytest.fail(f"not within {bound_s}s: {what}\n{dev.output()[-3000:]}")
+
+
+def built_demo_project(tmp_path_factory, name: str) -> Path:
+    """A project made by `synix init` with the demo exports and built by `synix run`."""
+    from synix_assets.app.init import demo_exports, init_project
+
+    root = tmp_path_factory.mktemp(name) / "mem"
+    init_project(root, exports=demo_exports())
+    built = synix(root, "run", "--json")
+    assert built.returncode == 0, built.stderr[-2000:]
+    return root
+
+
 def synix(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "synix"), "-p", str(project), *args], env=clean_env(),
                           capture_output=True, text=True, timeout=timeout)

@@ -13,7 +13,7 @@ import pytest
 from synix_assets.dagster_defs.automation import automation_on, sensor_name
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.instance import dagster_instance
-from tests.dagster.live import DagsterDev, screenshot_page, synix
+from tests.dagster.live import DagsterDev, built_demo_project, screenshot_page, wait_until
 from tests.support.screenshots import shot_path
 
 WAIT_S = 420
@@ -39,21 +39,14 @@ def test_every_synix_asset_has_an_automation_condition_and_its_own_stopped_senso
 
 @pytest.fixture(scope="module")
 def automated(tmp_path_factory):
-    root = tmp_path_factory.mktemp("auto") / "mem"
-    from synix_assets.app.init import demo_exports, init_project
-
-    init_project(root, exports=demo_exports())
-    built = synix(root, "run", "--json")
-    assert built.returncode == 0, built.stderr[-2000:]
+    root = built_demo_project(tmp_path_factory, "auto")
     dev = DagsterDev(root).wait_serving()
     try:
         # the export sensor's first tick sees every export as new and builds (a no-op here):
         # let that build and the runs it launches end before automation is turned on
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline and not (
-                any(r["jobName"] == "synix_build_all" for r in dev.gql(RUNS)["runsOrError"]["results"])
-                and dev.active_runs() == 0):
-            time.sleep(2)
+        wait_until(lambda: any(r["jobName"] == "synix_build_all"
+                               for r in dev.gql(RUNS)["runsOrError"]["results"])
+                   and dev.active_runs() == 0, "the export sensor's first build ended", dev, WAIT_S)
         yield root, dev
     finally:
         dev.stop()

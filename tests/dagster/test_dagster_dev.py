@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import pytest
 
-from tests.dagster.live import DagsterDev, dagster_stale, plan_stale, screenshot_graph, synix
+from tests.dagster.live import (DagsterDev, built_demo_project, dagster_stale, plan_stale, screenshot_graph,
+                               synix, wait_until)
 from tests.support.screenshots import shot_path
 
 WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
@@ -18,12 +18,7 @@ WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    root = tmp_path_factory.mktemp("live") / "mem"
-    from synix_assets.app.init import demo_exports, init_project
-
-    init_project(root, exports=demo_exports())
-    built = synix(root, "run", "--json")
-    assert built.returncode == 0, built.stderr[-2000:]
+    root = built_demo_project(tmp_path_factory, "live")
     dev = DagsterDev(root).wait_serving()
     try:
         yield root, dev
@@ -32,12 +27,7 @@ def live(tmp_path_factory):
 
 
 def _wait(predicate, what: str, dev: DagsterDev):
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(3)
-    pytest.fail(f"not within {WAIT_S}s: {what}\n{dev.output()[-3000:]}")
+    wait_until(predicate, what, dev, WAIT_S, every_s=3)
 
 
 def _searchable(root, words: str, conversation_id: str) -> bool:

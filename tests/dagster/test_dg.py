@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dagster.live import BIN, DagsterDev, clean_env, plan_stale, synix
+from tests.dagster.live import BIN, DagsterDev, clean_env, plan_stale
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "synix_assets" / "demo" / "chatgpt_demo.json"

@@ -6,12 +6,11 @@ scenarios in order (a failed `synix run`, the sensor's first build, a fix, re-ex
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from tests.conftest import _conversation, _make_claude_export
-from tests.dagster.live import DagsterDev, plan_stale, screenshot_page, synix
+from tests.dagster.live import DagsterDev, built_demo_project, plan_stale, screenshot_page, synix, wait_until
 from tests.support.screenshots import shot_path
 
 WAIT_S = 180
@@ -21,12 +20,7 @@ RUNS = """{ runsOrError { ... on Runs { results { runId jobName status tags { ke
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    root = tmp_path_factory.mktemp("reexec") / "mem"
-    from synix_assets.app.init import demo_exports, init_project
-
-    init_project(root, exports=demo_exports())
-    built = synix(root, "run", "--json")
-    assert built.returncode == 0, built.stderr[-2000:]
+    root = built_demo_project(tmp_path_factory, "reexec")
     poison = root / "exports" / "poison.json"
     _make_claude_export(poison, [_conversation("bad-1", "Tomato blight", "2025-03-05",
                                                "SYNIX_FAIL_400 tomato blight")])
@@ -45,12 +39,7 @@ def live(tmp_path_factory):
 
 
 def _wait(predicate, what: str, dev: DagsterDev):
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(2)
-    pytest.fail(f"not within {WAIT_S}s: {what}\n{dev.output()[-3000:]}")
+    wait_until(predicate, what, dev, WAIT_S)
 
 
 def _runs(dev: DagsterDev) -> list[dict]:

@@ -3,13 +3,17 @@ project; its GraphQL endpoint shows the layer assets, their partitions and the l
 materializations with Synix's metadata."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -87,19 +91,17 @@ def test_webserver_shows_layers_partitions_and_synix_metadata(webserver):
     assert {e["label"] for e in core["metadataEntries"]} >= {"artifact_id", "input_count"}
 
 
-def test_synix_ui_starts_the_dagster_ui_for_the_project_on_loopback(demo_project):
-    import shutil
-    import signal
-
+@contextlib.contextmanager
+def _synix_ui(project):
+    """`synix ui` on a free loopback port, serving; stopped by its process group at the end."""
     port = _free_port()
-    synix = shutil.which("synix") or str(__import__("pathlib").Path(sys.executable).with_name("synix"))
-    proc = subprocess.Popen([synix, "-p", str(demo_project.root), "ui", "--port", str(port), "--no-open"],
+    synix = shutil.which("synix") or str(Path(sys.executable).with_name("synix"))
+    proc = subprocess.Popen([synix, "-p", str(project), "ui", "--port", str(port), "--no-open"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_serving(base, proc, 150, lambda: proc.stdout.read().decode())
-        nodes = _post(f"{base}/graphql", "{ assetNodes { assetKey { path } } }")["data"]["assetNodes"]
-        assert {"episodes", "core"} <= {"/".join(n["assetKey"]["path"]) for n in nodes}
+        yield base, proc
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:
@@ -107,26 +109,22 @@ def test_synix_ui_starts_the_dagster_ui_for_the_project_on_loopback(demo_project
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert f"http://127.0.0.1:{port}" in proc.stdout.read().decode()
+
+
+def test_synix_ui_starts_the_dagster_ui_for_the_project_on_loopback(demo_project):
+    with _synix_ui(demo_project.root) as (base, proc):
+        nodes = _post(f"{base}/graphql", "{ assetNodes { assetKey { path } } }")["data"]["assetNodes"]
+        assert {"episodes", "core"} <= {"/".join(n["assetKey"]["path"]) for n in nodes}
+    assert base in proc.stdout.read().decode()
 
 
 def test_synix_ui_reloads_the_definitions_when_the_pipeline_is_edited(demo_project):
     """No "Reload definitions" click: the edited prompt's code version shows by itself."""
-    import shutil
-    import signal
-
-    port = _free_port()
-    synix = shutil.which("synix") or str(__import__("pathlib").Path(sys.executable).with_name("synix"))
-    proc = subprocess.Popen([synix, "-p", str(demo_project.root), "ui", "--port", str(port), "--no-open"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
     query = '{ assetNodes { assetKey { path } opVersion } }'
-
-    def versions() -> dict:
-        nodes = _post(f"{base}/graphql", query)["data"]["assetNodes"]
-        return {"/".join(n["assetKey"]["path"]): n["opVersion"] for n in nodes}
-    try:
-        _wait_until_serving(base, proc, 150, lambda: proc.stdout.read().decode())
+    with _synix_ui(demo_project.root) as (base, _proc):
+        def versions() -> dict:
+            nodes = _post(f"{base}/graphql", query)["data"]["assetNodes"]
+            return {"/".join(n["assetKey"]["path"]): n["opVersion"] for n in nodes}
         before = versions()
         pipeline = demo_project.root / "pipeline.py"
         pipeline.write_text(pipeline.read_text().replace(
@@ -138,10 +136,3 @@ def test_synix_ui_reloads_the_definitions_when_the_pipeline_is_edited(demo_proje
             after = versions()
         assert after["core"] != before["core"], "the UI still shows the old core after 90 s"
         assert after["episodes"] == before["episodes"]  # only what the edit touches changed
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
