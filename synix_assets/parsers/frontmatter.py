@@ -54,6 +54,8 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
             return {}, text, f"front matter is not valid YAML{line}"
         except RecursionError:
             return {}, text, "front matter is nested too deeply"
+        except ValueError as exc:  # SafeLoader's date constructor: `2022-02-30` is no day
+            return {}, text, f"front matter has a value YAML cannot read ({exc})"
     if data is None:
         return {}, text[match.end():], None
     if not isinstance(data, dict):
