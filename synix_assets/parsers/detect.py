@@ -67,7 +67,8 @@ def iter_conversations(path: str | Path, format: str = "auto", report: ParseRepo
                        *, root: str | Path | None = None) -> Iterator[Conversation]:
     """Yield the conversations of one export file (see the module docstring for failure rules).
     `root`: the source folder the file was found in; a note's id is its path inside it."""
-    path = Path(path)
+    if not isinstance(path, Path):  # Path(a Path) parses it again: a notes folder is many files
+        path = Path(path)
     if format not in ("auto", *FORMATS):
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, not {format!r}")
     if report is None:

@@ -32,6 +32,8 @@ _ODD_CHARS = re.compile("[\r\x85\u2028\u2029\ufeff]|" + yaml.reader.Reader.NON_P
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
 _NO = object()  # "not the simple shape": read by PyYAML
+_TEXT_SCALARS: dict[str, bool] = {}
+_REMEMBERED = 4096
 
 
 def split_front_matter(text: str) -> tuple[dict, str, str | None]:
@@ -85,7 +87,7 @@ def _simple(front: str) -> Any:
             indent = len(found.group(1))
             continue
         found = _KEY_LINE.match(line)
-        if found is None or _RESOLVER.resolve(yaml.ScalarNode, found.group(1), (True, False)) != _STR_TAG:
+        if found is None or not _reads_as_text(found.group(1)):
             return _NO
         key, raw = found.group(1), found.group(2)
         if raw is None:  # a list follows, or nothing: null, as in YAML
@@ -114,6 +116,18 @@ def _scalar(raw: str) -> Any:
             return date.fromisoformat(raw)
         except ValueError:
             return _NO
-    if _PLAIN.match(raw) and _RESOLVER.resolve(yaml.ScalarNode, raw, (True, False)) == _STR_TAG:
+    if _PLAIN.match(raw) and _reads_as_text(raw):
         return raw
     return _NO
+
+
+def _reads_as_text(plain: str) -> bool:
+    """Whether YAML's resolver reads this plain scalar as text (not a number, yes/no, null...).
+    Remembered: a vault repeats its keys and many of its values, and the resolver is slow."""
+    known = _TEXT_SCALARS.get(plain)
+    if known is None:
+        known = _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False)) == _STR_TAG
+        if len(_TEXT_SCALARS) >= _REMEMBERED:
+            _TEXT_SCALARS.clear()
+        _TEXT_SCALARS[plain] = known
+    return known
