@@ -45,11 +45,11 @@ import json, sys, time
 from pathlib import Path
 from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.model import ParseReport
-from synix_assets.sources.reader import export_files
+from synix_assets.sources.reader import iter_export_files
 path, with_hash = sys.argv[1], sys.argv[2] == "1"
 totals = {"conversations": 0, "messages": 0, "bytes": 0, "files": 0, "skipped": 0, "formats": []}
 start, cpu = time.perf_counter(), time.process_time()
-for file in export_files(Path(path)):  # a folder is read as a source reads it, file by file
+for file in iter_export_files(Path(path)):  # a folder is read as a source reads it, file by file, streamed
     report = ParseReport(path=str(file), format="auto")
     for conversation in iter_conversations(file, report=report, root=path):
         if with_hash:

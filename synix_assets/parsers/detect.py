@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
-from . import chatgpt, claude, claude_code, codex, copilot, gemini, openwebui, textfiles
-from .decode import decode_entry, entry_label
+from . import chatgpt, claude, claude_code, codex, copilot, gemini, gemini_checkpoint, openwebui, textfiles
+from .decode import decode_entry, decode_whole, entry_label
 from .jsonl import read_session_lines
 from .model import Conversation, ParseReport, spell_surrogates
 from .sniff import (AGENT_LAYOUTS, check_file_name, inspect, not_utf8, open_payload, payload_size,
@@ -156,10 +156,16 @@ def _iter_claude_code(path: Path, report: ParseReport) -> Iterator[Conversation]
 
 
 def _iter_agent_sessions(path: Path, layout: str, report: ParseReport) -> Iterator[Conversation]:
-    """Codex CLI rollouts and Gemini CLI recordings / prompt logs (codex.py, gemini.py)."""
+    """Codex CLI rollouts and Gemini CLI recordings / prompt logs / checkpoints (codex.py,
+    gemini.py, gemini_checkpoint.py)."""
     with open_payload(path) as stream:
         if layout == codex.LAYOUT:
             units, parse = codex.load(stream, path), codex.parse_rollout
+        elif layout == codex.JSON_LAYOUT:  # one conversation per file: read whole
+            units, parse = codex.load_json(decode_whole(stream.read()), path), codex.parse_rollout
+        elif layout == gemini_checkpoint.LAYOUT:
+            units = [(gemini_checkpoint.checkpoint_id(path), decode_whole(stream.read()))]
+            parse = gemini_checkpoint.parse_checkpoint
         elif layout == gemini.LOGS_LAYOUT:
             units, parse = gemini.load_logs(raw_entries(path, stream, "list")), gemini.parse_logs
         else:
