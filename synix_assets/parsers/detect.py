@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
-from . import chatgpt, claude, claude_code, codex, copilot, gemini, gemini_checkpoint, openwebui, textfiles
+from . import (chatgpt, claude, claude_code, codex, copilot, cursor_db, gemini, gemini_checkpoint, openwebui,
+               textfiles)
 from .decode import decode_entry, decode_whole, entry_label
 from .jsonl import read_session_lines
 from .model import Conversation, ParseReport, spell_surrogates
@@ -51,10 +52,14 @@ _ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS,
 
 def detect_format(path: str | Path) -> str:
     """One of `FORMATS`, from the first bytes and the first conversation's (or line's) keys
-    (Markdown and text files: SpecStory's markers, else a note)."""
+    (Markdown and text files: SpecStory's markers, else a note; `.vscdb`: Cursor's SQLite store)."""
     if textfiles.is_text_source(Path(path)):
         check_file_name(Path(path))
         return textfiles.detect_text(Path(path))
+    if cursor_db.is_database(Path(path)):
+        check_file_name(Path(path))
+        cursor_db.check(Path(path))
+        return cursor_db.FORMAT
     fmt, _layout = inspect(Path(path))
     if fmt is None:
         raise ExportFormatError(
@@ -76,6 +81,10 @@ def iter_conversations(path: str | Path, format: str = "auto", report: ParseRepo
     if textfiles.is_text_source(path):
         check_file_name(path)
         yield from textfiles.iter_text(path, format, report, root, _skip)
+        return
+    if cursor_db.is_database(path):
+        check_file_name(path)
+        yield from cursor_db.iter_database(path, format, report, _skip)
         return
     sniffed, layout = inspect(path)
     if format != "auto" and sniffed is not None and sniffed != format:
