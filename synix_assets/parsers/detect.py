@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
-from . import (chatgpt, claude, claude_code, codex, copilot, cursor_db, gemini, gemini_checkpoint, openwebui,
-               textfiles)
+from . import (chatgpt, claude, claude_code, codex, copilot, copilot_log, cursor_db, gemini, gemini_checkpoint,
+               openwebui, textfiles)
 from .decode import decode_entry, decode_whole, entry_label
 from .jsonl import read_session_lines
 from .model import Conversation, ParseReport, spell_surrogates
@@ -172,6 +172,8 @@ def _iter_agent_sessions(path: Path, layout: str, report: ParseReport) -> Iterat
             units, parse = codex.load(stream, path), codex.parse_rollout
         elif layout == codex.JSON_LAYOUT:  # one conversation per file: read whole
             units, parse = codex.load_json(decode_whole(stream.read()), path), codex.parse_rollout
+        elif layout == copilot_log.LAYOUT:
+            units, parse = copilot_log.load(stream, path), copilot_log.parse
         elif layout == gemini_checkpoint.LAYOUT:
             units = [(gemini_checkpoint.checkpoint_id(path), decode_whole(stream.read()))]
             parse = gemini_checkpoint.parse_checkpoint

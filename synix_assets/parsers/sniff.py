@@ -11,7 +11,8 @@ cut off, zip without conversations.json) and sniffs the format from the first ke
 * in a list, the first entries' keys: decisive keys, then `_ITEM_KEYS`, then Gemini's prompt log
   or checkpoint (`parts`);
 * `{history: [...]}` is a Gemini CLI checkpoint (Open WebUI's `history` is an object) and
-  `{session, items}` the first Codex CLI's single-JSON rollout.
+  `{session, items}` the first Codex CLI's single-JSON rollout, `{kind, v}` VS Code's Copilot
+  Chat session log (`chatSessions/*.jsonl`).
 
 Markdown and text files never reach here: detect.py hands them to textfiles.py.
 """
@@ -28,7 +29,7 @@ from typing import IO, Iterator
 
 from synix_resources.errors import ExportFormatError
 
-from . import codex, copilot, gemini, gemini_checkpoint
+from . import codex, copilot, copilot_log, gemini, gemini_checkpoint
 from .jsonscan import RawEntry, StructureError, entries, field_opener, object_keys, top_level_fields
 from .model import name_is_utf8, printable_path
 
@@ -63,7 +64,7 @@ _AGENT_KEYS = {**{k: (codex.FORMAT, codex.LAYOUT) for k in codex.SNIFF_KEYS},
 _AGENT_ITEM_KEYS = {gemini.LOG_ENTRY_KEY: (gemini.FORMAT, gemini.LOGS_LAYOUT),
                     gemini_checkpoint.ITEM_KEY: (gemini.FORMAT, gemini_checkpoint.LAYOUT)}
 AGENT_LAYOUTS = (codex.LAYOUT, codex.JSON_LAYOUT, gemini.LAYOUT, gemini.LOGS_LAYOUT,
-                 gemini_checkpoint.LAYOUT)
+                 gemini_checkpoint.LAYOUT, copilot_log.LAYOUT)
 # Top-level keys of a Claude Code JSONL line.
 _JSONL_KEYS = {"type", "uuid", "parentUuid", "sessionId", "isSidechain", "userType",
                "leafUuid", "messageId", "snapshot", "logicalParentUuid", "timestamp", "cwd"}
@@ -220,6 +221,8 @@ def _sniff(path: Path) -> tuple[str | None, str]:
     seen: set[str] = set()  # a Claude Code line's keys decide only if nothing else follows
     with open_payload(path) as stream:
         for key in object_keys(stream):
+            if key == copilot_log.SNIFF_KEYS[1] and copilot_log.SNIFF_KEYS[0] in seen:
+                return copilot.FORMAT, copilot_log.LAYOUT  # {kind, v}: VS Code's session log
             if key == gemini_checkpoint.HISTORY_KEY and _history_is_list(path):
                 return gemini.FORMAT, gemini_checkpoint.LAYOUT  # Open WebUI's history is an object
             if key == "conversations":
