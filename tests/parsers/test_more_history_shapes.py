@@ -260,3 +260,16 @@ def test_a_mixed_folder_holds_every_new_shape_and_is_walked_in_path_order_as_it_
         formats[file.relative_to(tmp_path).parts[0]] = report.format
     assert formats == {"codex": "codex-cli", "copilot": "copilot-chat", "cursor": "cursor",
                        "gemini": "gemini-cli", "notes": "notes"}
+
+
+def test_forget_never_takes_a_cursor_database_for_a_live_inbox_nor_edits_it(tmp_path):
+    from synix_assets.forget import files
+
+    (tmp_path / "exports").mkdir()
+    path = _cursor_db(tmp_path / "exports" / "state.vscdb")
+    before = path.read_bytes()
+    some = files.plan_file(tmp_path, path, False, {"c1"})
+    assert (some.action, some.points_to) == (files.OUTSIDE, str(path.resolve()))
+    files.apply(tmp_path, some, {"c1"})
+    assert path.read_bytes() == before
+    assert files.plan_file(tmp_path, path, True, {"c1", "c3", "t1"}).action == files.DELETE
