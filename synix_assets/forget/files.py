@@ -18,6 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from synix_assets.parsers.cursor_db import SUFFIX as CURSOR_STORE
 from synix_assets.sources.model import TEXT_SUFFIXES
 from synix_resources.live.inbox import Inbox
 
@@ -61,6 +62,11 @@ def plan_file(root: Path, path: Path, whole_file: bool, cids: set[str]) -> FileA
         return FileAction(str(path), UNLINK, os.readlink(path))
     if not inside(root, path):
         return FileAction(str(path), OUTSIDE, os.path.realpath(path))
+    if path.suffix.lower() == CURSOR_STORE:
+        # Cursor's own database (all its chats and settings): never edited, and never taken for a
+        # live inbox although it is SQLite too; deleted only when every chat in it is forgotten,
+        # else left and reported, the tombstones keeping Synix from reading those chats again.
+        return FileAction(str(path), DELETE) if whole_file else FileAction(str(path), OUTSIDE, os.path.realpath(path))
     if _is_sqlite(path):  # a live source's inbox: the sessions go, the inbox stays
         return FileAction(str(path), LIVE_SESSIONS)
     if whole_file:

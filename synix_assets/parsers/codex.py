@@ -4,7 +4,8 @@ one `Conversation` per file (export-formats.md §6).
 Every line is `{timestamp, type, payload}`: `session_meta` (id, cwd, git, versions),
 `turn_context` (the model), `response_item` (what the model saw and said), `event_msg` (what the
 UI showed), `compacted`. Older rollouts have no envelope: a first line `{id, timestamp,
-instructions, git?}`, `{"record_type": "state"}` markers and bare response items; both are read.
+instructions, git?}`, `{"record_type": "state"}` markers and bare response items; both are read,
+and so is the first CLI's single-JSON `rollout-*.json` (`load_json`).
 
 Choices (the Claude Code parser's, see render.py):
 * User turns are the `response_item` user messages that the person typed; injected context
@@ -37,6 +38,8 @@ FORMAT = "codex-cli"
 LAYOUT = "codex"
 # Top-level keys of a rollout's first line that no other supported format has there.
 SNIFF_KEYS = frozenset({"payload", "record_type", "instructions"})
+JSON_LAYOUT = "codex-json"  # the first CLI's single-JSON rollout {session, items}
+JSON_SESSION_KEY = "session"
 _INJECTED = ("# AGENTS.md instructions for", "<environment_context>", "<user_instructions>",
              "<INSTRUCTIONS>", "<permissions instructions>")
 _REQUEST = "## My request for Codex:"
@@ -75,6 +78,32 @@ def load(stream: IO[bytes], path: Path) -> Iterator[tuple[str, Rollout]]:
             rollout.damaged = rollout.damaged or line.problem
             continue
         _read_record(rollout, line.number, line.value)
+    yield rollout.session_id, rollout
+
+
+def load_json(raw: Any, path: Path) -> Iterator[tuple[str, Rollout]]:
+    """A single-JSON rollout of the first (TypeScript) Codex CLI, `rollout-<date>-<uuid>.json`
+    holding `{session: {timestamp, id, instructions}, items: [response items]}`, rewritten whole
+    after each turn; `raw` is the decoded file, or why it could not be decoded. The items carry
+    no times: the session's start dates them all."""
+    match = _FILE_UUID.search(path.stem)
+    rollout = Rollout(match.group(1) if match else path.stem)
+    if isinstance(raw, str):
+        rollout.damaged = raw
+    elif not isinstance(raw, dict) or not isinstance(raw.get("items"), list):
+        rollout.damaged = "the rollout has no items list"
+    else:
+        session = raw.get(JSON_SESSION_KEY)
+        if isinstance(session, dict):
+            _session_meta(rollout, session)
+            rollout.first_stamp = rollout.last_stamp = session.get("timestamp")
+        else:
+            rollout.count("missing session")
+        for number, item in enumerate(raw["items"], start=1):
+            if isinstance(item, dict):
+                _response_item(rollout, number, None, item)
+            else:
+                rollout.count("malformed item")
     yield rollout.session_id, rollout
 
 

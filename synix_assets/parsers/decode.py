@@ -46,3 +46,20 @@ def entry_label(entry: RawEntry, id_keys: tuple[str, ...]) -> str:
             if found.get(key):
                 return spell_surrogates(found[key])
     return f"#{entry.number}"
+
+
+def decode_whole(data: bytes) -> Any:
+    """A file that is one conversation (a Gemini CLI checkpoint, a single-JSON Codex rollout) →
+    its decoded value, or the reason it cannot be read as text: bad bytes, JSON that does not
+    parse, nesting deeper than `MAX_NESTING`, a lone surrogate escape — its one report line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return f"is not valid UTF-8 (bad byte near byte {exc.start:,})"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"is not valid JSON ({exc.msg} near character {exc.pos:,})"
+    except RecursionError:
+        return f"is nested more than {MAX_NESTING} levels deep"
+    return entry_problem(value) or value

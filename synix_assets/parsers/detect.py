@@ -27,8 +27,9 @@ from typing import Any, Callable, Iterator
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
-from . import chatgpt, claude, claude_code, codex, copilot, gemini, openwebui, textfiles
-from .decode import decode_entry, entry_label
+from . import (chatgpt, claude, claude_code, codex, copilot, copilot_log, cursor_db, gemini, gemini_checkpoint,
+               openwebui, textfiles)
+from .decode import decode_entry, decode_whole, entry_label
 from .jsonl import read_session_lines
 from .model import Conversation, ParseReport, spell_surrogates
 from .sniff import (AGENT_LAYOUTS, check_file_name, inspect, not_utf8, open_payload, payload_size,
@@ -51,10 +52,14 @@ _ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS,
 
 def detect_format(path: str | Path) -> str:
     """One of `FORMATS`, from the first bytes and the first conversation's (or line's) keys
-    (Markdown and text files: SpecStory's markers, else a note)."""
+    (Markdown and text files: SpecStory's markers, else a note; `.vscdb`: Cursor's SQLite store)."""
     if textfiles.is_text_source(Path(path)):
         check_file_name(Path(path))
         return textfiles.detect_text(Path(path))
+    if cursor_db.is_database(Path(path)):
+        check_file_name(Path(path))
+        cursor_db.check(Path(path))
+        return cursor_db.FORMAT
     fmt, _layout = inspect(Path(path))
     if fmt is None:
         raise ExportFormatError(
@@ -67,7 +72,8 @@ def iter_conversations(path: str | Path, format: str = "auto", report: ParseRepo
                        *, root: str | Path | None = None) -> Iterator[Conversation]:
     """Yield the conversations of one export file (see the module docstring for failure rules).
     `root`: the source folder the file was found in; a note's id is its path inside it."""
-    path = Path(path)
+    if not isinstance(path, Path):  # Path(a Path) parses it again: a notes folder is many files
+        path = Path(path)
     if format not in ("auto", *FORMATS):
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, not {format!r}")
     if report is None:
@@ -75,6 +81,10 @@ def iter_conversations(path: str | Path, format: str = "auto", report: ParseRepo
     if textfiles.is_text_source(path):
         check_file_name(path)
         yield from textfiles.iter_text(path, format, report, root, _skip)
+        return
+    if cursor_db.is_database(path):
+        check_file_name(path)
+        yield from cursor_db.iter_database(path, format, report, _skip)
         return
     sniffed, layout = inspect(path)
     if format != "auto" and sniffed is not None and sniffed != format:
@@ -155,10 +165,18 @@ def _iter_claude_code(path: Path, report: ParseReport) -> Iterator[Conversation]
 
 
 def _iter_agent_sessions(path: Path, layout: str, report: ParseReport) -> Iterator[Conversation]:
-    """Codex CLI rollouts and Gemini CLI recordings / prompt logs (codex.py, gemini.py)."""
+    """Codex CLI rollouts and Gemini CLI recordings / prompt logs / checkpoints (codex.py,
+    gemini.py, gemini_checkpoint.py)."""
     with open_payload(path) as stream:
         if layout == codex.LAYOUT:
             units, parse = codex.load(stream, path), codex.parse_rollout
+        elif layout == codex.JSON_LAYOUT:  # one conversation per file: read whole
+            units, parse = codex.load_json(decode_whole(stream.read()), path), codex.parse_rollout
+        elif layout == copilot_log.LAYOUT:
+            units, parse = copilot_log.load(stream, path), copilot_log.parse
+        elif layout == gemini_checkpoint.LAYOUT:
+            units = [(gemini_checkpoint.checkpoint_id(path), decode_whole(stream.read()))]
+            parse = gemini_checkpoint.parse_checkpoint
         elif layout == gemini.LOGS_LAYOUT:
             units, parse = gemini.load_logs(raw_entries(path, stream, "list")), gemini.parse_logs
         else:

@@ -253,6 +253,29 @@ def top_level_fields(data: bytes) -> Iterator[tuple[str, str | None]]:
         yield key, None
 
 
+def field_opener(data: bytes, wanted: str) -> bytes:
+    """The first byte of top-level field `wanted`'s value (`[`, `{`, `"`…) in the bytes of one
+    JSON object's start, or b"" when the field is not among them."""
+    depth = 0
+    for m in _TOKEN.finditer(data):
+        kind = m.lastindex
+        if kind == 4:
+            break
+        if kind == 3:
+            depth -= 1
+            if depth <= 0:
+                break
+            continue
+        if depth == 1 and kind == 1:
+            colon = _NOT_SPACE.search(data, m.end())
+            if colon is not None and data[colon.start()] == ord(":") and _decode_string(m.group(1)) == wanted:
+                value = _NOT_SPACE.search(data, colon.start() + 1)
+                return data[value.start():value.start() + 1] if value is not None else b""
+        if kind == 2:
+            depth += 1
+    return b""
+
+
 def object_keys(stream: IO[bytes], read_size: int = 64 * 1024) -> Iterator[str]:
     """Keys of the first top-level object of a stream, in order, read a chunk at a time (a
     wrapper object can be the whole export)."""

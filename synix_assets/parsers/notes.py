@@ -25,8 +25,10 @@ _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # An embed's `!` is left out: the link is the same, and a leading literal lets the search skip ahead.
 _WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
-# A tag is `#word` at the start or after whitespace; found from its `#` (see `_tags_in`).
-_TAG = re.compile(r"#([^\s#.,;:!?()\[\]{}'\"`]+)")
+# A tag is `#word` at the start or after whitespace.
+_TAG = re.compile(r"(?<!\S)#([^\s#.,;:!?()\[\]{}'\"`]+)")
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+_TAG_SPLIT = re.compile(r"[,\s]+")
 _CREATED_KEYS = ("created", "date", "published", "clipped", "created_at", "creation_date")
 _UPDATED_KEYS = ("updated", "modified", "updated_at", "last_modified")
 _MAX_LINKS = 200
@@ -41,7 +43,9 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
     metadata: dict[str, Any] = {"note_path": note_id}
     if front_problem:
         metadata["front_matter_error"] = front_problem
-    properties = {str(k): _plain(v) for k, v in front.items()}
+    # Most values are text already: `_plain` only for the others.
+    properties = {k if type(k) is str else str(k): v if type(v) is str else _plain(v)
+                  for k, v in front.items()}
     if properties:
         metadata["properties"] = properties
     title = _text(front.get("title")) or stem or _first_heading(body)
@@ -56,7 +60,8 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
         metadata["date_source"] = date_source
     updated = _date_of(front, _UPDATED_KEYS) or created
 
-    links = sorted({m.group(1).strip() for m in _WIKILINK.finditer(text)}, key=str.lower) if "[[" in text else []
+    # (lower, as written): links differing only in case keep one order whatever the set's order
+    links = sorted({link.strip() for link in _WIKILINK.findall(text)}, key=_link_order) if "[[" in text else []
     if links:
         metadata["links"] = links[:_MAX_LINKS]
     tags = sorted(set(_tags(front.get("tags"))) | _tags_in(body))
@@ -75,6 +80,10 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
                         messages=[message], metadata=metadata)
 
 
+def _link_order(link: str) -> tuple[str, str]:
+    return link.lower(), link
+
+
 def _plain(value: Any, depth: int = 0) -> Any:
     """A front-matter value as JSON-safe data (dates as ISO text), bounded in depth."""
     if isinstance(value, (datetime, date)):
@@ -84,7 +93,7 @@ def _plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
-        return [_plain(v, depth + 1) for v in value]
+        return [v if type(v) is str else _plain(v, depth + 1) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
@@ -131,7 +140,7 @@ def _first_heading(body: str) -> str | None:
 
 def _tags(value: Any) -> list[str]:
     if isinstance(value, str):
-        return [t.lstrip("#") for t in re.split(r"[,\s]+", value) if t.strip("#")]
+        return [t.lstrip("#") for t in _TAG_SPLIT.split(value) if t.strip("#")]
     if isinstance(value, list):
         return [str(t).lstrip("#") for t in value if t is not None and str(t).strip("#")]
     return []
@@ -140,19 +149,17 @@ def _tags(value: Any) -> list[str]:
 def _tags_in(body: str) -> set[str]:
     if "#" not in body:
         return set()
-    body = _no_code(body)
-    return {m.group(1) for m in _TAG.finditer(body) if m.start() == 0 or body[m.start() - 1].isspace()}
-
-
-def _no_code(body: str) -> str:
-    # `#include` in a code block is not a tag
-    return re.sub(r"```.*?```|`[^`\n]*`", " ", body, flags=re.S)
+    if "`" in body:  # `#include` in a code block is not a tag
+        body = _CODE.sub(" ", body)
+    return set(_TAG.findall(body))
 
 
 def _property_line(key: str, value: Any) -> str:
-    if value in (None, "", [], {}):
+    if type(value) is str:
+        shown = value
+    elif value is None or value == [] or value == {}:
         return ""
-    if isinstance(value, list):
+    elif isinstance(value, list):
         shown = ", ".join(str(v) for v in value if v not in (None, ""))
     else:
         shown = str(value)

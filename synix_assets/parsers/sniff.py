@@ -8,7 +8,11 @@ cut off, zip without conversations.json) and sniffs the format from the first ke
 * Claude Code's line keys decide only when nothing else did, and `type`, `timestamp` and
   `sessionId` alone never do (`_SHARED_LINE_KEYS`: Codex and Gemini lines have them too), except
   `type` with `sessionId` (a queue-operation line);
-* in a list, the first entries' keys: decisive keys, then `_ITEM_KEYS`, then Gemini's prompt log.
+* in a list, the first entries' keys: decisive keys, then `_ITEM_KEYS`, then Gemini's prompt log
+  or checkpoint (`parts`);
+* `{history: [...]}` is a Gemini CLI checkpoint (Open WebUI's `history` is an object) and
+  `{session, items}` the first Codex CLI's single-JSON rollout, `{kind, v}` VS Code's Copilot
+  Chat session log (`chatSessions/*.jsonl`).
 
 Markdown and text files never reach here: detect.py hands them to textfiles.py.
 """
@@ -25,8 +29,8 @@ from typing import IO, Iterator
 
 from synix_resources.errors import ExportFormatError
 
-from . import codex, copilot, gemini
-from .jsonscan import RawEntry, StructureError, entries, object_keys, top_level_fields
+from . import codex, copilot, copilot_log, gemini, gemini_checkpoint
+from .jsonscan import RawEntry, StructureError, entries, field_opener, object_keys, top_level_fields
 from .model import name_is_utf8, printable_path
 
 _HEAD_BYTES = 64 * 1024
@@ -55,9 +59,12 @@ _DECISIVE_KEYS = {"mapping": "chatgpt", "chat_messages": "claude", "chat": "open
 # Keys of a first top-level object that decide a coding agent's session file, and a list
 # entry's key that decides Gemini CLI's prompt log.
 _AGENT_KEYS = {**{k: (codex.FORMAT, codex.LAYOUT) for k in codex.SNIFF_KEYS},
-               **{k: (gemini.FORMAT, gemini.LAYOUT) for k in gemini.SNIFF_KEYS}}
-_AGENT_ITEM_KEYS = {gemini.LOG_ENTRY_KEY: (gemini.FORMAT, gemini.LOGS_LAYOUT)}
-AGENT_LAYOUTS = (codex.LAYOUT, gemini.LAYOUT, gemini.LOGS_LAYOUT)
+               **{k: (gemini.FORMAT, gemini.LAYOUT) for k in gemini.SNIFF_KEYS},
+               codex.JSON_SESSION_KEY: (codex.FORMAT, codex.JSON_LAYOUT)}
+_AGENT_ITEM_KEYS = {gemini.LOG_ENTRY_KEY: (gemini.FORMAT, gemini.LOGS_LAYOUT),
+                    gemini_checkpoint.ITEM_KEY: (gemini.FORMAT, gemini_checkpoint.LAYOUT)}
+AGENT_LAYOUTS = (codex.LAYOUT, codex.JSON_LAYOUT, gemini.LAYOUT, gemini.LOGS_LAYOUT,
+                 gemini_checkpoint.LAYOUT, copilot_log.LAYOUT)
 # Top-level keys of a Claude Code JSONL line.
 _JSONL_KEYS = {"type", "uuid", "parentUuid", "sessionId", "isSidechain", "userType",
                "leafUuid", "messageId", "snapshot", "logicalParentUuid", "timestamp", "cwd"}
@@ -214,6 +221,10 @@ def _sniff(path: Path) -> tuple[str | None, str]:
     seen: set[str] = set()  # a Claude Code line's keys decide only if nothing else follows
     with open_payload(path) as stream:
         for key in object_keys(stream):
+            if key == copilot_log.SNIFF_KEYS[1] and copilot_log.SNIFF_KEYS[0] in seen:
+                return copilot.FORMAT, copilot_log.LAYOUT  # {kind, v}: VS Code's session log
+            if key == gemini_checkpoint.HISTORY_KEY and _history_is_list(path):
+                return gemini.FORMAT, gemini_checkpoint.LAYOUT  # Open WebUI's history is an object
             if key == "conversations":
                 return _sniff_items(path, "wrapper")
             if key in _DECISIVE_KEYS:
@@ -224,6 +235,13 @@ def _sniff(path: Path) -> tuple[str | None, str]:
     if seen & (_JSONL_KEYS - _SHARED_LINE_KEYS) or {"type", "sessionId"} <= seen:
         return "claude-code", "jsonl"  # {type, sessionId}: e.g. a queue-operation line
     raise _unknown(path)
+
+
+def _history_is_list(path: Path) -> bool:
+    """Whether the top-level `history` field, found in the first bytes, holds a list."""
+    with open_payload(path) as stream:
+        head = stream.read(_HEAD_BYTES)
+    return field_opener(head, gemini_checkpoint.HISTORY_KEY) == b"["
 
 
 def _sniff_items(path: Path, layout: str) -> tuple[str | None, str]:

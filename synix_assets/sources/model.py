@@ -14,12 +14,12 @@ from synix_assets.parsers.model import Conversation
 from synix_assets.parsers.textfiles import TEXT_SUFFIXES
 from synix_resources.fingerprints import sha256_text
 
-EXPORT_SUFFIXES = (".json", ".jsonl", ".zip")
+EXPORT_SUFFIXES = (".json", ".jsonl", ".zip", ".vscdb")  # .vscdb: Cursor's SQLite chat store
 # Hidden folders (.obsidian, .git, .trash) are skipped when a source folder is read, except
 # SpecStory's own history folder.
 VISIBLE_HIDDEN_DIRS = (".specstory",)
 # Bumped when parsing changes what a file yields: cached summaries of older parsers are not reused.
-PARSER_VERSION = "parsers-4"
+PARSER_VERSION = "parsers-5"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 

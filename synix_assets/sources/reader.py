@@ -23,36 +23,54 @@ from synix_resources.errors import ExportFormatError
 from synix_resources.fingerprints import sha256_text
 
 log = logging.getLogger("synix.ingest")
+_SUFFIXES = (*EXPORT_SUFFIXES, *TEXT_SUFFIXES)
 
 
 def export_files(path: Path) -> list[Path]:
+    """Every file `iter_export_files` yields, as a list."""
+    return list(iter_export_files(path))
+
+
+def iter_export_files(path: Path) -> Iterator[Path]:
     """The export files of a source: the file itself, or the export files, notes and SpecStory
     sessions anywhere under a folder — tool history folders nest them
     (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, ~/.gemini/tmp/<hash>/chats/session-*.json,
     Claude Code's <session>/subagents/), and a notes vault is a tree. Hidden files and folders
     (.obsidian, .git, .trash) are skipped, except SpecStory's own `.specstory`; symlinked folders
-    are not followed (no loops)."""
+    are not followed (no loops).
+
+    Yielded in Path order (part by part) while walking: one folder's listing is held at a time
+    per level, never the whole tree's, so a folder of millions of notes streams."""
     if path.is_file():
-        return [path]
+        yield path
+        return
     if not path.is_dir():
-        return []
-    suffixes = (*EXPORT_SUFFIXES, *TEXT_SUFFIXES)
-    found, folders = [], [str(path)]
-    while folders:  # scandir's entry types spare a stat per file (a vault holds thousands)
-        try:
-            listing = os.scandir(folders.pop())
-        except OSError:
-            continue  # unreadable folder: skipped, as os.walk does
-        with listing:
-            for entry in listing:
-                name = entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if not name.startswith(".") or name in VISIBLE_HIDDEN_DIRS:
-                        folders.append(entry.path)
-                elif (not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes
-                      and entry.is_file()):
-                    found.append(Path(entry.path))
-    return sorted(found)
+        return
+    yield from _walk(str(path))
+
+
+def _walk(folder: str) -> Iterator[Path]:
+    try:
+        listing = os.scandir(folder)
+    except OSError:
+        return  # unreadable folder: skipped, as os.walk does
+    suffixes = _SUFFIXES
+    entries: list[tuple[str, str, bool]] = []  # (sort key, path, is a folder)
+    with listing:
+        for entry in listing:  # scandir's entry types spare a stat per file (a vault holds thousands)
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if not name.startswith(".") or name in VISIBLE_HIDDEN_DIRS:
+                    entries.append((os.path.normcase(name), entry.path, True))
+            elif (not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes
+                  and entry.is_file()):
+                entries.append((os.path.normcase(name), entry.path, False))
+    entries.sort()
+    for _key, full, is_folder in entries:
+        if is_folder:
+            yield from _walk(full)
+        else:
+            yield Path(full)
 
 
 def summary_key(pipeline, source: str, path: Path, digest: str) -> str:
@@ -87,7 +105,7 @@ class SourceReader:
         for src in self.pipeline.sources.values():
             if src.kind == "live":  # read from its inbox by `scan`, not as export files
                 continue
-            for f in export_files(self.pipeline.resolve(src.path)):
+            for f in iter_export_files(self.pipeline.resolve(src.path)):
                 out.append((src.name, f, src.format))
         return out
 

@@ -52,3 +52,11 @@ def test_obsidian_property_shapes_are_read_without_pyyaml():
     data = frontmatter._simple('categories:\n  - "[[Meetings]]"\ntype: []\ndate: 2023-09-12\ntopics:\n')
     assert data == {"categories": ["[[Meetings]]"], "type": [],
                     "date": __import__("datetime").date(2023, 9, 12), "topics": None}
+
+
+def test_the_odd_character_class_flags_exactly_what_yaml_and_the_line_break_list_flag():
+    import re
+    everything = "".join(chr(c) for c in range(0x110000))
+    as_yaml = [m.start() for m in re.compile(frontmatter.ODD_CHARS_AS_YAML).finditer(everything)]
+    assert [m.start() for m in frontmatter._ODD_CHARS.finditer(everything)] == as_yaml
+    assert 0x0D in as_yaml and 0xFEFF in as_yaml and 0x09 not in as_yaml
