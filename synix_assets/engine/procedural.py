@@ -86,7 +86,8 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
 
 def _read(ctx, layer: str, step, work: WorkItem, transcript) -> PartitionOutcome:
     """A conversation's reading: the events of its user turns, by the model or the rules."""
-    user = [t for t in turns_of(transcript) if t["role"] == "user"]
+    turns = turns_of(transcript)
+    user = [t for t in turns if t["role"] == "user"]
     spend: dict = {}
     if offline(ctx) or not user:
         events, how = [rules.rule_event(t) for t in user], rules.RULES
@@ -103,6 +104,7 @@ def _read(ctx, layer: str, step, work: WorkItem, transcript) -> PartitionOutcome
             events, how = [dict(rules.rule_event(t), extractor=NOT_JSON) for t in user], NOT_JSON
     meta = inherited(transcript.metadata)
     meta.update({"meta.step.version_hash": ctx.version(layer), "meta.custom.extractor": how,
+                 "meta.custom.turn_ids": [t["turn_id"] for t in turns],
                  "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model})
     content = json.dumps({"events": events}, ensure_ascii=False)
     stored = ctx.store.put(layer=layer, group_key=work.group_key, content=content,
@@ -173,7 +175,7 @@ def _replay(ctx, layer: str, step, source: str) -> list[PartitionOutcome]:
                 record.get("created_at") or record.get("first_seen"),
                 **{f"meta.custom.{k}": v for k, v in record.items()}}
         stored = ctx.store.put(layer=layer, group_key=gk, content=text, materialization_key=key,
-                               level=level + 1, metadata=meta, audit={"source_ids": parents},
+                               level=level, metadata=meta, audit={"source_ids": parents},
                                parents=parents, run_id=ctx.run_id)
         outcomes.append(PartitionOutcome(gk, "built", artifact_id=stored.artifact_id, input_count=len(parents),
                                          reason=record.get("status", "fact"), preview=text[:600]))
@@ -183,7 +185,7 @@ def _replay(ctx, layer: str, step, source: str) -> list[PartitionOutcome]:
     ids = [a.artifact_id for a in arts]
     stored = ctx.store.put(layer=layer, group_key=BOARD[step.kind], content=board or "(none)",
                            materialization_key=board_key(version, [r.artifact_id for r in index.values()]),
-                           level=level + 2, metadata={"meta.step.version_hash": version,
+                           level=level, metadata={"meta.step.version_hash": version,
                                                       "meta.custom.readings": len(ids)},
                            audit={"source_ids": ids}, parents=ids, run_id=ctx.run_id)
     outcomes.append(PartitionOutcome(BOARD[step.kind], "built", artifact_id=stored.artifact_id,

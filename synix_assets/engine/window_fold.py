@@ -66,6 +66,8 @@ def _fold_one(ctx, layer: str, step, work, transcript) -> PartitionOutcome:
     meta.update({"meta.step.version_hash": version, "meta.custom.window": step.config["window"],
                  "meta.custom.folded_turn_ids": done + [t["turn_id"] for t in todo],
                  "meta.custom.newly_folded": [t["turn_id"] for t in todo],
+                 "meta.custom.folded_through": todo[-1]["ts"] if todo else
+                 (prior.metadata.get("meta.custom.folded_through") if prior else None),
                  "meta.custom.folds": (prior.metadata.get("meta.custom.folds", 0) if prior else 0) + bool(todo),
                  "meta.custom.window_turn_ids": [t["turn_id"] for t in turns[-step.config["window"]:]],
                  "meta.custom.how": how, "meta.step.provider": ctx.llm.provider,
