@@ -54,9 +54,15 @@ def _check_tier1(t1: dict) -> None:
     assert [t["turn_id"] for t in t1["working_memory"]] == [f"chat-{i}" for i in range(5, 17)]
     assert t1["rolling_summary"]["folded_turn_ids"] == ["chat-1", "chat-2", "chat-3", "chat-4"]
     assert "[chat-3] user: I need to renew my passport before the trip." in t1["rolling_summary"]["text"]
-    assert {(f["key"], f["value"]) for f in t1["identity"]} == {("name", "Dana Ortiz"), ("location", "Lisbon")}
-    assert {(l["text"], l["status"]) for l in t1["active_loops"]} == {
-        ("renew my passport before the trip", "open"), ("water the tomatoes", "open")}
+    # the unbuilt session's facts (the inbox, by the rules) beside what the built loops layer read
+    # in the demo exports' user turns
+    assert {(f["key"], f["value"]) for f in t1["identity"]} == {
+        ("name", "Dana Ortiz"), ("location", "Lisbon"), ("preference", "the plan-then-apply approach")}
+    assert t1["from"] == "layers"
+    chat = {("renew my passport before the trip", "open"), ("water the tomatoes", "open")}
+    assert chat <= {(l["text"], l["status"]) for l in t1["active_loops"]}
+    built = [l for l in t1["active_loops"] if (l["text"], l["status"]) not in chat]
+    assert built and all(l["record_id"].startswith("loops-") for l in built)  # the demo's, as records
     # the turns are of 2025: every open loop is idle long enough to nudge
     assert {l["text"] for l in t1["nudge_candidates"]} == {l["text"] for l in t1["active_loops"]}
     assert t1["extractor"] == "rules (no model used)"
