@@ -82,10 +82,12 @@ def tier1(paths, pipeline, session_id: str | None = None, *, now: datetime | Non
     path = pipeline.resolve(source.path) if source else None
     inbox = Inbox(path, read_only=True) if path is not None and path.is_file() else None
     try:
-        fresh = [procedural.rule_event(u) for u in (inbox.user_turns() if inbox else [])
-                 if u["session_id"] not in gone and u["turn_id"] not in built["covered"]
-                 and (t is None or u["ts"] <= t)]
-        loops, facts = procedural.replay_events(sorted(built["events"] + fresh, key=lambda e: e["ts"]))
+        said = inbox.user_turns() if inbox else []
+        fresh = [procedural.rule_event(u) for u in said if u["session_id"] not in gone
+                 and u["turn_id"] not in built["covered"] and (t is None or u["ts"] <= t)]
+        posted = {u["turn_id"]: i for i, u in enumerate(said)}  # ties in time: the order posted
+        loops, facts = procedural.replay_events(sorted(built["events"] + fresh,
+                                                       key=lambda e: (e["ts"], posted.get(e["turn_id"], -1))))
         session = session_id or (inbox.latest_session() if inbox else None) or built["latest"]
         session = None if session in gone else session
         turns = _session_turns(inbox, built, session, t)

@@ -98,8 +98,9 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
             as_of: str | None = None):
     """Three columns: results (search hits, or a layer's records) | the selected record's
     sources | the selected source's content. Clicking a source's own source moves the
-    selection down one level (the trail keeps the way back). `as_of` (a date): what the
-    memory held then — the hits dated up to then, the selected record's version of then."""
+    selection down one level (the trail keeps the way back). `as_of` (a date): search as of
+    then (`MemoryService.search`: the records dated up to then, the agent memories held then);
+    every link keeps it."""
     as_of = as_of or None  # the form's empty date field
     svc = memory_for(request, branch)
     all_layers = svc.layers(branch)
@@ -112,7 +113,7 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
         chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)
         if chosen:
             listing = svc.layer_page(chosen, branch=branch, page=page, per_page=30)
-    selected = svc.record(sel, branch, as_of=as_of) if sel else None
+    selected = svc.record(sel, branch) if sel else None
     selected_sources = svc.sources(sel, branch)["sources"] if sel else []
     detail = svc.record(src, branch) if src else None
     detail_sources = svc.sources(src, branch)["sources"] if src else []
