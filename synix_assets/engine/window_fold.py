@@ -21,8 +21,15 @@ from synix_resources.live import window
 EMPTY = "(no turn has left the working window yet)"
 
 
+NOTE = "offline: no model; the rolling summary is extractive, one line per folded turn"
+
+
 def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
-    return plan_readings(ctx, layer, "window_fold", up, None)
+    out = plan_readings(ctx, layer, "window_fold", up, None)
+    if offline(ctx):
+        for w in out.stale:
+            w.est_calls, w.reason = 0, f"{w.reason} ({NOTE})"
+    return out
 
 
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:

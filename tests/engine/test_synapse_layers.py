@@ -273,3 +273,22 @@ def test_a_synapse_step_reading_a_rollup_is_refused_naming_the_step():
     q.identity_facts("identity", from_="transcripts")
     with pytest.raises(PipelineDefinitionError, match="not an open_loops layer"):
         q.validate()
+
+
+def test_the_synapse_template_plans_offline_and_says_what_it_does_without_a_model(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from synix_assets.cli.main import main
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    root = tmp_path / "syn"
+    runner = CliRunner()
+    assert runner.invoke(main, ["init", str(root), "--template", "synapse", "--demo"]).exit_code == 0
+    plan = runner.invoke(main, ["plan", "-p", str(root), "--json"])
+    assert plan.exit_code == 0, plan.output
+    said = json.loads(plan.output)
+    text = json.dumps(said)
+    assert "offline: no model; loops and facts by rules" in text
+    assert "offline: no model; the rolling summary is extractive" in text

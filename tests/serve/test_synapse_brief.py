@@ -77,6 +77,9 @@ def test_synapse_template_builds_offline_and_brief_tier1_over_http(project, tmp_
     try:
         wait_until_serving(port, proc, "/v1/layers", 90, lambda: log_path.read_text(errors="replace"))
         status, _, raw = request(port, "GET", "/v1/brief?budget_tokens=3000")
+        then_status, _, then_raw = request(port, "GET", "/v1/brief?budget_tokens=3000&session=chat"
+                                           "&as_of=2025-06-01T10:03:00Z")
+        bad_status, _, bad_raw = request(port, "GET", "/v1/brief?as_of=last%20tuesday")
     finally:
         stop(proc)
     assert status == 200, raw
@@ -84,6 +87,12 @@ def test_synapse_template_builds_offline_and_brief_tier1_over_http(project, tmp_
     _check_tier1(brief["tier1"])
     assert brief["text"].startswith("## Identity\n") and "\n- name: Dana Ortiz\n" in brief["text"].split("## Rolling")[0]
     print(brief["tier1"]["text"])
+    assert then_status == 200, then_raw
+    then = json.loads(then_raw)["tier1"]  # what had been said by 10:03: the first four turns
+    assert then["as_of"] == "2025-06-01T10:03:00Z" and len(then["working_memory"]) == 4
+    assert ("renew my passport before the trip", "open") in {(l["text"], l["status"]) for l in then["active_loops"]}
+    assert "water the tomatoes" not in {l["text"] for l in then["active_loops"]}
+    assert bad_status == 400 and "as_of" in bad_raw and "Traceback" not in bad_raw
 
 
 def test_brief_tier1_over_mcp(project):
@@ -96,14 +105,17 @@ def test_brief_tier1_over_mcp(project):
     async def session(server):
         async with Client(server) as client:
             result = await client.call_tool("get_brief", {"budget_tokens": 3000})
-            return json.loads("".join(getattr(c, "text", "") for c in result.content))
+            then = await client.call_tool("get_brief", {"session": "chat", "as_of": "2025-06-01T10:03:00Z"})
+            return [json.loads("".join(getattr(c, "text", "") for c in r.content)) for r in (result, then)]
 
     service = MemoryService(ProjectPaths(project))
     try:
-        brief = asyncio.run(session(build_server(service)))
+        brief, then = asyncio.run(session(build_server(service)))
     finally:
         service.close()
     _check_tier1(brief["tier1"])
+    assert then["tier1"]["as_of"] == "2025-06-01T10:03:00Z" and len(then["tier1"]["working_memory"]) == 4
+    assert "water the tomatoes" not in {l["text"] for l in then["tier1"]["active_loops"]}
 
 
 def test_forgetting_a_session_takes_its_loops_facts_and_summary(project):
