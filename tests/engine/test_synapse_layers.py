@@ -292,3 +292,19 @@ def test_the_synapse_template_plans_offline_and_says_what_it_does_without_a_mode
     text = json.dumps(said)
     assert "offline: no model; loops and facts by rules" in text
     assert "offline: no model; the rolling summary is extractive" in text
+
+
+def test_a_loops_lineage_reaches_the_transcripts_of_the_turns_it_cites_and_its_layer_lists(offline):
+    from synix_assets.app.memory import MemoryService
+
+    paths, _ = offline
+    tax = _loops(paths)["file the tax return before Friday"]
+    transcripts = _layer(paths, "transcripts")
+    svc = MemoryService(paths)
+    try:
+        tree = json.dumps(svc.lineage(tax.artifact_id))
+        listed = svc.layer_page("loops", per_page=50)
+    finally:
+        svc.close()
+    assert transcripts["s1"].artifact_id in tree and transcripts["s2"].artifact_id in tree
+    assert tax.artifact_id in json.dumps(listed)
