@@ -92,7 +92,7 @@ def test_synapse_template_builds_offline_and_brief_tier1_over_http(project, tmp_
     assert then["as_of"] == "2025-06-01T10:03:00Z" and len(then["working_memory"]) == 4
     assert ("renew my passport before the trip", "open") in {(l["text"], l["status"]) for l in then["active_loops"]}
     assert "water the tomatoes" not in {l["text"] for l in then["active_loops"]}
-    assert bad_status == 400 and "as_of" in bad_raw and "Traceback" not in bad_raw
+    assert bad_status == 400 and b"as_of" in bad_raw and b"Traceback" not in bad_raw
 
 
 def test_brief_tier1_over_mcp(project):
