@@ -86,8 +86,11 @@ def tier1(paths, pipeline, session_id: str | None = None, *, now: datetime | Non
         fresh = [procedural.rule_event(u) for u in said if u["session_id"] not in gone
                  and u["turn_id"] not in built["covered"] and (t is None or u["ts"] <= t)]
         posted = {u["turn_id"]: i for i, u in enumerate(said)}  # ties in time: the order posted
-        loops, facts = procedural.replay_events(sorted(built["events"] + fresh,
+        events = built["events"] + fresh
+        loops, facts = procedural.replay_events(sorted(events,
                                                        key=lambda e: (e["ts"], posted.get(e["turn_id"], -1))))
+        if session_id is None and t is not None and events:  # the session active by then
+            session_id = max(events, key=lambda e: (e["ts"], posted.get(e["turn_id"], -1)))["session_id"]
         session = session_id or (inbox.latest_session() if inbox else None) or built["latest"]
         session = None if session in gone else session
         turns = _session_turns(inbox, built, session, t)

@@ -216,6 +216,7 @@ def test_tier1_is_read_from_the_built_layers_and_as_of_shows_it_as_it_stood(offl
     try:
         now = svc.brief(session="s1")
         then = svc.brief(session="s1", as_of="2025-03-02")
+        unnamed = svc.brief(as_of="2025-03-02")["tier1"]
     finally:
         svc.close()
     t1 = now["tier1"]
@@ -233,6 +234,8 @@ def test_tier1_is_read_from_the_built_layers_and_as_of_shows_it_as_it_stood(offl
         ("file the tax return before Friday", "open"), ("call the dentist about the crown", "open")}
     assert {(f["key"], f["value"]) for f in old["identity"]} == {("name", "Dana Ortiz"), ("location", "Berlin")}
     assert [n["idle_days"] for n in old["nudge_candidates"]] == []  # a day old then: nothing to nudge
+    assert unnamed["session_id"] == "s1"  # the session active by then, not today's latest
+    assert unnamed["working_memory"] == old["working_memory"]
 
 
 def test_get_brief_as_of_is_the_same_from_python_and_the_cli(offline):
