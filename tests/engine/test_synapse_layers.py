@@ -311,3 +311,16 @@ def test_a_loops_lineage_reaches_the_transcripts_of_the_turns_it_cites_and_its_l
         svc.close()
     assert transcripts["s1"].artifact_id in tree and transcripts["s2"].artifact_id in tree
     assert tax.artifact_id in json.dumps(listed)
+
+
+def test_the_synapse_layers_survive_a_toml_round_trip_with_the_same_step_versions(tmp_path):
+    import runpy
+
+    from synix_assets.examples import synapse
+    from synix_assets.python_api.pipeline import Pipeline
+
+    p = runpy.run_path(synapse.__file__)["pipeline"]
+    q = Pipeline.from_toml(p.to_toml(), base_dir=tmp_path, namespace={})
+    assert [(s.name, s.kind, s.config) for s in q.steps.values() if s.kind in ("window_fold", "loops", "identity")] \
+        == [("rolling", "window_fold", {"window": 12}), ("loops", "loops", {}), ("identity", "identity", {})]
+    assert all(p.version(layer) == q.version(layer) for layer in ("rolling", "loops", "identity"))
