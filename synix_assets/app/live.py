@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from synix_assets.app.tenants import TenantHome
 from synix_assets.app.synapse import brief_tier1
+from synix_assets.engine.agent_memory.reads import as_of_instant
 from synix_resources.errors import ArtifactNotFound, InvalidName, SessionNotFound
 from synix_resources.live.requests import parse_ingest
 from synix_resources.llm.mapreduce import estimate_tokens
@@ -118,14 +119,16 @@ class TenantServices:
     # ---- the brief ---------------------------------------------------------------------
 
     def brief(self, tenant: str, query: str | None = None, *, budget_tokens: int = 2000, hits: int = 5,
-              sessions: int = RECENT_SESSIONS, turns: int = RECENT_TURNS) -> dict:
+              sessions: int = RECENT_SESSIONS, turns: int = RECENT_TURNS, as_of: str | None = None) -> dict:
         """Within `budget_tokens`: the recent turns of the sessions not built yet (open, or closed
         and waiting in the outbox; newest first, at most half the budget), so an agent sees what
         was said a minute ago even while the model is down, then the built memory's brief (core,
-        recent rollups/episodes, hits with provenance) in the rest."""
+        recent rollups/episodes, hits with provenance) in the rest. `as_of` (ISO date/time):
+        what the memory held then (no unbuilt sessions: those are now's)."""
+        t = as_of_instant(as_of)
         inbox = self.inboxes.get(tenant)
         live, blocks, live_tokens = [], [], 0
-        for info in inbox.unbuilt_sessions(limit=sessions):
+        for info in ([] if t else inbox.unbuilt_sessions(limit=sessions)):
             kept = []
             for t in reversed(inbox.turns(info["session_id"], last=turns)):  # newest first
                 line = f"[{t['turn_id']}] {t['role']}: {t['content'][:TURN_PREVIEW_CHARS]}"
@@ -144,12 +147,12 @@ class TenantServices:
         notice = None
         try:
             memory = self.memory(tenant).brief(query, budget_tokens=max(100, budget_tokens - live_tokens),
-                                               hits=hits)
+                                               hits=hits, as_of=t)
         except ArtifactNotFound as exc:  # nothing built yet: the live turns are the whole brief
             memory = {"sections": [], "text": "", "tokens": 0}
             notice = exc.one_line()
         memory.pop("tier1", None)  # read below from the inbox, built or not
-        tier1 = brief_tier1(self.home.paths(tenant))
+        tier1 = brief_tier1(self.home.paths(tenant), as_of=t)
         text = "\n\n".join(part for part in ((tier1 or {}).get("text", ""), memory.get("text", ""), *blocks)
                            if part)
         return {"tenant": tenant, "query": query, "budget_tokens": budget_tokens,

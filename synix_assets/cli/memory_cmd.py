@@ -163,3 +163,26 @@ def links(ctx, memory_id, as_json) -> None:
 def xref(ctx, query, as_of, limit, as_json) -> None:
     """The memories about QUERY beside the built records that mention it, by source."""
     _read(ctx, "cross_reference", query, as_of=as_of, limit=limit, as_json=as_json)
+
+
+@memory_group.command("get_brief")
+@click.argument("query", required=False)
+@click.option("--budget-tokens", type=click.IntRange(100, 200_000), default=2000, show_default=True)
+@AS_OF
+@click.option("--session", metavar="SESSION_ID", help="Tier 1's session (synapse; default the latest).")
+@json_option("Print the brief as JSON.")
+@project_option
+@click.pass_context
+def brief(ctx, query, budget_tokens, as_of, session, as_json) -> None:
+    """The prompt-ready brief: Tier 1 (synapse), core memory, recent records, hits for QUERY."""
+    from synix_assets.app.memory import MemoryService
+
+    svc = MemoryService(project_paths(ctx))
+    try:
+        answer = svc.brief(query, budget_tokens=budget_tokens, as_of=as_of, session=session)
+    finally:
+        svc.close()
+    if as_json:
+        echo_json(answer, ascii=False)
+    else:
+        click.echo(answer["text"] or "(empty brief)")

@@ -1,12 +1,15 @@
-"""Synix synapse pipeline (the Synapse architecture, design 004): a live working window — the
-last 12 turns of a session verbatim and a rolling summary into which older turns are folded
+"""Synix synapse pipeline (the Synapse architecture, design 004): a working window — the last 12
+turns of each conversation verbatim and a rolling summary into which older turns are folded
 exactly once — with open loops (commitments, todos, questions: open / reinforced / completed,
-nudges when idle) and identity facts in the brief's Tier 1; closed sessions and exports build
-episodes → monthly rollups → core memory as usual.
+nudges when idle) and identity facts in the brief's Tier 1; episodes → monthly rollups → core
+memory as usual.
 
-Offline (no model) the rolling summary is extractive (one line per folded turn) and loops and
-facts come from rules ("I will / I'll / remind me / TODO / need to", "my name is", "I live in");
-every Tier 1 record says which extractor made it. Edit freely: this file is your architecture.
+The window, the loops and the facts are layers of the build like any other (versioned, keyed,
+incremental, forgotten with their conversation, in lineage and the Dagster graph); the live
+inbox keeps the same window and loops between builds with the same rules. Offline (no model)
+the rolling summary is extractive (one line per folded turn) and loops and facts come from
+rules ("I will / I'll / remind me / TODO / need to", "my name is", "I live in"); every record
+says which extractor made it. Edit freely: this file is your architecture.
 """
 from synix import Pipeline
 from synix_assets.pipeline import builtin_prompts as prompts
@@ -20,6 +23,13 @@ pipeline.source("live", kind="live", window=12)
 # Level 0: one transcript per conversation or session (a reopened session's newest version wins).
 pipeline.merge("transcripts", from_=["exports", "live"], dedupe="metadata_match",
                fields=["conversation_id"], conflict="prefer_latest")
+
+# Tier 1 (design 004): the rolling summary (one call per fold: each grown session folds only the
+# turns evicted since), open loops + the facts each turn states (one call per conversation), and
+# identity facts replayed from those readings (no call).
+pipeline.window_fold("rolling", from_="transcripts", prompt=prompts.rolling_summary, window=12)
+pipeline.open_loops("loops", from_="transcripts", prompt=prompts.open_loops)
+pipeline.identity_facts("identity", from_="loops")
 
 pipeline.transform("episodes", from_="transcripts", prompt=prompts.episode_summary)
 pipeline.aggregate("monthly", from_="episodes", period="month", prompt=prompts.monthly_rollup)

@@ -116,3 +116,38 @@ Prefer few, dense memories about people, projects, preferences, decisions and da
 
 STEP 3 - UPDATE THE MAP. Call write_map with a compact navigational index (not a report):
 what is happening now with memory ids, patterns and threads, where to look."""
+
+
+def rolling_summary(summary: str, turns: str) -> str:
+    """The Synapse rolling summary (design 004 §4): the turns evicted from the working window
+    folded into the summary so far, exactly once each."""
+    return f"""You keep the rolling summary of a long conversation. The turns below have just left
+the working window; fold them into the summary so far. Keep names, decisions, commitments and
+open questions; drop small talk. Answer with the new summary only (at most 300 words).
+
+<summary_so_far>
+{summary or "(empty: these are the first turns to leave the window)"}
+</summary_so_far>
+
+<evicted_turns>
+{turns}
+</evicted_turns>"""
+
+
+def open_loops(turns: str) -> str:
+    """Procedural memory (design 004 §1): what each user turn opens, reinforces or closes, and the
+    identity facts it states, as one JSON object."""
+    return f"""Read the user's turns of one conversation (each starts with its [turn id]) and list,
+per turn: loops it opens or repeats (a commitment "I will…", a todo, a reminder, a question the
+user means to settle), loops it completes (what the user says is done), and facts about the user
+(name, location, job, employer, preference).
+
+<turns>
+{turns}
+</turns>
+
+Answer with ONE JSON object and nothing else:
+{{"turns": [{{"turn_id": "…", "mentions": [{{"kind": "commitment|todo|reminder|question", "text": "…"}}],
+  "completes": ["what was done, in the words of the loop"],
+  "facts": [{{"key": "name|location|job|employer|preference", "value": "…"}}]}}]}}
+Leave out turns that say none of these."""

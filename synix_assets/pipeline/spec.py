@@ -180,6 +180,28 @@ class PipelineSpec:
         return self._add(Step(name, "agent", self._reads(name, "agent", from_), prompt, model,
                               temperature, max_tokens, system, description, config))
 
+    def window_fold(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
+                    window: int = 12, model: str | None = None, max_tokens: int | None = None,
+                    description: str = "") -> Step:
+        """The Synapse rolling summary: per conversation, the last `window` turns stay verbatim
+        and each older turn is folded into the summary exactly once (docs/templates.md)."""
+        if not isinstance(window, int) or window < 2:
+            raise PipelineDefinitionError(f"step '{name}' (window_fold): window must be an integer ≥ 2")
+        return self._add(Step(name, "window_fold", self._reads(name, "window_fold", from_), prompt, model,
+                              None, max_tokens, None, description, {"window": window}))
+
+    def open_loops(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
+                   model: str | None = None, max_tokens: int | None = None, description: str = "") -> Step:
+        """Open loops (commitments, todos, questions; open / reinforced / completed, with their
+        evidence turns) and the facts each turn states, one call per conversation (rules offline)."""
+        return self._add(Step(name, "loops", self._reads(name, "loops", from_), prompt, model, None,
+                              max_tokens, None, description, {}))
+
+    def identity_facts(self, name: str, *, from_: str, description: str = "") -> Step:
+        """Identity facts replayed from the readings of an `open_loops` layer (no call)."""
+        return self._add(Step(name, "identity", self._reads(name, "identity", from_),
+                              description=description))
+
     def search_index(self, name: str, *, from_: Sequence[str],
                      embeddings: bool = False) -> SearchIndexProjection:
         """`embeddings=True` also computes vectors for semantic/hybrid search (needs the
@@ -248,7 +270,7 @@ class PipelineSpec:
             return self.partitioning(step.upstream)
         if step.kind == "aggregate":
             return "period" if step.config["period"] else "topic"
-        return "single"
+        return "single"  # agent, window_fold, loops, identity: one asset building every record
 
     def downstream(self, layer: str) -> list[str]:
         out = [s.name for s in self.steps.values() if layer in s.from_]

@@ -152,6 +152,15 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
                     tools=cfg.get("tools", "syke"), max_turns=cfg.get("max_turns", 10),
                     budget_tokens=cfg.get("budget_tokens", 60_000),
                     batch_size=cfg.get("batch_size", 10), description=desc, **common)
+        elif kind == "window_fold":
+            p.window_fold(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd),
+                          window=cfg.get("window", 12), description=desc, model=common.get("model"),
+                          max_tokens=common.get("max_tokens"))
+        elif kind == "loops":
+            p.open_loops(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), description=desc,
+                         model=common.get("model"), max_tokens=common.get("max_tokens"))
+        elif kind == "identity":
+            p.identity_facts(name, from_=from_[0], description=desc)
         else:
             raise PipelineDefinitionError(f"step '{name}': unknown kind {kind!r} in TOML")
     for pr in doc.get("projections", []):

@@ -31,7 +31,7 @@ def validate(p: "PipelineSpec") -> None:
             raise PipelineDefinitionError(
                 f"step '{step.name}' ({step.kind}): reads source '{step.upstream}' directly",
                 hint=f'add pipeline.merge("transcripts", from_=["{step.upstream}"]) and read that')
-        if step.kind != "merge" and step.prompt is None:
+        if step.kind not in ("merge", "identity") and step.prompt is None:
             raise PipelineDefinitionError(f"step '{step.name}' ({step.kind}): prompt= is required")
     topological_order(p)
     for step in p.steps.values():
@@ -44,6 +44,15 @@ def validate(p: "PipelineSpec") -> None:
             raise PipelineDefinitionError(
                 f"step '{step.name}' (aggregate): period rollups need per-conversation input, "
                 f"'{step.upstream}' is grouped by {p.partitioning(step.upstream)}")
+        if step.kind == "identity" and p.steps[step.upstream].kind != "loops":
+            raise PipelineDefinitionError(
+                f"step '{step.name}' (identity): reads '{step.upstream}', not an open_loops layer",
+                hint='e.g. pipeline.identity_facts("identity", from_="loops")')
+        if step.kind in ("window_fold", "loops") and p.partitioning(step.upstream) != "conversation":
+            raise PipelineDefinitionError(
+                f"step '{step.name}' ({step.kind}): reads the turns of transcripts, "
+                f"'{step.upstream}' is grouped by {p.partitioning(step.upstream)}",
+                hint='read the transcripts layer, e.g. from_="transcripts"')
     for proj in p.projections.values():
         layers = proj.from_ if isinstance(proj.from_, tuple) else (proj.from_,)
         if not layers:

@@ -78,3 +78,11 @@ class MemoryActions(ABC):
     def cross_reference(self, query: str, *, as_of: str | None = None, limit: int = 10) -> dict[str, Any]:
         """The agent's memories about `query` beside the built records, by source."""
         return self._read("cross_reference", "cross_reference", query, as_of=as_of, limit=limit)
+
+    def get_brief(self, query: str | None = None, *, budget_tokens: int = 2000, as_of: str | None = None,
+                  session: str | None = None) -> dict[str, Any]:
+        """The prompt-ready brief (MCP `get_brief`, HTTP `/brief`): Tier 1 first for a synapse
+        memory (identity, working memory, rolling summary, open loops, nudges), then core memory,
+        recent records and the hits for `query`; `as_of` (ISO date/time): as it stood then."""
+        return self._read("get_brief", "brief", query, budget_tokens=budget_tokens, as_of=as_of,
+                          session=session)

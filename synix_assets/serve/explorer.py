@@ -94,16 +94,20 @@ def home() -> RedirectResponse:
 def explore(request: Request, q: str | None = None, layers: str | None = None,
             mode: str = "fts", layer: str | None = None, page: int = Query(1, ge=1),
             sel: str | None = None, src: str | None = None, trail: str | None = None,
-            range_: str | None = Query(None, alias="range"), branch: str = "main"):
+            range_: str | None = Query(None, alias="range"), branch: str = "main",
+            as_of: str | None = None):
     """Three columns: results (search hits, or a layer's records) | the selected record's
     sources | the selected source's content. Clicking a source's own source moves the
-    selection down one level (the trail keeps the way back)."""
+    selection down one level (the trail keeps the way back). `as_of` (a date): search as of
+    then (`MemoryService.search`: the records dated up to then, the agent memories held then);
+    every link keeps it."""
+    as_of = as_of or None  # the form's empty date field
     svc = memory_for(request, branch)
     all_layers = svc.layers(branch)
     layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
     results, listing = None, None
     if q:
-        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30)
+        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of)
     else:
         built = [l for l in all_layers if l["records"]]
         chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)
@@ -122,7 +126,7 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
                   all_layers=all_layers, results=results, listing=listing, selected=selected,
                   selected_sources=selected_sources, detail=detail, detail_sources=detail_sources,
                   hl_range=hl_range, trail=trail_ids, crumbs=crumbs, sel=sel, src=src, page=page,
-                  branch=branch)
+                  branch=branch, as_of=as_of)
 
 
 def _range(value: str | None) -> tuple[int, int] | None:

@@ -91,11 +91,13 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         records that mention it, grouped by the source they came from."""
         return svc.cross_reference(query, as_of=as_of, limit=limit)
 
-    def get_brief(query: str | None = None, budget_tokens: int = 2000) -> dict:
+    def get_brief(query: str | None = None, budget_tokens: int = 2000, as_of: str | None = None,
+                  session: str | None = None) -> dict:
         """The prompt-ready brief within `budget_tokens`: core memory, recent records and the top
         hits for `query`; for a memory with a working window (synapse), Tier 1 first — identity
-        facts, the session's last turns, its rolling summary, open loops and nudges."""
-        return svc.brief(query, budget_tokens=budget_tokens)
+        facts, the session's last turns, its rolling summary, open loops and nudges. `as_of`
+        (ISO date/time): what the memory held then."""
+        return svc.brief(query, budget_tokens=budget_tokens, as_of=as_of, session=session)
 
     return [get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
             browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference,

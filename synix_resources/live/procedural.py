@@ -47,19 +47,32 @@ def _day(ts: str) -> datetime:
 
 
 def replay(turns: list[dict]) -> tuple[list[dict], list[dict]]:
-    """(loops, identity facts) the user's `turns` (in order) add up to."""
+    """(loops, identity facts) the user's `turns` (in order) add up to, by the rules."""
+    return replay_events([rule_event(t) for t in turns if t["role"] == "user"])
+
+
+def rule_event(t: dict) -> dict:
+    """What one user turn says, by the rules: loops it completes (the turn's text when it says
+    done/finished/…), loop statements (kind, phrase) and facts (key, value). A model extractor
+    answers the same shape (engine/procedural.py), so both replay alike."""
+    text = " ".join(t["content"].split())
+    return {"turn_id": t["turn_id"], "ts": t["ts"], "session_id": t.get("session_id"),
+            "completes": [text] if _DONE.search(text) else [], "mentions": _statements(text),
+            "facts": [(key, m.group(1).strip()) for key, rule in _FACTS for m in rule.finditer(text)],
+            "extractor": RULES}
+
+
+def replay_events(events: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(loops, identity facts) a sequence of turn events (in order) adds up to."""
     loops: dict[str, dict] = {}
     facts: dict[str, dict] = {}
-    for t in turns:
-        if t["role"] != "user":
-            continue
-        text = " ".join(t["content"].split())
-        _complete(loops, t, text)
-        for kind, phrase in _statements(text):
-            _mention(loops, t, kind, phrase)
-        for key, rule in _FACTS:
-            for match in rule.finditer(text):
-                _fact(facts, t, key, match.group(1).strip())
+    for e in events:
+        for text in e["completes"]:
+            _complete(loops, e, text)
+        for kind, phrase in e["mentions"]:
+            _mention(loops, e, kind, phrase)
+        for key, value in e["facts"]:
+            _fact(facts, e, key, value)
     return list(loops.values()), list(facts.values())
 
 
@@ -81,12 +94,10 @@ def _mention(loops: dict, t: dict, kind: str, phrase: str) -> None:
     loops[loop_id] = {"loop_id": loop_id, "kind": kind, "text": phrase, "status": "open",
                       "created_at": t["ts"], "reinforced_at": None, "completed_at": None,
                       "mentions": 1, "evidence": [t["turn_id"]], "words": words,
-                      "session_id": t.get("session_id"), "extractor": RULES}
+                      "session_id": t.get("session_id"), "extractor": t.get("extractor", RULES)}
 
 
 def _complete(loops: dict, t: dict, text: str) -> None:
-    if not _DONE.search(text):
-        return
     words = _words(text)
     for loop in loops.values():
         if loop["status"] != "completed" and _overlap(loop["words"], words) >= 0.5 \
@@ -103,7 +114,7 @@ def _fact(facts: dict, t: dict, key: str, value: str) -> None:
         old["last_seen"] = t["ts"]
         return
     facts[slot] = {"fact_id": slot, "key": key, "value": value, "first_seen": t["ts"], "last_seen": t["ts"],
-                   "evidence": [t["turn_id"]], "extractor": RULES,
+                   "evidence": [t["turn_id"]], "extractor": t.get("extractor", RULES),
                    "replaces": {"value": old["value"], "evidence": old["evidence"]} if old else None}
 
 

@@ -57,15 +57,20 @@ def rolling_summary(inbox, session_id: str) -> dict | None:
             "folded_at": folded_at, "how": how}
 
 
+def evicted(turns: list[dict], size: int, done=frozenset()) -> list[dict]:
+    """The turns (in order) older than the window's last `size`, less those in `done` (folded
+    already). The one rule of the window, for the inbox and for the build's fold layer."""
+    return [t for t in turns[:max(0, len(turns) - size)] if t["turn_id"] not in done]
+
+
 def pending(inbox, session_id: str, size: int = WINDOW) -> list[dict]:
     """Turns evicted from the window (older than its last `size`) and not folded yet."""
     turns = inbox.turns(session_id)
-    evicted = turns[:max(0, len(turns) - size)]
-    if not evicted:
+    if not evicted(turns, size):
         return []
     with inbox._read("reading folded turns") as conn:
         done = {r[0] for r in conn.execute("SELECT turn_id FROM folded WHERE session_id = ?", (session_id,))}
-    return [t for t in evicted if t["turn_id"] not in done]
+    return evicted(turns, size, done)
 
 
 def fold(inbox, session_id: str, summarise: Summariser = extractive_fold, *, size: int = WINDOW,

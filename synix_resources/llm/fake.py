@@ -17,6 +17,7 @@ from synix_resources.errors import LLMError
 
 from .base import Completion, LLMClient
 from .fake_agent import agent_answer
+from .fake_extract import extract_answer
 from .retry import RetryableCallError
 from .types import LLMRequest
 
@@ -88,7 +89,8 @@ class FakeClient(LLMClient):
         if self.refuse_marker and self.refuse_marker in request.prompt:
             return Completion(text="", model=model, stop_reason="refusal",
                               input_tokens=len(request.prompt) // 4)
-        text = agent_answer(request) if request.shape == "agent" else self.summary(request)
+        text = agent_answer(request) if request.shape == "agent" else \
+            extract_answer(request) if request.shape == "json" else self.summary(request)
         return Completion(text=text, model=model, stop_reason="end_turn",
                           input_tokens=max(1, len(request.prompt + (request.system or "")) // 4),
                           output_tokens=max(1, len(text) // 4), raw=text,

@@ -56,7 +56,7 @@ CLI_TO_PYTHON = {
     # agent-written memories (Syke's tool names, issue 32)
     **{f"memory {name}": ("Pipeline", name) for name in (
         "create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link",
-        "get_memory", "get_memory_history", "follow_links", "cross_reference")},
+        "get_memory", "get_memory_history", "follow_links", "cross_reference", "get_brief")},
 }
 
 # Commands that start or administer a process, or make a project; no Pipeline action is them.
@@ -79,7 +79,7 @@ CLI_ONLY = {
 # Public attributes of the Python classes that are not actions, and why there is no command.
 PYTHON_ONLY = {
     **{name: "declares the pipeline; the CLI reads the declaration from pipeline.py"
-       for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "search_index",
+       for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "window_fold", "open_loops", "identity_facts", "search_index",
                     "context_doc", "artifact", "remove", "validate", "to_toml", "from_toml")},
     **{name: "a question about the declaration the engine asks, not an action"
        for name in ("resolve", "layer_order", "level", "partitioning", "downstream", "upstream",

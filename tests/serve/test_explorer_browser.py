@@ -161,3 +161,25 @@ def test_openapi_docs_page_renders_from_vendored_files(page):
     assert "/v1/search" in paths and "/v1/brief" in paths
     assert requested and all(url.startswith(page.url.split("/docs")[0]) for url in requested)
 
+
+
+def test_search_as_of_a_date_keeps_the_hits_dated_before_then_and_the_links_keep_the_date(page):
+    page.goto("/explore?q=marathon")
+    hits = page.locator("#col-results > a.item")
+    hits.first.wait_for()
+    dates = sorted({d[:10] for d in hits.locator(".meta").all_inner_texts() if d[:4].isdigit()})
+    assert len(dates) >= 2, dates  # the demo's marathon conversations span several days
+    cutoff, before = dates[-1], hits.count()  # as of the start of the newest hit's day
+    page.fill("input[name=as_of]", cutoff)
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"as_of=" + cutoff))
+    assert f"as of {cutoff}" in page.locator("#col-results h2").inner_text()
+    kept = page.locator("#col-results > a.item")
+    kept.first.wait_for()
+    kept_dates = [d[:10] for d in kept.locator(".meta").all_inner_texts()]
+    assert kept_dates and all(d < cutoff for d in kept_dates) and kept.count() < before
+    href = kept.first.get_attribute("href")
+    assert f"as_of={cutoff}" in href and "sel=" in href, href
+    page.goto(href)  # (a click may land on the date picker still open)
+    assert page.locator("#col-sources h2").inner_text()  # the hit's record beside the same results
+    assert f"as of {cutoff}" in page.locator("#col-results h2").inner_text()

@@ -54,9 +54,15 @@ def _check_tier1(t1: dict) -> None:
     assert [t["turn_id"] for t in t1["working_memory"]] == [f"chat-{i}" for i in range(5, 17)]
     assert t1["rolling_summary"]["folded_turn_ids"] == ["chat-1", "chat-2", "chat-3", "chat-4"]
     assert "[chat-3] user: I need to renew my passport before the trip." in t1["rolling_summary"]["text"]
-    assert {(f["key"], f["value"]) for f in t1["identity"]} == {("name", "Dana Ortiz"), ("location", "Lisbon")}
-    assert {(l["text"], l["status"]) for l in t1["active_loops"]} == {
-        ("renew my passport before the trip", "open"), ("water the tomatoes", "open")}
+    # the unbuilt session's facts (the inbox, by the rules) beside what the built loops layer read
+    # in the demo exports' user turns
+    assert {(f["key"], f["value"]) for f in t1["identity"]} == {
+        ("name", "Dana Ortiz"), ("location", "Lisbon"), ("preference", "the plan-then-apply approach")}
+    assert t1["from"] == "layers"
+    chat = {("renew my passport before the trip", "open"), ("water the tomatoes", "open")}
+    assert chat <= {(l["text"], l["status"]) for l in t1["active_loops"]}
+    built = [l for l in t1["active_loops"] if (l["text"], l["status"]) not in chat]
+    assert built and all(l["record_id"].startswith("loops-") for l in built)  # the demo's, as records
     # the turns are of 2025: every open loop is idle long enough to nudge
     assert {l["text"] for l in t1["nudge_candidates"]} == {l["text"] for l in t1["active_loops"]}
     assert t1["extractor"] == "rules (no model used)"
@@ -71,13 +77,22 @@ def test_synapse_template_builds_offline_and_brief_tier1_over_http(project, tmp_
     try:
         wait_until_serving(port, proc, "/v1/layers", 90, lambda: log_path.read_text(errors="replace"))
         status, _, raw = request(port, "GET", "/v1/brief?budget_tokens=3000")
+        then_status, _, then_raw = request(port, "GET", "/v1/brief?budget_tokens=3000&session=chat"
+                                           "&as_of=2025-06-01T10:03:00Z")
+        bad_status, _, bad_raw = request(port, "GET", "/v1/brief?as_of=last%20tuesday")
     finally:
         stop(proc)
     assert status == 200, raw
     brief = json.loads(raw)
     _check_tier1(brief["tier1"])
-    assert brief["text"].startswith("## Identity\n- name: Dana Ortiz")
+    assert brief["text"].startswith("## Identity\n") and "\n- name: Dana Ortiz\n" in brief["text"].split("## Rolling")[0]
     print(brief["tier1"]["text"])
+    assert then_status == 200, then_raw
+    then = json.loads(then_raw)["tier1"]  # what had been said by 10:03: the first four turns
+    assert then["as_of"] == "2025-06-01T10:03:00Z" and len(then["working_memory"]) == 4
+    assert ("renew my passport before the trip", "open") in {(l["text"], l["status"]) for l in then["active_loops"]}
+    assert "water the tomatoes" not in {l["text"] for l in then["active_loops"]}
+    assert bad_status == 400 and b"as_of" in bad_raw and b"Traceback" not in bad_raw
 
 
 def test_brief_tier1_over_mcp(project):
@@ -90,14 +105,17 @@ def test_brief_tier1_over_mcp(project):
     async def session(server):
         async with Client(server) as client:
             result = await client.call_tool("get_brief", {"budget_tokens": 3000})
-            return json.loads("".join(getattr(c, "text", "") for c in result.content))
+            then = await client.call_tool("get_brief", {"session": "chat", "as_of": "2025-06-01T10:03:00Z"})
+            return [json.loads("".join(getattr(c, "text", "") for c in r.content)) for r in (result, then)]
 
     service = MemoryService(ProjectPaths(project))
     try:
-        brief = asyncio.run(session(build_server(service)))
+        brief, then = asyncio.run(session(build_server(service)))
     finally:
         service.close()
     _check_tier1(brief["tier1"])
+    assert then["tier1"]["as_of"] == "2025-06-01T10:03:00Z" and len(then["tier1"]["working_memory"]) == 4
+    assert "water the tomatoes" not in {l["text"] for l in then["tier1"]["active_loops"]}
 
 
 def test_forgetting_a_session_takes_its_loops_facts_and_summary(project):

@@ -18,7 +18,7 @@ from pathlib import Path
 import dagster as dg
 
 PROJECT = "<project>"
-PROJECTS = ("branch", "live", "monthly", "topical")
+PROJECTS = ("branch", "live", "monthly", "synapse", "topical")
 BRANCH = "exp"
 
 

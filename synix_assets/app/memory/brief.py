@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from synix_assets.app.memory.params import BadRequest, check_limit, record_summary
 from synix_assets.app.query import NOT_BUILT_HINT
+from synix_assets.app.synapse import SYNAPSE_KINDS
 from synix_assets.engine.agent import MAP_GROUP as AGENT_MAP
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.llm.mapreduce import estimate_tokens
@@ -34,24 +35,27 @@ def context(svc: MemoryService) -> dict:
             "footer": footer, "records": ids, "tokens": estimate_tokens(text)}
 
 
-def memory_map(svc: MemoryService, branch: str, recent: int) -> dict:
+def memory_map(svc: MemoryService, branch: str, recent: int, until: str | None = None) -> dict:
     """The navigational map an agent reads first: the top layer (core memory), the layers
-    with their sizes, and the most recent records of the layers below it."""
+    with their sizes, and the most recent records of the layers below it (dated up to `until`).
+    The Synapse layers (rolling summary, loops, identity) are Tier 1's, not recent records."""
     check_limit(recent, "recent")
     layers = svc.layers(branch)
     built = [l for l in layers if l["records"]]
     if not built:
         raise ArtifactNotFound(f"nothing has been built in {svc.paths.root} yet", hint=NOT_BUILT_HINT)
-    top = max(l["level"] for l in built)
+    tier1 = {n for n, st in svc.pipeline.steps.items() if st.kind in SYNAPSE_KINDS}
+    top = max(l["level"] for l in built if l["layer"] not in tier1) if set(l["layer"] for l in built) - tier1 else 0
+    dated = {"until": until} if until else {}
     with svc.reader(branch) as r:
         core = [record_summary(a) | {"content": a.content}
-                for l in built if l["level"] == top
-                for a in r.page([l["layer"]], limit=3)[1]]
+                for l in built if l["level"] == top and l["layer"] not in tier1
+                for a in r.page([l["layer"]], limit=3, **dated)[1]]
         recent_by_layer = {}
         for l in built:
-            if 0 < l["level"] < top:
+            if 0 < l["level"] < top and l["layer"] not in tier1:
                 recent_by_layer[l["layer"]] = [record_summary(a) for a in
-                                               r.page([l["layer"]], limit=recent)[1]]
+                                               r.page([l["layer"]], limit=recent, **dated)[1]]
         # the map an agent step wrote (Syke's memex), read first by whoever navigates
         maps = [a for a in (r.store.current(l["layer"], AGENT_MAP) for l in built) if a is not None]
     out = {"core": core, "layers": layers, "recent": recent_by_layer}
@@ -63,14 +67,15 @@ def memory_map(svc: MemoryService, branch: str, recent: int) -> dict:
 
 
 def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: int, hits: int,
-          recent: int) -> dict:
+          recent: int, as_of: str | None = None) -> dict:
     """What an orchestrator puts in an agent's prompt, within `budget_tokens`: the core
     memory, the most recent periods/episodes, and the top hits for the query with their
-    provenance. Sections are added in that order until the budget is spent."""
+    provenance. Sections are added in that order until the budget is spent. `as_of` (an
+    instant): only records dated up to then, and the hits search finds as of then."""
     if not 100 <= budget_tokens <= 200_000:
         raise BadRequest(f"budget_tokens must be between 100 and 200000, got {budget_tokens}")
     check_limit(hits, "hits")
-    m = svc.memory_map(branch, recent=recent)
+    m = memory_map(svc, branch, recent, until=as_of)
     sections: list[dict] = []
     used = 0
 
@@ -95,13 +100,13 @@ def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: 
                 item["preview"], {"artifact_id": item["artifact_id"], "layer": layer})
     found = None
     if query and query.strip():
-        found = svc.search(query, branch=branch, limit=hits)
+        found = svc.search(query, branch=branch, limit=hits, as_of=as_of)
         for hit in found["hits"]:
             add("hit", hit["title"] or hit["artifact_id"], hit["snippet"],
                 {"artifact_id": hit["artifact_id"], "layer": hit["layer"], "score": hit["score"],
                  "sources": hit["sources"]})
     text = "\n\n".join(f"## {s['title']} [{s['artifact_id']}]\n{s['text']}" for s in sections)
-    return {"query": query, "budget_tokens": budget_tokens, "tokens": used,
+    return {"query": query, "budget_tokens": budget_tokens, "tokens": used, **({"as_of": as_of} if as_of else {}),
             "sections": sections, "text": text,
             **({"notice": found["notice"]} if found and "notice" in found else {})}
 

@@ -19,6 +19,7 @@ from synix_assets.app.memory import browse
 from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
 from synix_assets.app.synapse import brief_tier1
+from synix_resources.names import check_session_id
 from synix_assets.app.memory.readers import Reader, ReaderPool
 from synix_assets.app.query import NOT_BUILT_HINT
 from synix_assets.app.workspace import readable_branches, resolve_branch
@@ -209,12 +210,17 @@ class MemoryService:
         return _brief.memory_map(self, branch, recent)
 
     def brief(self, query: str | None = None, *, branch: str | None = None, budget_tokens: int = 2000,
-              hits: int = 5, recent: int = 3) -> dict:
-        """Core memory, recent records and the top hits for `query`, within `budget_tokens`."""
+              hits: int = 5, recent: int = 3, as_of: str | None = None, session: str | None = None) -> dict:
+        """Core memory, recent records and the top hits for `query`, within `budget_tokens`;
+        Tier 1 first for a synapse memory (of `session`, default the latest). `as_of` (ISO
+        date/time): what the memory held then (records dated up to then, Tier 1 as it stood)."""
         branch = self.own(branch)
+        if session is not None:
+            check_session_id(session)
+        t = _agent.reads.as_of_instant(as_of)
         out = _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
-                           recent=recent)
-        tier1 = brief_tier1(self.paths)  # a pipeline with a working window (synapse)
+                           recent=recent, as_of=t)
+        tier1 = brief_tier1(self.paths, session, as_of=t)  # a pipeline with a working window (synapse)
         if tier1 is not None:
             out["tier1"] = tier1
             out["text"] = "\n\n".join(p for p in (tier1["text"], out.get("text", "")) if p)
