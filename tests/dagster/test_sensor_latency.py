@@ -87,10 +87,11 @@ def test_a_fresh_whole_zip_export_is_built_at_the_first_tick_that_sees_it(
     assert "zipped-1" in instance.get_dynamic_partitions("conversations")
 
 
-def test_build_all_runs_in_its_run_worker_process_and_the_sensor_ticks_every_five_seconds(demo_project):
+def test_build_all_runs_in_its_run_worker_process_and_the_sensor_ticks_at_every_daemon_loop(demo_project):
     defs = build_defs(demo_project.root, sync=False)
     assert defs.resolve_job_def("synix_build_all").executor_def == dg.in_process_executor
-    assert defs.resolve_sensor_def("synix_exports_sensor").minimum_interval_seconds == INTERVAL_SECONDS == 5
+    assert defs.resolve_sensor_def("synix_exports_sensor").minimum_interval_seconds == INTERVAL_SECONDS
+    assert INTERVAL_SECONDS < 5  # the daemon's sensor loop: an interval of 5 would tick every other loop
     (demo_project.root / "scale.toml").write_text(SCALE, encoding="utf-8")
     scaled = build_defs(demo_project.root, sync=False)  # a deployment keeps its Celery executor
     assert scaled.resolve_job_def("synix_build_all").executor_def.name == "synix_celery"
