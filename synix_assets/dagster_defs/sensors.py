@@ -46,7 +46,7 @@ SETTLE_SECONDS = 5.0
 # Dagster's daemon looks at sensors every 5 s (its loop) and skips one whose last tick began less
 # than this interval ago: at 5, a loop that comes a moment early skips to the next one (ticks 10 s
 # apart); at 3 every loop ticks, so a new export waits 0-5 s for its tick. An idle tick costs a
-# store sync and a stat per export file (~0.3 s at 10,000 conversations: docs/benchmarks.md).
+# store sync and a stat per export file (measured at 10,000 conversations: docs/benchmarks.md).
 INTERVAL_SECONDS = 3
 SENSOR_NAME = EXPORTS_SENSOR
 DEFINITIONS_KEY = "__definitions__"  # cursor entry: each branch's code versions at the last tick
