@@ -66,12 +66,17 @@ def _last_line_complete(path) -> bool:
 
 def _whole(path) -> bool:
     """A fresh .json or .zip export whose copy has finished, told by its format: any cut-short
-    prefix of a JSON document fails to parse, and a cut-short zip has no central directory (or
-    fails its CRCs). Then it need not wait for the next tick to look settled."""
+    prefix of a JSON array or object (every export is one) fails to parse, and a cut-short zip
+    has no central directory (or fails its CRCs). Then it need not wait for the next tick to
+    look settled."""
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
             with path.open("rb") as fh:
+                fh.seek(max(0, fh.seek(0, 2) - 64))
+                if not fh.read().rstrip().endswith((b"]", b"}")):
+                    return False  # mid-copy for sure: no need to parse what is there so far
+                fh.seek(0)
                 json.load(fh)
             return True
         if suffix == ".zip":
