@@ -24,6 +24,7 @@ from tests.conftest import _conversation, _make_claude_export  # noqa: E402
 from tests.dagster.live import DagsterDev, synix  # noqa: E402
 
 from synix_assets.app.init import demo_exports, init_project  # noqa: E402
+from synix_assets.dagster_defs.vocabulary import EXPORTS_SENSOR  # noqa: E402
 
 
 def _found(root: Path, conv_id: str, words: str) -> bool:
@@ -38,6 +39,7 @@ def measure(n: int, tag: str, root: Path, dev: DagsterDev) -> dict:
     staged = root.parent / f"{tag}.json"
     _make_claude_export(staged, convs)
     before = (root / "context.md").stat().st_mtime_ns
+    wall0 = time.time()
     subprocess.run(["cp", str(staged), str(root / "exports" / staged.name)], check=True)
     t0 = time.monotonic()
     context_s = None
@@ -46,9 +48,47 @@ def measure(n: int, tag: str, root: Path, dev: DagsterDev) -> dict:
             context_s = time.monotonic() - t0
         if context_s is not None and _found(root, f"{tag}-{n - 1}", f"quokka{tag}"):
             return {"new_conversations": n, "context_md_s": round(context_s, 1),
-                    "searchable_s": round(time.monotonic() - t0, 1)}
+                    "searchable_s": round(time.monotonic() - t0, 1),
+                    "timeline": timeline(dev, wall0)}
         time.sleep(0.5)
     raise SystemExit(f"not current after 600 s: {dev.output()[-2000:]}")
+
+
+TICKS = """query($sel: SensorSelector!) { sensorOrError(sensorSelector: $sel) { ... on Sensor {
+    sensorState { ticks(limit: 6) { timestamp endTimestamp status runIds } } } } }"""
+RUN = """query($id: ID!) { runOrError(runId: $id) { ... on Run { creationTime
+    eventConnection { events { __typename ... on MessageEvent { timestamp message }
+        ... on MaterializationEvent { assetKey { path } } } } } } }"""
+MARKS = {"RunEnqueuedEvent": "enqueued", "RunDequeuedEvent": "dequeued", "RunStartingEvent": "starting",
+         "RunStartEvent": "run process started", "ExecutionStepStartEvent": "step started",
+         "RunSuccessEvent": "run succeeded", "RunFailureEvent": "run failed"}
+
+
+def timeline(dev: DagsterDev, wall0: float) -> dict[str, float]:
+    """Seconds after the copy at which each hop happened, from the sensor's ticks and the run's
+    own events in Dagster's event log: where the latency goes."""
+    sel = {"repositoryLocationName": "synix", "repositoryName": "__repository__", "sensorName": EXPORTS_SENSOR}
+    ticks = dev.gql(TICKS, {"sel": sel})["sensorOrError"]["sensorState"]["ticks"]
+    out: dict[str, float] = {}
+    seen = [t for t in reversed(ticks) if t["timestamp"] >= wall0]
+    for i, t in enumerate(seen):
+        out[f"tick {i + 1} start ({t['status'].lower()})"] = round(t["timestamp"] - wall0, 2)
+    launching = next((t for t in seen if t["runIds"]), None)
+    if launching is None:
+        return out
+    out["launching tick end"] = round((launching["endTimestamp"] or 0) - wall0, 2)
+    run = dev.gql(RUN, {"id": launching["runIds"][0]})["runOrError"]
+    out["run created"] = round(run["creationTime"] - wall0, 2)
+    for e in run["eventConnection"]["events"]:
+        at = round(int(e["timestamp"]) / 1000 - wall0, 2)
+        mark = MARKS.get(e["__typename"])
+        if e["__typename"] == "MaterializationEvent":
+            mark = "materialized " + "/".join(e["assetKey"]["path"])
+        if e["__typename"] == "LogMessageEvent":
+            mark = "log: " + e["message"][:70]
+        if mark and mark not in out:
+            out[mark] = at
+    return out
 
 
 ASSETS = ("transcripts", "episodes", "monthly", "core", "memory_index", "synix_context")

@@ -124,10 +124,12 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
     identity = llm_identity()
     graphs = branch_graphs(root, identity, only)
     assets, jobs, build_jobs, seen_sources = [], [], {}, set()
+    executor = executor_for(root)
     for graph in graphs:
         assets += _assets(graph, identity, seen_sources, work)
         seen_sources |= {graph.names.source(s) for s in graph.pipeline.sources}
-        build_jobs[graph.names.branch] = build_all_job(graph.paths, graph.names, build)
+        build_jobs[graph.names.branch] = build_all_job(graph.paths, graph.names, build,
+                                                      None if executor else dg.in_process_executor)
         jobs += [build_jobs[graph.names.branch], *layer_jobs(graph.pipeline, graph.names)]
     keys = set().union(*(g.asset_keys() for g in graphs))
     main_paths = ProjectPaths(root)
@@ -141,7 +143,7 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
                                        sorted(g.asset_keys() - {g.names.source(x) for x in g.pipeline.sources},
                                               key=lambda k: k.to_user_string()), g.names))],
                           resources=resources or resources_for(main_paths, identity),
-                          executor=executor_for(root))
+                          executor=executor)
     home = settings().dagster_home
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too

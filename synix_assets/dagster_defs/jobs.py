@@ -59,9 +59,13 @@ def run_links(instance, run_ids: list[str]) -> dict:
             for i, r in enumerate(run_ids, 1)}
 
 
-def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
+def build_all_job(paths, names: Names, build: BuildFn,
+                  executor: dg.ExecutorDefinition | None = dg.in_process_executor) -> dg.JobDefinition:
     """`build`: the build itself (app/run.py's `run_build`), passed in by whoever compiles the
-    definitions, so this floor never imports the application layer."""
+    definitions, so this floor never imports the application layer. `executor`: in process by
+    default — the job is one op, and Dagster's default executor would start a second Python
+    process for it (Dagster import and code location load again: ~3 s of every sensor-launched
+    build); None keeps the definitions' executor (scale.toml's Celery)."""
     @dg.op(name=names.qualify(BUILD_MEMORY_OP), description="Plan with Synix's keys, then build every layer with work "
                                             "and refresh the projections: the same code as `synix run`.")
     def build_memory(context: dg.OpExecutionContext, llm: LLMResource):
@@ -88,6 +92,7 @@ def build_all_job(paths, names: Names, build: BuildFn) -> dg.JobDefinition:
         return None
 
     @dg.job(name=names.qualify(BUILD_ALL), tags={BRANCH_TAG: names.branch, LAYER_TAG: "all"},
+            executor_def=executor,
             description=f"Build the whole memory{_on(names)}: every stale partition of every "
                         f"layer, then the search index and context document (one Dagster run per "
                         f"layer with work).")

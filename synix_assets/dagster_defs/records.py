@@ -96,11 +96,15 @@ def artifact_metadata(art) -> dict:
 def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]],
                         names: Names = MAIN_NAMES) -> int:
     """Add the given group keys to each layer's dynamic partitions; returns how many were new."""
-    added = 0
+    # layers sharing a partitions definition (transcripts and episodes: the conversations) are
+    # looked up once: every sensor tick reads each definition's whole key list
+    wanted: dict[str, list[str]] = {}
     for layer, keys in layer_keys.items():
         name = dynamic_name(pipeline, layer, names)
-        if not name or not keys:
-            continue
+        if name and keys:
+            wanted.setdefault(name, []).extend(keys)
+    added = 0
+    for name, keys in wanted.items():
         have = set(instance.get_dynamic_partitions(name))
         new = [k for k in dict.fromkeys(keys) if k not in have]
         if new:

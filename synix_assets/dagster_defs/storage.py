@@ -44,8 +44,7 @@ from sqlalchemy.engine import Engine
 from synix_assets.dagster_defs.vocabulary import CONVERSATIONS
 from synix_resources.folders import remove_inside
 
-INSTANCE_YAML = """# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).
-telemetry:
+_SYNIX_EVENT_LOG = """telemetry:
   enabled: false
 # One SQLite event log for all runs (event_log.db): Dagster's consolidated SQLite event log, in
 # Synix's subclass that keeps its connections and writes an event (or a batch) in one transaction
@@ -56,6 +55,15 @@ event_log_storage:
   config:
     base_dir:
       env: DAGSTER_HOME
+"""
+_HEADER = "# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).\n"
+INSTANCE_YAML = _HEADER + _SYNIX_EVENT_LOG + """# Dagster's default run queue, polled every second instead of every 5: a run the export sensor
+# requests starts within a second (docs/dagster.md, "From export to memory").
+run_coordinator:
+  module: dagster
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
 """
 
 # What earlier Synix versions wrote: a project's dagster.yaml still reading exactly so was never
@@ -73,6 +81,7 @@ telemetry:
 # One SQLite event log for all runs: far cheaper per event than a database shard per run.
 """
 EARLIER_INSTANCE_YAMLS = (
+    _HEADER + _SYNIX_EVENT_LOG,  # before the run queue's dequeue interval
     _HEAD + _DAGSTER_EVENT_LOG,
     _HEAD + """# Dagster gives this class no public module path (its own defaults name every SQLite storage by
 # its `dagster._core.storage…` path, and `storage: sqlite:` selects the per-run shards), so the
