@@ -18,10 +18,12 @@ from synix_resources.search.query import ParsedQuery, check_phrase, parse_query,
 from synix_resources.search.rows import Rows
 from synix_resources.search.snippets import exact_snippet, fold, highlight, stem
 from synix_resources.search.vectors import Vectors
+from synix_resources.search.when import named_periods, padded, prefer_dated
 
 MODES = ("fts", "semantic", "hybrid")
 EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
 SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
+MAX_PERIODS = 3               # named periods a query's dated searches are run for
 
 
 class IndexReader:
@@ -58,7 +60,7 @@ class IndexReader:
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
                per: str = "artifact", leaves: bool = False, period: str | None = None,
-               conversation: str | None = None) -> SearchResults:
+               conversation: str | None = None, dates: bool = True) -> SearchResults:
         """`SearchIndex.search`."""
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
@@ -75,8 +77,17 @@ class IndexReader:
                 return SearchResults(self._exact(check_phrase(query), filters, limit),
                                      mode="exact", requested_mode="exact")
             parsed = parse_query(query)
-            return self._ranked(parsed, mode, filters, limit, per,
-                                dedup=layer_list is None and not leaves, restrict=None)
+            dedup = layer_list is None and not leaves
+            results = self._ranked(parsed, mode, filters, limit, per, dedup=dedup, restrict=None)
+            periods = named_periods(query) if dates and not (since or until or period) else []
+            if not periods:
+                return results
+            # the same search inside each named period (padded); its hits are preferred
+            dated = [h for lo, hi in padded(periods[:MAX_PERIODS])
+                     for h in self._ranked(parsed, mode, dataclasses.replace(filters, since=lo, until=hi),
+                                           limit, per, dedup=dedup, restrict=None)]
+            return SearchResults(prefer_dated(results, dated, per, limit), mode=results.mode,
+                                 requested_mode=mode, notice=results.notice)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
