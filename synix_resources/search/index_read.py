@@ -78,16 +78,20 @@ class IndexReader:
                                      mode="exact", requested_mode="exact")
             parsed = parse_query(query)
             dedup = layer_list is None and not leaves
-            results = self._ranked(parsed, mode, filters, limit, per, dedup=dedup, restrict=None)
+            scored, used, notice = self._scored(parsed, mode, filters, restrict=None)
+            hits = self._group(scored, parsed, per, limit, dedup)
             periods = named_periods(query) if dates and not (since or until or period) else []
-            if not periods:
-                return results
-            # the same search inside each named period (padded); its hits are preferred
-            dated = [h for lo, hi in padded(periods[:MAX_PERIODS])
-                     for h in self._ranked(parsed, mode, dataclasses.replace(filters, since=lo, until=hi),
-                                           limit, per, dedup=dedup, restrict=None)]
-            return SearchResults(prefer_dated(results, dated, per, limit), mode=results.mode,
-                                 requested_mode=mode, notice=results.notice)
+            if periods and scored:
+                # the same ranking kept to each named period (padded); its hits are preferred
+                ids, hidden = [uid for uid, _ in scored], self._include_hidden(filters, None)
+                dated = []
+                for lo, hi in padded(periods[:MAX_PERIODS]):
+                    inside = self.rows.filter_units(
+                        ids, dataclasses.replace(filters, since=lo, until=hi), hidden)
+                    dated += self._group([(uid, sc) for uid, sc in scored if uid in inside],
+                                         parsed, per, limit, dedup)
+                hits = prefer_dated(hits, dated, per, limit)
+            return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
@@ -107,8 +111,10 @@ class IndexReader:
                                      requested_mode="fts")
             parsed = parse_query(query)
             restrict = set(ancestry) | set(parents)
-            return self._ranked(parsed, mode, Filters(None, None, None, None), limit, per,
-                                dedup=False, restrict=restrict)
+            scored, used, notice = self._scored(parsed, mode, Filters(None, None, None, None),
+                                                restrict=restrict)
+            return SearchResults(self._group(scored, parsed, per, limit, dedup=False), mode=used,
+                                 requested_mode=mode, notice=notice)
 
     def _check_layers(self, layers) -> list[str] | None:
         if layers is None:
@@ -121,8 +127,15 @@ class IndexReader:
                               hint=f"indexed layers: {', '.join(sorted(known))}")
         return layer_list
 
-    def _ranked(self, parsed: ParsedQuery, mode: str, filters: Filters, limit: int,
-                per: str, *, dedup: bool, restrict: set | None) -> SearchResults:
+    @staticmethod
+    def _include_hidden(filters: Filters, restrict: set | None) -> bool:
+        # a named layer may be one the projection does not list (hidden: only ever found by
+        # naming it); the layer filter keeps every other hidden document out
+        return restrict is not None or filters.leaves or filters.layers is not None
+
+    def _scored(self, parsed: ParsedQuery, mode: str, filters: Filters,
+                restrict: set | None) -> tuple[list[tuple[int, float]], str, str | None]:
+        """Every matching unit's score, best first; the mode used and why it fell back."""
         used, notice = mode, None
         if mode != "fts" and self.vectors.embedder() is None:
             used = "fts"
@@ -132,9 +145,7 @@ class IndexReader:
             used = "fts"
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
-        # a named layer may be one the projection does not list (hidden: only ever found by
-        # naming it); the layer filter keeps every other hidden document out
-        include_hidden = restrict is not None or filters.leaves or filters.layers is not None
+        include_hidden = self._include_hidden(filters, restrict)
         # The same query is often ranked twice (per artifact, then per passage): its unit scores
         # are kept for the next call while the index is unchanged (not for drill-downs).
         key = None if restrict is not None else (parsed.text, used, repr(filters),
@@ -162,8 +173,7 @@ class IndexReader:
             self._scored_units[key] = scored
             if len(self._scored_units) > SCORED_QUERY_CACHE:
                 self._scored_units.popitem(last=False)
-        hits = self._group(scored, parsed, per, limit, dedup)
-        return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+        return scored, used, notice
 
     def _group(self, scored: list[tuple[int, float]], parsed: ParsedQuery, per: str,
                limit: int, dedup: bool) -> list[Hit]:
