@@ -108,8 +108,9 @@ class RawRag:
     def rank(self, question: str, mode: str, depth: int = 10) -> tuple[Ranking, str | None]:
         self.index.clear_query_cache()  # each mode pays for its own query embedding
         start = time.perf_counter()
-        sessions = self.index.search(question, mode=mode, limit=depth)
-        turns = self.index.search(question, mode=mode, limit=depth, per="passage")
+        # the search engine alone: the words, not the dates a pipeline gives its documents
+        sessions = self.index.search(question, mode=mode, limit=depth, dates=False)
+        turns = self.index.search(question, mode=mode, limit=depth, per="passage", dates=False)
         out = Ranking(ms=(time.perf_counter() - start) * 1000)
         for h in sessions:
             out.add(self._session_of.get(h.artifact_id))

@@ -136,7 +136,7 @@ class SearchIndex:
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
                per: str = "artifact", leaves: bool = False, period: str | None = None,
-               conversation: str | None = None) -> SearchResults:
+               conversation: str | None = None, dates: bool = True) -> SearchResults:
         """Ranked hits for `query`.
 
         `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
@@ -151,10 +151,17 @@ class SearchIndex:
         source); `period` is the document's own `meta.time.period` (2024-03, 2024-W09,
         2024-Q1); `conversation` keeps the documents built from that conversation (its
         transcript, its episode, the rollups over it); `source` is the export kind.
+
+        A query naming a calendar period ("in May 2023", "on 7 May 2023", `when.py`) with no
+        date filter of its own prefers the documents dated inside it (the memory knows when
+        each conversation happened): the same search restricted to each period (padded by a
+        few days) is fused ahead of the plain ranking; hits keep their own scores. `dates=False`
+        ranks by the words alone (the raw-RAG baseline, which has no pipeline's dates to use).
         """
         return self._reader.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
                                    since=since, until=until, source=source, per=per,
-                                   leaves=leaves, period=period, conversation=conversation)
+                                   leaves=leaves, period=period, conversation=conversation,
+                                   dates=dates)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:

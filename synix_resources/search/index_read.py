@@ -18,10 +18,12 @@ from synix_resources.search.query import ParsedQuery, check_phrase, parse_query,
 from synix_resources.search.rows import Rows
 from synix_resources.search.snippets import exact_snippet, fold, highlight, stem
 from synix_resources.search.vectors import Vectors
+from synix_resources.search.when import named_periods, padded, prefer_dated
 
 MODES = ("fts", "semantic", "hybrid")
 EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
 SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
+MAX_PERIODS = 3               # named periods a query's dated searches are run for
 
 
 class IndexReader:
@@ -58,7 +60,7 @@ class IndexReader:
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
                per: str = "artifact", leaves: bool = False, period: str | None = None,
-               conversation: str | None = None) -> SearchResults:
+               conversation: str | None = None, dates: bool = True) -> SearchResults:
         """`SearchIndex.search`."""
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
@@ -75,8 +77,21 @@ class IndexReader:
                 return SearchResults(self._exact(check_phrase(query), filters, limit),
                                      mode="exact", requested_mode="exact")
             parsed = parse_query(query)
-            return self._ranked(parsed, mode, filters, limit, per,
-                                dedup=layer_list is None and not leaves, restrict=None)
+            dedup = layer_list is None and not leaves
+            scored, used, notice = self._scored(parsed, mode, filters, restrict=None)
+            hits = self._group(scored, parsed, per, limit, dedup)
+            periods = named_periods(query) if dates and not (since or until or period) else []
+            if periods and scored:
+                # the same ranking kept to each named period (padded); its hits are preferred
+                ids, hidden = [uid for uid, _ in scored], self._include_hidden(filters, None)
+                dated = []
+                for lo, hi in padded(periods[:MAX_PERIODS]):
+                    inside = self.rows.filter_units(
+                        ids, dataclasses.replace(filters, since=lo, until=hi), hidden)
+                    dated += self._group([(uid, sc) for uid, sc in scored if uid in inside],
+                                         parsed, per, limit, dedup)
+                hits = prefer_dated(hits, dated, per, limit)
+            return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
@@ -96,8 +111,10 @@ class IndexReader:
                                      requested_mode="fts")
             parsed = parse_query(query)
             restrict = set(ancestry) | set(parents)
-            return self._ranked(parsed, mode, Filters(None, None, None, None), limit, per,
-                                dedup=False, restrict=restrict)
+            scored, used, notice = self._scored(parsed, mode, Filters(None, None, None, None),
+                                                restrict=restrict)
+            return SearchResults(self._group(scored, parsed, per, limit, dedup=False), mode=used,
+                                 requested_mode=mode, notice=notice)
 
     def _check_layers(self, layers) -> list[str] | None:
         if layers is None:
@@ -110,8 +127,15 @@ class IndexReader:
                               hint=f"indexed layers: {', '.join(sorted(known))}")
         return layer_list
 
-    def _ranked(self, parsed: ParsedQuery, mode: str, filters: Filters, limit: int,
-                per: str, *, dedup: bool, restrict: set | None) -> SearchResults:
+    @staticmethod
+    def _include_hidden(filters: Filters, restrict: set | None) -> bool:
+        # a named layer may be one the projection does not list (hidden: only ever found by
+        # naming it); the layer filter keeps every other hidden document out
+        return restrict is not None or filters.leaves or filters.layers is not None
+
+    def _scored(self, parsed: ParsedQuery, mode: str, filters: Filters,
+                restrict: set | None) -> tuple[list[tuple[int, float]], str, str | None]:
+        """Every matching unit's score, best first; the mode used and why it fell back."""
         used, notice = mode, None
         if mode != "fts" and self.vectors.embedder() is None:
             used = "fts"
@@ -121,9 +145,7 @@ class IndexReader:
             used = "fts"
             notice = (f"{mode} search needs vectors, and this index has none "
                       "(enable search_index(..., embeddings=True) and rebuild); showing full-text results")
-        # a named layer may be one the projection does not list (hidden: only ever found by
-        # naming it); the layer filter keeps every other hidden document out
-        include_hidden = restrict is not None or filters.leaves or filters.layers is not None
+        include_hidden = self._include_hidden(filters, restrict)
         # The same query is often ranked twice (per artifact, then per passage): its unit scores
         # are kept for the next call while the index is unchanged (not for drill-downs).
         key = None if restrict is not None else (parsed.text, used, repr(filters),
@@ -151,8 +173,7 @@ class IndexReader:
             self._scored_units[key] = scored
             if len(self._scored_units) > SCORED_QUERY_CACHE:
                 self._scored_units.popitem(last=False)
-        hits = self._group(scored, parsed, per, limit, dedup)
-        return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+        return scored, used, notice
 
     def _group(self, scored: list[tuple[int, float]], parsed: ParsedQuery, per: str,
                limit: int, dedup: bool) -> list[Hit]:

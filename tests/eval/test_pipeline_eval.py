@@ -119,6 +119,27 @@ def test_memory_leaf_search_ranks_the_turns_exactly_as_raw_rag_so_it_finds_every
         raw.close()
 
 
+def test_a_question_naming_a_month_finds_that_months_session_first_where_raw_rag_ranks_by_words(locomo, tmp_path):
+    project, data, _ = locomo
+    case = load_locomo(data).cases[0]
+    paths = workspace.case_folder(project, "locomo", case.case_id) / ".synix"
+    memory = MemoryRetriever(case, paths / "search.db", paths / "synix.db")
+    raw = RawRag(case, tmp_path / "raw.sqlite", embeddings=False)
+    question = "Where did Alice's sister move for her robotics job, she said in May 2023?"
+    try:
+        baseline, _ = raw.rank(question, "fts", 10)
+        assert baseline.sessions[0] == "session_1"  # the words: the move, told in January
+        for ranking, _ in (memory.rank(question, "fts", 10), memory.leaf_ranking(question, "fts", 10)):
+            # the memory knows session 3 is dated 2 May 2023: it comes first, and its turn
+            # about the sister is lifted (not above January's turn that matches every word)
+            assert ranking.sessions[0] == "session_3"
+            assert ranking.turns.index("D3:3") < baseline.turns.index("D3:3")
+            assert set(ranking.sessions[:2]) == set(baseline.sessions[:2])  # nothing is lost
+    finally:
+        memory.close()
+        raw.close()
+
+
 def test_second_eval_of_an_unchanged_pipeline_makes_zero_llm_calls(locomo):
     project, data, first = locomo
     again = run_eval(load_locomo(data), project=project, branch="main", settings=SETTINGS)
