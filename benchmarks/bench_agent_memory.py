@@ -69,15 +69,18 @@ def bench_build(n: int, folder: Path) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"build of {n} conversations failed: {done.stderr.strip()[-400:]}")
     report = json.loads(done.stdout)
-    layer = report["layers"]["memories"]
     db = sqlite3.connect(root / ".synix" / "memory_ops.db")
+    store = sqlite3.connect(root / ".synix" / "synix.db")
     try:
         ops = db.execute("SELECT COUNT(*) FROM ops").fetchone()[0]
+        # the layer's own seconds are in the run's stats (the report carries only the totals)
+        stats = json.loads(store.execute("SELECT stats FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0])
     finally:
         db.close()
+        store.close()
     return {"bench": "build", "conversations": n, "ops": ops,
             "episodes": report["layers"]["episodes"]["built"],
-            "agent_step_s": layer.get("seconds"), "build_wall_s": round(wall, 1)}
+            "agent_step_s": stats["layers"]["memories"]["seconds"], "build_wall_s": round(wall, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
