@@ -91,7 +91,10 @@ def markdown(calls: list[dict]) -> str:
     for c in calls:
         shown = c["output"]
         try:
-            shown = json.dumps(json.loads(shown), indent=1, ensure_ascii=False)
+            data = json.loads(shown)
+            if c["tool"] == "get_map":  # the agent's map; the core and recent records are long
+                data = {"map": data.get("map"), "layers": data.get("layers")}
+            shown = json.dumps(data, indent=1, ensure_ascii=False)
         except ValueError:
             pass
         if len(shown) > 2500:
