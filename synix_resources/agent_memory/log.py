@@ -23,6 +23,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from synix_resources.agent_memory.replay import MemoryState
+from synix_resources.errors import InvalidTime, MemoryNotFound, MemoryOpRefused
 from synix_resources.fingerprints import canonical_json
 from synix_resources.store.connection import StoreConnection, utc_now
 from synix_resources.store.migrations import MigrationRegistry
@@ -66,6 +67,8 @@ class MemoryLog(StoreConnection):
                 body = {k: v for k, v in op.items() if k not in ("op", "op_id", "recorded_at")}
                 seq = conn.execute("INSERT INTO ops (op_id, op, recorded_at, body) VALUES (?, ?, ?, ?)",
                                    (op["op_id"], op["op"], op["recorded_at"], canonical_json(body))).lastrowid
+        except (MemoryOpRefused, MemoryNotFound, InvalidTime):
+            raise  # refused before the state changed: the cache still holds
         except BaseException:
             self._cache = None  # the state may hold an op the rolled-back transaction does not
             raise
@@ -91,13 +94,13 @@ class MemoryLog(StoreConnection):
     def state(self) -> MemoryState:
         """What the log means now. The object is this log's cache: read it, do not change it
         (the next `append` or `state` may change it in place)."""
-        with self._read("reading the memory log") as conn:
+        with self.snapshot(), self._read("reading the memory log") as conn:
             return self._replayed(conn).state
 
     def changes(self, mark: tuple | None) -> tuple[MemoryState, set[str] | None, tuple]:
         """The state now, the memory and link ids named by the ops appended since `mark` (None:
         unknown, so everything: the first call, or rows were removed since) and the new mark."""
-        with self._read("reading the memory log") as conn:
+        with self.snapshot(), self._read("reading the memory log") as conn:  # one consistent read
             replayed = self._replayed(conn)
             named: set[str] | None = None
             if mark is not None and replayed.drops is not None and mark[1] == replayed.drops:

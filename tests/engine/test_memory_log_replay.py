@@ -165,3 +165,18 @@ def test_syncing_only_what_new_ops_named_leaves_the_records_a_whole_sync_would_w
     finally:
         writer.close()
         store.close()
+
+
+def test_a_refused_op_keeps_the_replayed_state_and_appends_nothing(tmp_path, count_applies):
+    log = MemoryLog(tmp_path / "ops.db")
+    try:
+        for i in range(3):
+            log.append(_create(i))
+        with pytest.raises(MemoryOpRefused, match="exists already"):
+            log.append(_create(1))
+        log.append(_create(3))
+        assert count_applies["n"] == 5  # 4 accepted + 1 refused, nothing replayed again
+        assert _summary(log.state()) == _summary(replay(log.ops()))
+        assert len(log.ops()) == 4
+    finally:
+        log.close()
