@@ -98,36 +98,53 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     size = step.config["batch_size"]
     batches = [todo[i:i + size] for i in range(0, len(todo), size)] or ([[]] if any(
         w.group_key == MAP_GROUP for w in p.stale) else [])
-    for n, batch in enumerate(batches):
-        loop_id = "loop-" + sha256_text(version + "".join(w.key or "" for w in batch)
-                                        + (current_map.artifact_id if current_map else ""))[:16]
-        state = LoopState(state.map_text)
-        try:
-            state = _loop(ctx, layer, step, [arts[w.inputs[0]] for w in batch], loop_id, state)
-        except (LLMError, PromptError) as err:
-            for w in batch or [p.stale[-1]]:
-                ctx.store.record_failure(ctx.run_id, layer, w.group_key, err.one_line())
-                result.outcomes.append(PartitionOutcome(w.group_key, "failed", error=err.one_line(),
-                                                        llm_calls=state.calls + 1))
-            return result
-        result.outcomes += [_store_read(ctx, layer, w, arts[w.inputs[0]], loop_id, state, version)
-                            for w in batch]
-        result.outcomes.append(_store_map(ctx, layer, loop_id, state, version, n == 0))
-        progress.finished(layer, n + 1)
+    # one writer (one open log) for the whole build: each write and sync replays only what is new
+    writer = MemoryWriter(ctx.paths, tags={"by": author(layer)}, apply=False, store=ctx.store)
+    try:
+        for n, batch in enumerate(batches):
+            loop_id = "loop-" + sha256_text(version + "".join(w.key or "" for w in batch)
+                                            + (current_map.artifact_id if current_map else ""))[:16]
+            state = LoopState(state.map_text)
+            writer.tags["loop"] = loop_id
+            try:
+                state = _loop(ctx, writer, step, [arts[w.inputs[0]] for w in batch], loop_id, state)
+            except (LLMError, PromptError) as err:
+                for w in batch or [p.stale[-1]]:
+                    ctx.store.record_failure(ctx.run_id, layer, w.group_key, err.one_line())
+                    result.outcomes.append(PartitionOutcome(w.group_key, "failed", error=err.one_line(),
+                                                            llm_calls=state.calls + 1))
+                return result
+            ops = _loop_ops(ctx, state)
+            result.outcomes += [_store_read(ctx, layer, w, arts[w.inputs[0]], loop_id, state, version, ops)
+                                for w in batch]
+            result.outcomes.append(_store_map(ctx, layer, loop_id, state, version, n == 0))
+            progress.finished(layer, n + 1)
+    finally:
+        writer.close()
     if p.retire:
         result.retired = ctx.store.retire(layer, p.retire)
     return result
 
 
-def _loop(ctx, layer: str, step, arts: list, loop_id: str, state: LoopState) -> LoopState:
-    writer = MemoryWriter(ctx.paths, tags={"by": author(layer), "loop": loop_id}, apply=False)
+def _loop(ctx, writer: MemoryWriter, step, arts: list, loop_id: str, state: LoopState) -> LoopState:
     tools = Tools(ctx, writer, list(step.config["tools"]), state)
     records = [record_of(a) for a in arts]
     if offline(ctx):
         return agent_offline.run(tools, records)
     base = call_prompt(step, state.map_text, records)
     evidence = [(r.artifact_id, r.content) for r in records]
-    return run_loop(ctx, tools, step, base, evidence, f"{layer}/{loop_id}", prompt_identity(step.prompt))
+    return run_loop(ctx, tools, step, base, evidence, f"{step.name}/{loop_id}", prompt_identity(step.prompt))
+
+
+def _loop_ops(ctx, state: LoopState) -> list[dict]:
+    """The ops this loop wrote, as the log holds them (read by their ids, not the whole log)."""
+    if not state.op_ids or not ctx.paths.memory_log.is_file():
+        return []
+    log = MemoryLog(ctx.paths.memory_log, read_only=True)
+    try:
+        return log.ops_named(state.op_ids)
+    finally:
+        log.close()
 
 
 def _spend(state: LoopState) -> dict:
@@ -153,15 +170,10 @@ def _audit(ctx, state: LoopState, loop_id: str, sources: list[str]) -> dict:
     return audit
 
 
-def _store_read(ctx, layer, work: WorkItem, art, loop_id: str, state: LoopState, version: str) -> PartitionOutcome:
-    """The record of one piece of evidence the loop read: which ops cite it."""
-    log = MemoryLog(ctx.paths.memory_log, read_only=True) if ctx.paths.memory_log.is_file() else None
-    try:
-        ops = [o for o in (log.ops() if log else []) if o["op_id"] in state.op_ids
-               and art.artifact_id in o.get("evidence", [])]
-    finally:
-        if log:
-            log.close()
+def _store_read(ctx, layer, work: WorkItem, art, loop_id: str, state: LoopState, version: str,
+                loop_ops: list[dict]) -> PartitionOutcome:
+    """The record of one piece of evidence the loop read: which of the loop's ops cite it."""
+    ops = [o for o in loop_ops if art.artifact_id in o.get("evidence", [])]
     lines = [f"{o['op']} {o.get('new_id') or o.get('memory_id')}: {o.get('content', o.get('reason', ''))[:200]}"
              for o in ops] or ["(nothing worth remembering)"]
     content = f"Read by synthesis loop {loop_id}.\n" + "\n".join(lines)

@@ -15,9 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from synix_assets.engine.agent_memory import reads
-from synix_assets.engine.agent_memory.records import sync
 from synix_resources.agent_memory import MEMORY_LAYER
-from synix_resources.agent_memory.log import MemoryLog
 from synix_resources.agent_memory.replay import MAX_CONTENT_CHARS, text
 from synix_resources.errors import SynixError
 from synix_resources.llm.types import LLMRequest
@@ -121,12 +119,7 @@ class Tools:
 
     def sync(self) -> None:
         """Make the store's agent records what the log says (this turn's writes readable)."""
-        log = MemoryLog(self.ctx.paths.memory_log)
-        try:
-            state = log.state()
-        finally:
-            log.close()
-        sync(self.ctx.store, state)
+        self.writer.sync_records(self.ctx.store)
 
 
 def held_memories(store) -> list[tuple[str, str]]:

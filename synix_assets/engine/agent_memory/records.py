@@ -37,16 +37,28 @@ def memory_metadata(mem: Memory) -> dict:
             "meta.time.created_at": mem.created_at}
 
 
-def sync(store, state: MemoryState) -> dict:
+def sync(store, state: MemoryState, only: set[str] | None = None) -> dict:
     """Make the store's agent layers on `store`'s branch what `state` says: put what changed,
     retire groups the log no longer has. Returns counts per layer and the evidence ids that
-    name no stored record (kept out of the parents)."""
-    known = store.existing_ids({e for m in state.memories.values() for e in m.evidence})
+    name no stored record (kept out of the parents).
+
+    `only`: the memory and link ids the ops since the last sync named (`MemoryLog.changes`).
+    A record depends on its own memory's ops only, so the others are left as they are and the
+    sync costs what changed, not the whole log; nothing is retired (only removing rows, which
+    makes the next sync whole, can take a memory away)."""
+    mems = [m for m in state.memories.values() if only is None or m.memory_id in only]
+    links = [k for k in state.links.values() if only is None or k.link_id in only]
+    known = store.existing_ids({e for m in mems for e in m.evidence})
     report = {"written": 0, "unchanged": 0, "retired": 0, "missing_evidence": []}
-    artifact_of: dict[str, str] = {}
-    current = store.current_index(MEMORY_LAYER)
-    levels = {a.artifact_id: a.level for a in store.get_many(known, outline=True)} if known else {}
-    for mem in state.memories.values():  # log order: a memory comes after the one it supersedes
+    named = None if only is None else ({m.memory_id for m in mems} | {m.supersedes for m in mems if m.supersedes}
+                                       | {end for k in links for end in (k.source_id, k.target_id)})
+    current = store.current_index(MEMORY_LAYER, named)
+    mine = {m.memory_id for m in mems}
+    # a record this sync does not rewrite may still be a parent (of a link or a superseding memory)
+    artifact_of = {g: ref.artifact_id for g, ref in current.items() if only is not None and g not in mine}
+    wanted = known | set(artifact_of.values())
+    levels = {a.artifact_id: a.level for a in store.get_many(wanted, outline=True)} if wanted else {}
+    for mem in mems:  # log order: a memory comes after the one it supersedes
         parents = [e for e in mem.evidence if e in known]
         report["missing_evidence"] += [e for e in mem.evidence if e not in known]
         if mem.supersedes:
@@ -58,16 +70,17 @@ def sync(store, state: MemoryState) -> dict:
                    content=content, metadata=metadata, parents=parents, level=level)
         artifact_of[mem.memory_id] = art
         levels[art] = level
-    current_links = store.current_index(LINK_LAYER)
-    for link in state.links.values():
+    current_links = store.current_index(LINK_LAYER, None if only is None else {k.link_id for k in links})
+    for link in links:
         parents = [artifact_of[link.source_id], artifact_of[link.target_id]]
         metadata = {"link_id": link.link_id, "source_id": link.source_id,
                     "target_id": link.target_id, "meta.time.created_at": link.created_at}
         _put(store, current_links, report, layer=LINK_LAYER, group_key=link.link_id,
              content=link.reason, metadata=metadata, parents=parents,
              level=1 + max(levels[p] for p in parents))
-    report["retired"] += store.retire(MEMORY_LAYER, [g for g in current if g not in state.memories])
-    report["retired"] += store.retire(LINK_LAYER, [g for g in current_links if g not in state.links])
+    if only is None:
+        report["retired"] += store.retire(MEMORY_LAYER, [g for g in current if g not in state.memories])
+        report["retired"] += store.retire(LINK_LAYER, [g for g in current_links if g not in state.links])
     return report
 
 

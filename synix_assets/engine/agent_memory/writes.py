@@ -46,13 +46,38 @@ def apply_log(paths: ProjectPaths, *, lock_timeout_s: float = APPLY_WAIT_S) -> d
 class MemoryWriter:
     """Writes to one branch's agent memory (`paths.branch`)."""
 
-    def __init__(self, paths: ProjectPaths, *, tags: dict | None = None, apply: bool = True):
+    def __init__(self, paths: ProjectPaths, *, tags: dict | None = None, apply: bool = True,
+                 store=None):
         """`tags`: fields every op records (an agent step names itself: `by`, `loop`), so the
         log says who wrote what and a rebuild can take back its own writes (`MemoryLog.drop_by`).
-        `apply=False`: the records are made by the caller (a build step syncs once per turn)."""
+        `apply=False`: the records are made by the caller (a build step syncs once per turn,
+        `sync_records`); the writer then keeps its log open until `close`, so each write and
+        sync replays only the ops appended since the last. `store`: the open store evidence is
+        checked against (the build's), instead of opening it for every write."""
         self.paths = paths
         self.tags = dict(tags or {})
         self.apply = apply
+        self.store = store
+        self._log: MemoryLog | None = None
+        self._mark: tuple | None = None  # where in the log the last `sync_records` stood
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def sync_records(self, store) -> dict | None:
+        """Make `store`'s agent records what the log says, rewriting only those the ops since
+        the last call named (all of them the first time). None: nothing was ever written."""
+        if not self.paths.memory_log.is_file():
+            return None
+        state, named, self._mark = self._kept_log().changes(self._mark)
+        return sync(store, state, only=named)
+
+    def _kept_log(self) -> MemoryLog:
+        if self._log is None:
+            self._log = MemoryLog(self.paths.memory_log)
+        return self._log
 
     # ---- the five write tools --------------------------------------------------------
 
@@ -104,10 +129,10 @@ class MemoryWriter:
             raise MemoryOpRefused(f"{len(evidence)} evidence ids, more than {MAX_EVIDENCE}")
         if not evidence:
             return []
-        if not self.paths.has_store():
+        if self.store is None and not self.paths.has_store():
             raise MemoryOpRefused(f"nothing has been built in {self.paths.root} yet, so no "
                                   "evidence can be cited", hint="run `synix run` first")
-        store = self.paths.open_store(read_only=True)
+        store = self.store or self.paths.open_store(read_only=True)
         try:
             out = []
             for ref in evidence:
@@ -123,15 +148,17 @@ class MemoryWriter:
                     out.append(found.artifact_id)
             return out
         finally:
-            store.close()
+            if store is not self.store:
+                store.close()
 
     def _commit(self, op: dict) -> dict:
         self._start_branch_log()
-        log = MemoryLog(self.paths.memory_log)
+        log = self._kept_log() if not self.apply else MemoryLog(self.paths.memory_log)
         try:
             written = log.append({**op, **self.tags})
         finally:
-            log.close()
+            if self.apply:
+                log.close()
         applied = False
         try:
             if self.apply:
