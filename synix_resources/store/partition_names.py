@@ -6,7 +6,8 @@ conversation's date and title instead (`2024-03-15-django-migration-notes`). The
 (table `partition_names`, migration m011 / p002) the first time a group key is named and never
 recomputed: a re-export that renames the conversation or reorders the file keeps it. Two
 conversations whose date and title give the same name are told apart by a short suffix derived
-from the group key, so which one gets the suffix does not depend on the order they are seen in.
+from the group key: a conversation named earlier keeps the plain name, and among those named
+together the order of the export does not decide which one gets the suffix.
 
 Names are shared by every branch (they name conversations, which every branch reads alike).
 """
