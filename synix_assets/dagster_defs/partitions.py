@@ -70,7 +70,9 @@ def _labels_from_store(store, pipeline, group_keys: list[str]) -> dict[str, str]
 def partition_names(store, pipeline, layer: str, group_keys, plan=None) -> dict[str, str]:
     """group key → Dagster partition key for `group_keys` of `layer`. A conversation seen for
     the first time is named now (from `plan`'s title and date when it is not built yet), and
-    keeps that name from then on; other layers' group keys are their partition keys."""
+    keeps that name from then on; other layers' group keys are their partition keys. One whose
+    title is nowhere to be had yet (neither built nor in `plan`) is shown by its export id for
+    now rather than named "untitled" for good: the sync moves it once it is named."""
     keys = list(dict.fromkeys(group_keys))
     if not named(pipeline, layer) or not keys:
         return {k: k for k in keys}
@@ -78,12 +80,11 @@ def partition_names(store, pipeline, layer: str, group_keys, plan=None) -> dict[
     missing = [k for k in keys if k not in names]
     if missing:
         wanted = _labels_from_store(store, pipeline, missing)
-        for k in missing:
-            if k not in wanted:
-                wanted[k] = base_name(plan.dates.get(k) if plan else None,
-                                      plan.titles.get(k) if plan else None)
+        titles = plan.titles if plan is not None else {}
+        wanted.update({k: base_name(plan.dates.get(k), titles[k])
+                       for k in missing if k not in wanted and k in titles})
         names.update(store.name_partitions(wanted))
-    return names
+    return {k: names.get(k, k) for k in keys}
 
 
 def partition_keys(store, pipeline, layer: str, group_keys, plan=None) -> list[str]:

@@ -104,7 +104,8 @@ def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]],
         if not name or not keys:
             continue
         have = set(instance.get_dynamic_partitions(name))
-        new = [k for k in dict.fromkeys(keys) if k not in have]
+        # sorted: a conversation's key starts with its date, so the UI lists them in date order
+        new = sorted(set(keys) - have)
         if new:
             instance.add_dynamic_partitions(name, new)
             added += len(new)

@@ -152,7 +152,12 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
         for g in current:
             synced = sync_instance(context.instance, g.pipeline, st.on_branch(g.names.branch),
                                    g.versions, g.names, g.paths)
-            if synced["materializations_recorded"]:
+            if synced["partitions_renamed"]:
+                context.log.info(
+                    f"moved {synced['partitions_renamed']} conversation partition(s) of "
+                    f"{g.names.branch} from export ids to readable keys, recording "
+                    f"{synced['materializations_recorded']} materialization(s) from the Synix store")
+            elif synced["materializations_recorded"]:
                 # e.g. after `dagster asset wipe`: the store still holds what was built, and
                 # Dagster must show it; say so rather than undo the wipe silently
                 context.log.warning(

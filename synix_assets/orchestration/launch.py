@@ -141,7 +141,7 @@ class LocalLauncher:
             return list(part.get_partition_keys())
         have = self.instance.get_dynamic_partitions(name)
         known = set(have)
-        missing = [k for k in keys if k not in known]
+        missing = sorted(set(keys) - known)  # in date order, as records.register_partitions adds them
         if missing:
             self.instance.add_dynamic_partitions(name, missing)
         return list(have) + missing

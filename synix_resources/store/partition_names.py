@@ -13,12 +13,14 @@ Names are shared by every branch (they name conversations, which every branch re
 """
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Iterable, Mapping
 
 from synix_resources.fingerprints import sha256_text
 from synix_resources.store.connection import utc_now
+from synix_resources.store.dialect import ids_in
 
 NAME_CHARS = 60  # date (10) + '-' + slug: short enough for the UI's partition column
 UNDATED = "undated"
@@ -73,15 +75,18 @@ class PartitionNamesMixin:
 
     def partition_names(self, group_keys: Iterable[str] | None = None) -> dict[str, str]:
         """group key → stored name, for `group_keys` (every named key when None)."""
-        with self._read("reading partition names") as conn:
-            rows = conn.execute("SELECT group_key, name FROM partition_names").fetchall()
-        out = {row[0]: row[1] for row in rows}
-        return out if group_keys is None else {k: out[k] for k in group_keys if k in out}
+        return dict(self._names_where("group_key", group_keys))
 
     def partition_groups(self, names: Iterable[str]) -> dict[str, str]:
         """name → group key, for those of `names` that are stored names."""
-        wanted = set(names)
-        return {name: key for key, name in self.partition_names().items() if name in wanted}
+        return {name: key for key, name in self._names_where("name", names)}
+
+    def _names_where(self, column: str, values: Iterable[str] | None) -> list[tuple[str, str]]:
+        sql, args = "SELECT group_key, name FROM partition_names", ()
+        if values is not None:
+            sql, args = f"{sql} WHERE {column} IN {ids_in(self.dialect)}", (json.dumps(sorted(set(values))),)
+        with self._read("reading partition names") as conn:
+            return [(row[0], row[1]) for row in conn.execute(sql, args).fetchall()]
 
     def name_partitions(self, wanted: Mapping[str, str]) -> dict[str, str]:
         """Give each group key of `wanted` (group key → base name, see `base_name`) that has no
