@@ -220,6 +220,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
                             "recorded_in": f.run_id} for f in store.failures()]
     if report.status == "completed" and report.failures:
         report.status = "failed"
+    _name_partitions(store, report.failures)
     _finish(ctx, instance, report, started, report.status, None)
     if report.status == INTERRUPTED:
         raise BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(),
@@ -248,21 +249,29 @@ def _finish(ctx, instance, report, started, status: str, error: str | None) -> N
                         message=f"Synix run {ctx.run_id} {status}" + (f": {error}" if error else ""))
 
 
+def _name_partitions(store, failures: list[dict]) -> None:
+    """Each failure's `partition`: the key Dagster shows for it (a conversation's readable
+    name), which is what a person looks for in the UI or passes to `--partition`."""
+    names = store.partition_names({f["group_key"] for f in failures})
+    for f in failures:
+        f["partition"] = names.get(f["group_key"], f["group_key"])
+
+
 def _failure_line(failures: list[dict], blocked: dict[str, int] | None = None) -> str:
     whole = [f for f in failures if f["group_key"] == "*"]
     if whole:
         return f"{whole[0]['layer']} did not finish: {whole[0]['error']}"
     first = failures[0]
-    names = ", ".join(f"{f['layer']}/{f['group_key']}" for f in failures[:5])
+    names = ", ".join(f"{f['layer']}/{f.get('partition', f['group_key'])}" for f in failures[:5])
     more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
     held = ", ".join(f"{layer} ({n})" for layer, n in (blocked or {}).items())
     if all("recorded_in" in f for f in failures):  # none failed in this build
         return (f"blocked: {held} wait(s) for {len(failures)} partition(s) that failed in an "
                 f"earlier build ({names}{more}); first error: "
-                f"{first['layer']}/{first['group_key']}: {first['error']}")
+                f"{first['layer']}/{first.get('partition', first['group_key'])}: {first['error']}")
     return (f"{len(failures)} partition(s) failed ({names}{more})"
             + (f", blocking {held}" if held else "") + "; first error: "
-            f"{first['layer']}/{first['group_key']}: {first['error']}")
+            f"{first['layer']}/{first.get('partition', first['group_key'])}: {first['error']}")
 
 
 def _failure_hint(failures: list[dict]) -> str:

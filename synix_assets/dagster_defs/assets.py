@@ -25,7 +25,7 @@ from synix_assets.dagster_defs.automation import when_inputs_change
 from synix_assets.dagster_defs.checks import check_result
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
-from synix_assets.dagster_defs.partitions import partitions_for
+from synix_assets.dagster_defs.partitions import group_keys, partition_names, partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
@@ -197,7 +197,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
 
     def _check_now(context, store, llm) -> dg.AssetCheckResult:
         ctx = _context(pipeline, paths, context, store, llm)
-        return check_result(layer, plan_all(ctx, ctx.reader.scan(), upto=layer)[layer])
+        return check_result(ctx, layer, plan_all(ctx, ctx.reader.scan(), upto=layer)[layer])
 
     def _build(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
@@ -205,7 +205,8 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         owned = _ensure_run(ctx, pipeline, layer, context)
         tags = context.run.tags
         full = tags.get(FULL_LAYER_TAG) == "1"
-        keys = None if (part is None or full) else set(context.partition_keys)
+        keys = None if (part is None or full) else \
+            set(group_keys(ctx.store, pipeline, layer, context.partition_keys))
         # One chunk of a distributed layer (docs/scale.md): it plans only its own partitions,
         # and its coordinator evaluates the layer's check once, after the last chunk.
         chunk = tags.get(DISTRIBUTED_TAG) == "1" and keys is not None
@@ -248,13 +249,13 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
                 yield from _empty_topics(context, ctx, layer, part, keys, prov, key)
         checked = check.key in context.selected_asset_check_keys  # deselectable in the Launchpad
         if checked and chunk:  # its own partitions' plan; the coordinator reports the whole layer's after
-            yield check_result(layer, plan_layer(ctx, layer, scan, None, keys),
+            yield check_result(ctx, layer, plan_layer(ctx, layer, scan, None, keys),
                                scope=f" (the {len(keys)} partition(s) of this run)")
         elif checked:  # the plan up to this layer, so partitions whose upstream is not built count
             scan = scan if scan is not None else ctx.reader.scan()
             plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
                 plan_all(ctx, scan, upto=layer)
-            yield check_result(layer, plans[layer])
+            yield check_result(ctx, layer, plans[layer])
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
         if result.failed:
@@ -271,12 +272,13 @@ def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):
         batch = outcomes[start:start + RECORD_BATCH]
         arts = {a.artifact_id: a for a in ctx.store.get_many(
             [o.artifact_id for o in batch if o.artifact_id and o.status == "built"])}
+        shown = partition_names(ctx.store, ctx.pipeline, layer, [o.group_key for o in batch])
         for o in batch:
             art = arts.get(o.artifact_id) if o.status == "built" else ctx.store.current(layer, o.group_key)
             if art is None:
                 continue
             yield dg.AssetMaterialization(
-                asset_key=key, partition=o.group_key,
+                asset_key=key, partition=shown[o.group_key],
                 metadata={**artifact_metadata(art), **_outcome_metadata(o)},
                 tags=prov.tags(o.group_key, art.content_hash))
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dagster as dg
 
+from synix_assets.dagster_defs.partitions import partition_keys
 from synix_assets.dagster_defs.vocabulary import CHECK_NAME
 
 
-def _fields(layer: str, plan, scope: str = "") -> dict:
+def _fields(ctx, layer: str, plan, scope: str = "") -> dict:
     reasons: dict[str, int] = {}
     for w in plan.stale:
         reasons[w.reason] = reasons.get(w.reason, 0) + 1
@@ -23,15 +24,17 @@ def _fields(layer: str, plan, scope: str = "") -> dict:
         metadata={"stale": len(plan.stale), "cached": len(plan.cached),
                   "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
                   "reasons": dg.MetadataValue.json(reasons),
-                  "stale_partitions": dg.MetadataValue.json(plan.stale_keys[:50])})
+                  "stale_partitions": dg.MetadataValue.json(
+                      partition_keys(ctx.store, ctx.pipeline, layer, plan.stale_keys[:50], plan))})
 
 
-def check_result(layer: str, plan, scope: str = "") -> dg.AssetCheckResult:
-    """The check as the layer's own asset emits it after a build; `scope` names a plan of only
-    some partitions (a chunk of a distributed build)."""
-    return dg.AssetCheckResult(**_fields(layer, plan, scope))
+def check_result(ctx, layer: str, plan, scope: str = "") -> dg.AssetCheckResult:
+    """The check as the layer's own asset emits it after a build (`ctx`: the build's context,
+    whose store names the partitions); `scope` names a plan of only some partitions (a chunk of
+    a distributed build)."""
+    return dg.AssetCheckResult(**_fields(ctx, layer, plan, scope))
 
 
-def check_evaluation(layer: str, asset_key: dg.AssetKey, plan) -> dg.AssetCheckEvaluation:
+def check_evaluation(ctx, layer: str, asset_key: dg.AssetKey, plan) -> dg.AssetCheckEvaluation:
     """The same check reported by the export sensor the moment new exports change the plan."""
-    return dg.AssetCheckEvaluation(asset_key=asset_key, **_fields(layer, plan))
+    return dg.AssetCheckEvaluation(asset_key=asset_key, **_fields(ctx, layer, plan))

@@ -18,7 +18,8 @@ from __future__ import annotations
 import dagster as dg
 
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, Parent, parents
-from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
+from synix_assets.dagster_defs.partitions import (dynamic_name, named, partition_keys, partition_names,
+                                                 partitions_for)
 from synix_assets.dagster_defs.vocabulary import TRIGGER_STORE_SYNC, TRIGGER_TAG
 from synix_assets.engine.projections import artifact_title
 
@@ -95,7 +96,8 @@ def artifact_metadata(art) -> dict:
 
 def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]],
                         names: Names = MAIN_NAMES) -> int:
-    """Add the given group keys to each layer's dynamic partitions; returns how many were new."""
+    """Add the given partition keys (`partitions.partition_keys`) to each layer's dynamic
+    partitions; returns how many were new."""
     # layers sharing a partitions definition (transcripts and episodes: the conversations) are
     # looked up once: every sensor tick reads each definition's whole key list
     wanted: dict[str, list[str]] = {}
@@ -106,7 +108,8 @@ def register_partitions(instance, pipeline, layer_keys: dict[str, list[str]],
     added = 0
     for name, keys in wanted.items():
         have = set(instance.get_dynamic_partitions(name))
-        new = [k for k in dict.fromkeys(keys) if k not in have]
+        # sorted: a conversation's key starts with its date, so the UI lists them in date order
+        new = sorted(set(keys) - have)
         if new:
             instance.add_dynamic_partitions(name, new)
             added += len(new)
@@ -137,9 +140,10 @@ def record_current(instance, pipeline, store, versions: dict[str, str], names: N
         partitioned = partitions_for(pipeline, layer, names) is not None
         current = store.current_index(layer)
         ids = [current[g].artifact_id for g in group_keys if g in current]
+        shown = partition_names(store, pipeline, layer, group_keys) if partitioned else {}
         for art in store.get_many(ids):
             instance.report_runless_asset_event(dg.AssetMaterialization(
-                asset_key=names.layer(layer), partition=art.group_key if partitioned else None,
+                asset_key=names.layer(layer), partition=shown.get(art.group_key),
                 metadata={**artifact_metadata(art), "note": "recorded from the Synix store"},
                 tags={**prov.tags(art.group_key if partitioned else None, art.content_hash,
                                   outdated=art.group_key in outdated.get(layer, ())),
@@ -166,24 +170,45 @@ def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Na
     starts before Dagster loads); what it stores is left to its own Dagster runs to record."""
     layers = pipeline.layer_order()
     current = {layer: store.current_index(layer) for layer in layers}
-    added = register_partitions(instance, pipeline, {l: sorted(current[l]) for l in layers}, names)
-    unrecorded = {l: sorted(current[l]) for l in layers
-                  if current[l] and instance.get_latest_materialization_event(names.layer(l)) is None}
+    added = register_partitions(instance, pipeline, {l: partition_keys(store, pipeline, l, sorted(current[l]))
+                                                     for l in layers}, names)
+    renamed = export_id_partitions(instance, pipeline, store, names)
+    unrecorded = {l: sorted(current[l]) for l in layers if current[l] and (
+        renamed or instance.get_latest_materialization_event(names.layer(l)) is None)}
     if unrecorded and building_run:
         # read after `current`: every artifact of the run that `current` holds is listed
         mine = store.keys_built_in_run(building_run)
         unrecorded = {l: kept for l, keys in unrecorded.items()
                       if (kept := [k for k in keys if k not in mine.get(l, ())])}
     projections = [n for n in pipeline.projections
-                   if instance.get_latest_materialization_event(names.layer(n)) is None]
+                   if renamed or instance.get_latest_materialization_event(names.layer(n)) is None]
     outdated: dict[str, set[str]] = {}
     if paths is not None and (unrecorded or projections):
         outdated, fresh = _synix_plan(pipeline, store, paths, projections)
         projections = [n for n in projections if n in fresh]
     recorded = record_current(instance, pipeline, store, versions, names, unrecorded, projections,
                               TRIGGER_STORE_SYNC, outdated)
-    return {"partitions_added": added, "materializations_recorded": recorded,
+    for set_name, keys in renamed.items():  # recorded under their names: the old keys can go
+        for key in keys:
+            instance.delete_dynamic_partition(set_name, key)
+    return {"partitions_renamed": sum(len(k) for k in renamed.values()),"partitions_added": added, "materializations_recorded": recorded,
             "assets_recorded": sorted([*unrecorded, *projections])}
+
+
+def export_id_partitions(instance, pipeline, store, names: Names = MAIN_NAMES) -> dict[str, list[str]]:
+    """Conversation partitions an instance still holds under the conversation's export id (the
+    key before readable names), per dynamic partition set. `sync_instance` migrates them: it
+    records what the store holds under the readable names (every layer, so nothing downstream
+    looks behind its inputs) and then removes the old keys, so nothing shows Missing or rebuilds."""
+    sets = {dynamic_name(pipeline, l, names) for l in pipeline.layer_order() if named(pipeline, l)}
+    out: dict[str, list[str]] = {}
+    for set_name in sorted(s for s in sets if s):
+        have = instance.get_dynamic_partitions(set_name)
+        shown = store.partition_names(have)
+        old = [k for k in have if shown.get(k, k) != k and k not in shown.values()]
+        if old:
+            out[set_name] = old
+    return out
 
 
 def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[str, set[str]], set[str]]:

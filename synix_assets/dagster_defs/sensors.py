@@ -26,6 +26,7 @@ import dagster as dg
 from synix_assets.dagster_defs.automation import automation_on
 from synix_assets.dagster_defs.checks import check_evaluation
 from synix_assets.dagster_defs.graph import Names
+from synix_assets.dagster_defs.partitions import partition_keys
 from synix_assets.dagster_defs.records import (register_partitions, sync_instance,
                                                wipe_orphans)
 from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, EXPORTS_SENSOR, TRIGGER_EXPORTS_SENSOR,
@@ -142,14 +143,14 @@ def _observations(pipeline, scan, names: Names, seen: set) -> list[dg.AssetObser
 
 
 def new_partitions(pipeline, ctx, scan) -> dict[str, list[str]]:
-    """Conversation and period partitions the build will need, registered before it starts so the
-    UI shows them (as missing) at once."""
+    """Conversation and period partitions (Dagster's keys: a new conversation is named here) the
+    build will need, registered before it starts so the UI shows them (as missing) at once."""
     out: dict[str, list[str]] = {}
     dates: dict[str, str | None] = {}
     for layer in pipeline.layer_order():
         if is_source_merge(pipeline, layer):
             plan = plan_layer(ctx, layer, scan, None)
-            out[layer] = plan.stale_keys
+            out[layer] = partition_keys(ctx.store, pipeline, layer, plan.stale_keys, plan)
             dates.update(plan.dates)
         elif pipeline.partitioning(layer) == "period":
             period = pipeline.steps[layer].config["period"]
@@ -182,7 +183,12 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
         for g in current:
             synced = sync_instance(context.instance, g.pipeline, st.on_branch(g.names.branch),
                                    g.versions, g.names, g.paths)
-            if synced["materializations_recorded"]:
+            if synced["partitions_renamed"]:
+                context.log.info(
+                    f"moved {synced['partitions_renamed']} conversation partition(s) of "
+                    f"{g.names.branch} from export ids to readable keys, recording "
+                    f"{synced['materializations_recorded']} materialization(s) from the Synix store")
+            elif synced["materializations_recorded"]:
                 # e.g. after `dagster asset wipe`: the store still holds what was built, and
                 # Dagster must show it; say so rather than undo the wipe silently
                 context.log.warning(
@@ -267,4 +273,4 @@ def _check_events(context, graph, reader: SourceReader, llm: LLMResource, ctx=No
         context.log.warning(exc.one_line())
         return []
     plans = plan_all(ctx, scan if scan is not None else reader.scan())
-    return [check_evaluation(l, names.layer(l), plans[l]) for l in pipeline.layer_order()]
+    return [check_evaluation(ctx, l, names.layer(l), plans[l]) for l in pipeline.layer_order()]

@@ -115,6 +115,7 @@ def _union(plans: list[LayerPlan]) -> LayerPlan | None:
     for p in plans:
         out.stale += p.stale
         out.dates.update(p.dates)
+        out.titles.update(p.titles)
         out.retire += p.retire
         out.lapsed |= p.lapsed
     return out

@@ -86,6 +86,8 @@ class LayerPlan:
     # longer hold: the partition is current under the current step version (built or cached),
     # or its input is gone. They block nothing (`upstream.blocked_groups`) and a build drops them.
     lapsed: set[tuple[str, str]] = field(default_factory=set)
+    # group key → conversation title, for the same partitions (names their Dagster partition)
+    titles: dict[str, str] = field(default_factory=dict)
 
     @property
     def stale_keys(self) -> list[str]:
@@ -96,7 +98,8 @@ class LayerPlan:
         return LayerPlan(self.layer, self.kind, [w for w in self.stale if w.group_key in keys],
                          [k for k in self.cached if k in keys], [],
                          [k for k in self.blocked if k in keys],
-                         {k: d for k, d in self.dates.items() if k in keys}, set(self.lapsed))
+                         {k: d for k, d in self.dates.items() if k in keys}, set(self.lapsed),
+                         {k: t for k, t in self.titles.items() if k in keys})
 
     @property
     def est_calls(self) -> int:

@@ -37,6 +37,7 @@ def plan(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> L
         reason = "new" if ref is None else "input changed"
         out.stale.append(WorkItem(gk, key, reason, est_calls=0, est_tokens_in=s.chars // 4))
         out.dates[gk] = s.created_at
+        out.titles[gk] = s.title
     if keys is None and not scan.failed_files:  # a conversation whose file failed to parse is kept
         out.retire = _not_unreadable(ctx, layer, sorted(set(current) - set(groups)), scan)
     return out

@@ -61,7 +61,7 @@ def _phase_dagster(paths: ProjectPaths, pipeline, journal: dict) -> dict:
                           ignore_errors=True)
         graphs = _dagster_graphs(paths)
         arts = [a for a in journal["artifacts"] if any(a["layer"] in g.pipeline.steps for g in graphs)]
-        for name, key in _partitions_named(graphs, arts):
+        for name, key in _partitions_named(graphs, arts, journal.get("partition_names", {})):
             if instance.has_dynamic_partition(name, key):
                 instance.delete_dynamic_partition(name, key)
         layers = sorted({a["layer"] for a in arts})
@@ -82,14 +82,18 @@ def _dagster_graphs(paths: ProjectPaths) -> list:
     return branch_graphs(paths.root, llm_identity())
 
 
-def _partitions_named(graphs, arts: list[dict], *, conversations_only: bool = False) -> list[tuple[str, str]]:
+def _partitions_named(graphs, arts: list[dict], shown: dict[str, str], *,
+                      conversations_only: bool = False) -> list[tuple[str, str]]:
     """(dynamic partition set, key) of each artifact on every branch graph declaring its layer
-    (`conversations_only`: only partitions named after a conversation, not months or topics)."""
-    from synix_assets.dagster_defs.partitions import dynamic_name
+    (`conversations_only`: only partitions named after a conversation, not months or topics).
+    `shown`: the conversations' readable partition keys (the journal's); their export ids are
+    listed too, for an instance not migrated to the readable keys yet."""
+    from synix_assets.dagster_defs.partitions import dynamic_name, named
 
-    found = {(dynamic_name(g.pipeline, a["layer"], g.names), a["group_key"])
+    found = {(dynamic_name(g.pipeline, a["layer"], g.names), key)
              for g in graphs for a in arts if a["layer"] in g.pipeline.steps
-             and (not conversations_only or g.pipeline.partitioning(a["layer"]) == "conversation")}
+             and (not conversations_only or named(g.pipeline, a["layer"]))
+             for key in {a["group_key"], shown.get(a["group_key"], a["group_key"])}}
     return sorted((n, k) for n, k in found if n)
 
 
@@ -101,7 +105,7 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
         return {}
     import dagster as dg
 
-    from synix_assets.dagster_defs.partitions import partitions_for
+    from synix_assets.dagster_defs.partitions import partition_names, partitions_for
 
     with dagster_instance(paths) as instance:
         store = ArtifactStore(paths.store)
@@ -115,11 +119,12 @@ def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
                     continue
                 branch_store = store.on_branch(graph.names.branch)
                 current = branch_store.current_index(layer)
+                shown = partition_names(branch_store, graph.pipeline, layer, current) if partitioned else {}
                 for art in branch_store.get_many(ref.artifact_id for ref in current.values()):
-                    if partitioned and art.group_key in done:
+                    if partitioned and shown[art.group_key] in done:
                         continue
                     instance.report_runless_asset_event(dg.AssetMaterialization(
-                        asset_key=key, partition=art.group_key if partitioned else None,
+                        asset_key=key, partition=shown.get(art.group_key),
                         metadata={"artifact_id": art.artifact_id, STATUS_KEY: "restored after forget"}))
         finally:
             store.close()
@@ -131,5 +136,6 @@ def leftover_partitions(paths: ProjectPaths, pipeline, journal: dict) -> list[tu
     if not has_dagster(paths):
         return []
     with dagster_instance(paths) as instance:
-        named = _partitions_named(_dagster_graphs(paths), journal["artifacts"], conversations_only=True)
+        named = _partitions_named(_dagster_graphs(paths), journal["artifacts"],
+                                  journal.get("partition_names", {}), conversations_only=True)
         return [(n, k) for n, k in named if instance.has_dynamic_partition(n, k)]

@@ -33,6 +33,7 @@ def _phase_store(paths: ProjectPaths, pipeline, journal: dict) -> dict:
         for art in journal["artifacts"]:
             store.clear_failure(art["layer"], art["group_key"])
         store.delete(a["id"] for a in journal["artifacts"])  # and every branch's pointer to them
+        store.drop_partition_names(journal.get("partition_names", {}))
         for key in journal["ingest_meta"]:
             store.delete_meta(key)
         for info in store.branches():

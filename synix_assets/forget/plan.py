@@ -54,6 +54,8 @@ def plan(paths: ProjectPaths, pipeline, target: str) -> dict | None:
             "text_hashes": sorted({sha256_text(a.content) for a in doomed}),
             "prompt_hashes": sorted({(a.audit or {}).get("rendered_prompt_hash") for a in doomed}
                                     - {None}),
+            # the readable Dagster partition of each forgotten conversation (its title's slug)
+            "partition_names": store.partition_names({a.group_key for a in doomed}),
             "fold_keep": _fold_keep(pipeline, store, ids),
             "ingest_meta": _ingest_meta_keys(pipeline, store, export_files, paths.root)
                            + _live_meta_keys(pipeline, export_files, cids),

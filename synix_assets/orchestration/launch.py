@@ -79,7 +79,7 @@ class LocalLauncher:
         from synix_assets.dagster_defs.vocabulary import CHECK_NAME
 
         key = self.names.layer(layer)
-        evaluation = check_evaluation(layer, key, plan)
+        evaluation = check_evaluation(self.ctx, layer, key, plan)
         if not after_restamp:
             record = self.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, CHECK_NAME))
             entry = record.event if record is not None else None
@@ -93,7 +93,7 @@ class LocalLauncher:
         """Partitions of vanished groups (a deleted export's conversations, a month left empty)
         leave Dagster's partition sets once no layer sharing the set still holds them, so the UI
         does not keep showing them."""
-        from synix_assets.dagster_defs.partitions import dynamic_name
+        from synix_assets.dagster_defs.partitions import dynamic_name, named
 
         sets: dict[str, list[str]] = {}
         for layer in pipeline.layer_order():
@@ -105,18 +105,28 @@ class LocalLauncher:
             if not name:
                 continue
             held = {k for l in sets[name] for k in self.ctx.store.current_index(l)}
-            for key in keys:
-                if key not in held and self.instance.has_dynamic_partition(name, key):
+            gone = [k for k in keys if k not in held]
+            shown = self.ctx.store.partition_names(gone) if named(pipeline, layer) else {}
+            for key in {shown.get(k, k) for k in gone}:
+                if self.instance.has_dynamic_partition(name, key):
                     self.instance.delete_dynamic_partition(name, key)
 
     def layer(self, pipeline, layer: str, plan):
         """One run over the partition range covering the layer's stale partitions."""
         tags = {**self.tags(), LAYER_TAG: layer}
-        keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
+        keys = self.partition_keys(pipeline, layer, plan)
         order = self.partition_order(pipeline, layer, keys)
         if order is not None:
             tags.update(range_tags(order, keys))
         return self.run(pipeline, [layer], tags)
+
+    def partition_keys(self, pipeline, layer: str, plan) -> list[str]:
+        """The Dagster partition keys of the layer's run: its stale partitions (else one it holds,
+        so a run that only retires still has a partition)."""
+        from synix_assets.dagster_defs.partitions import partition_keys
+
+        keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
+        return partition_keys(self.ctx.store, pipeline, layer, keys, plan)
 
     def partition_order(self, pipeline, layer: str, keys: list[str]) -> list[str] | None:
         """The layer's partition keys in Dagster's order, after registering those of `keys` its
@@ -131,7 +141,7 @@ class LocalLauncher:
             return list(part.get_partition_keys())
         have = self.instance.get_dynamic_partitions(name)
         known = set(have)
-        missing = [k for k in keys if k not in known]
+        missing = sorted(set(keys) - known)  # in date order, as records.register_partitions adds them
         if missing:
             self.instance.add_dynamic_partitions(name, missing)
         return list(have) + missing
@@ -177,7 +187,9 @@ class LocalLauncher:
             failed = {f.group_key for f in self.ctx.store.failures(layer=name, run_id=self.ctx.run_id)}
             left = [k for k in plan_layer(self.ctx, name, self.scan, None).stale_keys if k not in failed]
             if left:
-                shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+                names = self.ctx.store.partition_names(left[:5])  # as Dagster shows them
+                shown = ", ".join(names.get(k, k) for k in left[:5]) + \
+                    (f" and {len(left) - 5} more" if len(left) > 5 else "")
                 raise LayerIncomplete(name, f"{cause} ({len(left)} partition(s) not built: {shown})")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from synix_assets.dagster_defs.compile import branch_graph
 from synix_assets.dagster_defs.instance import dagster_instance
+from synix_assets.dagster_defs.partitions import partition_keys
 from synix_assets.dagster_defs.records import record_current, register_partitions
 from synix_assets.engine.llm_identity import llm_identity
 
@@ -19,6 +20,7 @@ def record_promote(main, store, before: dict, after: dict) -> None:
         if before.get((layer, group_key)) != artifact_id and layer in graph.pipeline.steps:
             moved.setdefault(layer, []).append(group_key)
     with dagster_instance(main) as instance:
-        register_partitions(instance, graph.pipeline, moved, graph.names)
+        register_partitions(instance, graph.pipeline, {l: partition_keys(store, graph.pipeline, l, keys)
+                                                       for l, keys in moved.items()}, graph.names)
         record_current(instance, graph.pipeline, store, graph.versions, graph.names, moved,
                        list(graph.pipeline.projections), "promote")

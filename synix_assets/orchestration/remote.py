@@ -79,7 +79,7 @@ class RemoteLauncher(LocalLauncher):
 
     def layer(self, pipeline, layer: str, plan):
         tags = {**self.tags(), LAYER_TAG: layer}
-        keys = plan.stale_keys or plan.cached[:1] or plan.retire[:1]
+        keys = self.partition_keys(pipeline, layer, plan)
         order = self.partition_order(pipeline, layer, keys)
         if order is None:
             batches = [tags]  # unpartitioned: one run, one step
@@ -89,7 +89,7 @@ class RemoteLauncher(LocalLauncher):
             where = {k: i for i, k in enumerate(order)}
             chunk_tags = {k: v for k, v in tags.items() if k != FULL_LAYER_TAG}
             batches = [{**chunk_tags, **range_tags(order, [order[i] for i in group])}
-                       for group in chunks([where[k] for k in plan.stale_keys],
+                       for group in chunks([where[k] for k in keys],  # = the stale partitions here
                                            self.config.partitions_per_run)]
         results = self.wait(pipeline, [layer], self.submit_all(layer, batches))
         chunked = order is not None and bool(plan.stale_keys)
@@ -108,7 +108,7 @@ class RemoteLauncher(LocalLauncher):
         from synix_assets.engine.layers import plan_all
 
         plan = plan_all(self.ctx, self.scan, upto=layer)[layer]
-        self.instance.report_runless_asset_event(check_evaluation(layer, self.names.layer(layer), plan))
+        self.instance.report_runless_asset_event(check_evaluation(self.ctx, layer, self.names.layer(layer), plan))
 
     def submit_all(self, layer: str, batches: list[dict[str, str]]) -> list[str]:
         """Submit the runs side by side: each submission makes the webserver load the job."""

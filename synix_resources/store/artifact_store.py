@@ -23,6 +23,7 @@ from synix_resources.store.connection import StoreConnection
 from synix_resources.store.dialect import is_postgres_url
 from synix_resources.store.memory import MemoryArtifactStore, is_memory_location
 from synix_resources.store.postgres import PostgresConnection
+from synix_resources.store.partition_names import PartitionNamesMixin
 from synix_resources.store.provenance import ProvenanceMixin
 from synix_resources.store.records import (
     Artifact, Checkpoint, CurrentRef, Failure, LineageNode, Run,
@@ -34,7 +35,7 @@ __all__ = ["Artifact", "ArtifactStore", "Checkpoint", "CurrentRef", "Failure", "
 
 
 class ArtifactStore(ArtifactWrites, ArtifactReads, BranchesMixin, ProvenanceMixin, RunsMixin,
-                    StoreConnection):
+                    PartitionNamesMixin, StoreConnection):
     """SQLite-backed store of artifacts, provenance edges, audit, runs and build bookkeeping.
 
     A store object reads and moves the current pointers of one branch (`branch`, default

@@ -20,6 +20,7 @@ from synix_resources.store.memory_branches import MemoryBranches
 from synix_resources.store.memory_reads import MemoryReads
 from synix_resources.store.memory_state import Shared, State, Transaction
 from synix_resources.store.memory_writes import MemoryWrites
+from synix_resources.store.partition_names import MemoryPartitionNames
 
 MEMORY_LOCATION = "memory:"
 
@@ -29,7 +30,8 @@ def is_memory_location(target: object) -> bool:
     return isinstance(target, str) and target.startswith(MEMORY_LOCATION)
 
 
-class MemoryArtifactStore(MemoryWrites, MemoryReads, MemoryBranches, MemoryRunBook):
+class MemoryArtifactStore(MemoryWrites, MemoryReads, MemoryBranches, MemoryRunBook,
+                          MemoryPartitionNames):
     """An artifact store held in this process's memory (see the module docstring)."""
 
     def __init__(self, path: str = MEMORY_LOCATION, *, branch: str = MAIN,

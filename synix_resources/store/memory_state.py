@@ -90,6 +90,7 @@ class State:
         self.checkpoints: dict[tuple[str, str, int], tuple[str, str, str]] = {}
         self.meta: dict[str, tuple[str, str]] = {}  # key → (JSON value, updated_at)
         self.failures: dict[tuple[str, str, str], tuple[str | None, str, str]] = {}
+        self.partition_names: dict[str, str] = {}  # group key → readable partition name
         self.seq = 0
         self.version = 0
 

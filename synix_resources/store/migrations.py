@@ -366,5 +366,14 @@ def m010_current_refs_index(db: Database) -> None:
         "materialization_key, content_hash, created_at, superseded_at) WHERE superseded_at IS NULL"
     )
 
+
+@migration
+def m011_partition_names(db: Database) -> None:
+    # The readable name of each conversation's partitions (partition_names.py): assigned once,
+    # unique, never recomputed, so a re-export that renames a conversation keeps its name.
+    db.execute("CREATE TABLE partition_names (group_key TEXT PRIMARY KEY, name TEXT NOT NULL "
+               "UNIQUE, assigned_at TEXT NOT NULL)")
+
+
 __all__ = ["MIGRATIONS", "MIGRATIONS_TABLE", "Migration", "MigrationDriver", "MigrationRegistry",
            "SqliteDriver", "apply_pending", "migrate", "migration"]

@@ -111,3 +111,15 @@ def p001_store_schema(conn: PgConnection) -> None:
         info TEXT NOT NULL DEFAULT '{{}}'
     )
     """)
+
+
+@PG_MIGRATIONS
+def p002_partition_names(conn: PgConnection) -> None:
+    """The SQLite store's m011: readable partition names (partition_names.py)."""
+    run_ddl(conn, f"""
+    CREATE TABLE partition_names (
+        group_key {T} PRIMARY KEY,
+        name {T} NOT NULL UNIQUE,
+        assigned_at {T} NOT NULL
+    )
+    """)

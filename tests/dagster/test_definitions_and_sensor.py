@@ -19,6 +19,7 @@ from synix_assets.sources.model import partition_key
 from synix_resources.store.artifact_store import ArtifactStore
 
 UUID = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a"
+READABLE = "2025-01-06-rust-cli-for-dotfile-sync"  # its partition key: date and title
 
 
 def _asset(defs, name):
@@ -98,15 +99,16 @@ def test_a_work_graph_compiled_into_the_definitions_serves_only_its_own_synix_ru
 def test_a_partition_run_records_its_own_metadata_provenance_and_check(demo_project):
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
+    _age(demo_project.root / "exports")
+    _tick(defs.sensors[0], instance, defs)  # registers the conversations under their readable keys
     key = partition_key(UUID)
-    instance.add_dynamic_partitions("conversations", [key])
     result = dg.materialize(list(defs.assets), selection=[layer_key("transcripts"), layer_key("episodes")],
-                            partition_key=key, instance=instance, resources=defs.resources)
+                            partition_key=READABLE, instance=instance, resources=defs.resources)
     assert result.success
     event = instance.get_latest_materialization_event(layer_key("episodes"))
     mat = event.asset_materialization
     md = mat.metadata
-    assert mat.partition == key
+    assert mat.partition == READABLE
     assert md["artifact_id"].value.startswith("episodes-")
     assert md["cache"].value == "built" and md["llm_calls"].value == 1
     assert md["title"].value and md["date"].value.startswith("20") and md["model"].value == "fake-v1"
@@ -151,7 +153,7 @@ def test_a_failed_partition_shows_as_failed_and_the_others_as_materialized(demo_
     defs = build_defs(demo_project.root)
     keys = instance.get_dynamic_partitions("conversations")
     status = instance.get_status_by_partition(layer_key("episodes"), keys, _asset(defs, "episodes").partitions_def)
-    assert status["bad-one"] == dg.AssetPartitionStatus.FAILED
+    assert status["2025-03-03-bad"] == dg.AssetPartitionStatus.FAILED  # its readable key
     assert sum(1 for k, v in status.items() if v == dg.AssetPartitionStatus.MATERIALIZED) == 24
 
 
@@ -218,7 +220,7 @@ def test_sensor_waits_for_a_file_that_is_still_being_copied(demo_project, claude
     os.utime(partial, (time.time() - 60, time.time() - 60))
     third = _tick(sensor, instance, defs, cursor=second.cursor)
     assert len(third.run_requests) == 1
-    assert "arrived" in instance.get_dynamic_partitions("conversations")
+    assert "2025-06-30-arrived" in instance.get_dynamic_partitions("conversations")
 
 
 def test_a_project_definitions_file_loads_only_that_project(demo_project):

@@ -62,7 +62,9 @@ def test_sensor_builds_a_growing_codex_session_once_per_settle_and_never_half_re
     defs = build_defs(root)
 
     first = _tick(defs, instance, None)
-    assert len(first.run_requests) == 1 and SID in instance.get_dynamic_partitions("conversations")
+    # the session's partition is named by its date and first request
+    assert len(first.run_requests) == 1 and \
+        instance.get_dynamic_partitions("conversations") == ["2026-01-02-plan-the-release"]
     assert _tick(defs, instance, first.cursor).run_requests == []  # nothing new: no build
 
     # the agent starts writing its answer: half a line, fresh mtime

@@ -24,6 +24,15 @@ def _current(paths, layer):
         store.close()
 
 
+def _partition(paths, session: str) -> str:
+    """The session's readable Dagster partition key, as the store named it."""
+    store = paths.open_store()
+    try:
+        return store.partition_names()[session]
+    finally:
+        store.close()
+
+
 def _episodes_ever_built(paths) -> dict[str, int]:
     db = sqlite3.connect(paths.store)
     try:
@@ -62,7 +71,8 @@ def test_closed_sessions_build_to_core_through_dagster_with_provenance_down_to_t
     finally:
         store.close()
     instance = dagster_instance(live_project)
-    assert {"kayak", "tax"} <= set(instance.get_dynamic_partitions("conversations"))
+    assert {_partition(live_project, "kayak"), _partition(live_project, "tax")} <= \
+        set(instance.get_dynamic_partitions("conversations"))
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"synix/trigger": "live_sensor"}))
     whole = [r for r in runs if r.job_name == "synix_build_all"]
     assert len(whole) == 1 and whole[0].tags[BATCH_TAG]
@@ -100,7 +110,7 @@ def test_the_sensor_hands_a_batch_once_and_requests_nothing_while_it_builds(live
             return sensor(ctx)
     first = tick()
     assert len(first.run_requests) == 1 and first.run_requests[0].tags["synix/trigger"] == "live_sensor"
-    assert "a" in instance.get_dynamic_partitions("conversations")
+    assert instance.get_dynamic_partitions("conversations") == ["2025-06-01-first"]  # date, first words
     post(inbox, "b", "second")
     inbox.close_session("b")
     assert tick().run_requests == []  # a batch is building: the guard holds "b" back

@@ -46,7 +46,7 @@ def provider_line(out: Console, identity: str) -> None:
 def failures(out: Console, items: list[dict]) -> None:
     for f in items:
         out.print(f"[red]failed[/red] {safe(f.get('layer'), one_line=True)}/"
-                  f"{safe(f.get('group_key'), one_line=True)}: {safe(f.get('error'), one_line=True)}",
+                  f"{safe(f.get('partition', f.get('group_key')), one_line=True)}: {safe(f.get('error'), one_line=True)}",
                   soft_wrap=True)
 
 
