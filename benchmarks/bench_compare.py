@@ -97,8 +97,10 @@ class Compare:
         return res
 
     def ref(self, proj: Path, concurrency: int, env: dict | None = None) -> dict:
+        # never our PYTHONPATH: this repository's `synix` package would shadow the reference's
+        env = {k: v for k, v in (env or self.env).items() if k != "PYTHONPATH"}
         return run_child([self.ref_py, str(HERE / "reference_synix.py"), "build", str(proj),
-                          "-j", str(concurrency)], env or self.env, proj)
+                          "-j", str(concurrency)], env, proj)
 
     def record(self, scenario: str, n: int, ours: list[dict], ref: list[dict]) -> None:
         o = statistics.median(r["seconds"] for r in ours)
