@@ -22,6 +22,7 @@ from synix_assets.dagster_defs.partitions import dynamic_name, partitions_for
 from synix_assets.dagster_defs.vocabulary import TRIGGER_STORE_SYNC, TRIGGER_TAG
 from synix_assets.engine.projections import artifact_title
 
+DATA_VERSION_TAG = "dagster/data_version"
 INITIAL = "INITIAL"  # Dagster's data version of an external asset observed without one
 
 
@@ -180,6 +181,37 @@ def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Na
                               TRIGGER_STORE_SYNC, outdated)
     return {"partitions_added": added, "materializations_recorded": recorded,
             "assets_recorded": sorted([*unrecorded, *projections])}
+
+
+def record_lost(instance, pipeline, store, versions: dict[str, str], names: Names,
+                built: dict[str, set[str]]) -> int:
+    """Record the artifacts a killed Synix run stored (`built`: layer → group keys) whose
+    materialization Dagster's log lacks: a process killed between Synix's commit and Dagster's
+    write of the event (Synix's event log storage writes a step's materializations up to 0.25 s
+    later, in batches). Compared by data version, so a partition rebuilt by that run and still
+    holding its earlier record is recorded too. Returns how many were recorded."""
+    lost: dict[str, list[str]] = {}
+    for layer, keys in built.items():
+        if layer not in pipeline.steps:
+            continue
+        current = store.current_index(layer)
+        keys = sorted(k for k in keys if k in current)
+        if not keys:
+            continue
+        key = names.layer(layer)
+        if partitions_for(pipeline, layer, names) is None:
+            event = instance.get_latest_materialization_event(key)
+            tags = (event.asset_materialization.tags or {}) if event and event.asset_materialization else {}
+            recorded = {keys[0]: tags} if tags else {}
+        else:
+            recorded = instance.event_log_storage.get_latest_tags_by_partition(
+                key, dg.DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG],
+                asset_partitions=keys)
+        missing = [k for k in keys if (recorded.get(k) or {}).get(DATA_VERSION_TAG)
+                   != data_version(current[k].content_hash)]
+        if missing:
+            lost[layer] = missing
+    return record_current(instance, pipeline, store, versions, names, lost, [], TRIGGER_STORE_SYNC)
 
 
 def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[str, set[str]], set[str]]:
