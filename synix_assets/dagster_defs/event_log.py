@@ -22,8 +22,8 @@ inspection for each asset event. Profiled, that was most of a cold build (docs/b
   FLUSH_AFTER_S after the first was kept (a live run page stays live). In a batch the asset-key
   row of an asset is written once, with the values of its last materialization: the row Dagster's
   one-by-one updates end with. A process killed meanwhile loses at most FLUSH_AFTER_S of
-  materializations from Dagster's log; Synix's store has them, and the next build's store sync
-  records them (records.sync_instance).
+  materializations from Dagster's log; Synix's store has them, and the next build records them
+  when it settles the killed run (records.record_lost).
 
 Every row is still written by Dagster's own code (`SqlEventLogStorage.store_event`), so what
 Dagster records and shows is unchanged; tests/dagster/test_event_log_storage.py compares the
