@@ -6,10 +6,11 @@
 
 Per size N (the same generated export for both: N ChatGPT conversations over 24 months, seed 7,
 `generate_exports.py`): cold build, no-op rebuild, +10 conversations (a second export file),
-each a fresh process timed from outside with its peak RSS and CPU seconds from `os.wait4`; ours is `synix run
---json` on a `synix init` project (SQLite Dagster home), the reference is `synix build` on its
-monthly template (full-text search, context file), both with a fake LLM at `--latency` (zero by
-default). Runs alternate ours/reference so load drifts hit both; the table gives medians of
+each a fresh process timed from outside with its peak RSS and CPU seconds (user + system, all
+threads) from `os.wait4`; ours is `synix run --json` on a `synix init` project (SQLite Dagster
+home), the reference is `synix build` on its monthly template (full-text search, context file),
+both with a fake LLM at `--latency` (zero by default); the reference runs without our
+PYTHONPATH (this repository's `synix` package would shadow it). Runs alternate ours/reference so load drifts hit both; the table gives medians of
 `--repeat` runs (`--cold-repeat` for cold builds: each from a fresh copy), ratios ours/reference,
 and the load average next to every figure. Then the LLM-bound cases: 200 conversations / 6
 months at 0.3 s and concurrency 20, and (`--big-llm`) 2,000 / 24 months at 1 s and 32, against
