@@ -176,7 +176,10 @@ def run_child(argv: list[str], env: dict, cwd: Path | None = None) -> dict:
         seconds = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
+        # CPU seconds (user + system, every thread): on a shared machine the wall time grows with
+        # the load, the CPU time much less, so it tells two codes apart when the load drifts
         result = {"seconds": seconds, "rss_mb": usage.ru_maxrss / 1024.0, "rc": proc.returncode,
+                  "cpu_s": usage.ru_utime + usage.ru_stime,
                   "stdout": out.read().decode(errors="replace"),
                   "stderr": err.read().decode(errors="replace")}
     if result["rc"] != 0:

@@ -6,10 +6,11 @@
 
 Per size N (the same generated export for both: N ChatGPT conversations over 24 months, seed 7,
 `generate_exports.py`): cold build, no-op rebuild, +10 conversations (a second export file),
-each a fresh process timed from outside with its peak RSS from `os.wait4`; ours is `synix run
---json` on a `synix init` project (SQLite Dagster home), the reference is `synix build` on its
-monthly template (full-text search, context file), both with a fake LLM at `--latency` (zero by
-default). Runs alternate ours/reference so load drifts hit both; the table gives medians of
+each a fresh process timed from outside with its peak RSS and CPU seconds (user + system, all
+threads) from `os.wait4`; ours is `synix run --json` on a `synix init` project (SQLite Dagster
+home), the reference is `synix build` on its monthly template (full-text search, context file),
+both with a fake LLM at `--latency` (zero by default); the reference runs without our
+PYTHONPATH (this repository's `synix` package would shadow it). Runs alternate ours/reference so load drifts hit both; the table gives medians of
 `--repeat` runs (`--cold-repeat` for cold builds: each from a fresh copy), ratios ours/reference,
 and the load average next to every figure. Then the LLM-bound cases: 200 conversations / 6
 months at 0.3 s and concurrency 20, and (`--big-llm`) 2,000 / 24 months at 1 s and 32, against
@@ -97,8 +98,10 @@ class Compare:
         return res
 
     def ref(self, proj: Path, concurrency: int, env: dict | None = None) -> dict:
+        # never our PYTHONPATH: this repository's `synix` package would shadow the reference's
+        env = {k: v for k, v in (env or self.env).items() if k != "PYTHONPATH"}
         return run_child([self.ref_py, str(HERE / "reference_synix.py"), "build", str(proj),
-                          "-j", str(concurrency)], env or self.env, proj)
+                          "-j", str(concurrency)], env, proj)
 
     def record(self, scenario: str, n: int, ours: list[dict], ref: list[dict]) -> None:
         o = statistics.median(r["seconds"] for r in ours)
@@ -106,6 +109,8 @@ class Compare:
         rss_o = max(r["rss_mb"] for r in ours)
         rss_f = max(r["rss_mb"] for r in ref)
         ratio = o / f if f else float("nan")
+        cpu_o = statistics.median(r["cpu_s"] for r in ours)
+        cpu_f = statistics.median(r["cpu_s"] for r in ref)
         target = TARGETS.get(scenario)
         verdicts = []
         if target is not None:
@@ -119,11 +124,11 @@ class Compare:
         row = {"scenario": scenario, "n": n, "ours_s": o, "ref_s": f, "ratio": ratio,
                "ours_runs": [round(r["seconds"], 2) for r in ours],
                "ref_runs": [round(r["seconds"], 2) for r in ref], "ours_rss": rss_o,
-               "ref_rss": rss_f, "llm_calls": calls, "verdict": "; ".join(verdicts),
+               "ref_rss": rss_f, "ours_cpu": cpu_o, "ref_cpu": cpu_f, "llm_calls": calls, "verdict": "; ".join(verdicts),
                "load": " / ".join(sorted({r["load"] for r in ours + ref}))}
         self.rows.append(row)
-        print(f"  {scenario:20s} N={n:<6} ours {o:7.2f} s {row['ours_runs']} rss {rss_o:.0f}  "
-              f"ref {f:7.2f} s {row['ref_runs']} rss {rss_f:.0f}  ratio {ratio:.2f}  "
+        print(f"  {scenario:20s} N={n:<6} ours {o:7.2f} s {row['ours_runs']} rss {rss_o:.0f} cpu {cpu_o:.1f}  "
+              f"ref {f:7.2f} s {row['ref_runs']} rss {rss_f:.0f} cpu {cpu_f:.1f}  ratio {ratio:.2f}  "
               f"{row['verdict']}  [{row['load']}]", file=sys.stderr)
 
     def timed(self, fn, *a) -> dict:
@@ -208,12 +213,12 @@ def render(c: Compare) -> str:
              f"{reference_synix.VERSION} (latency {c.args.latency} s, "
              f"code {git_rev()}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs shared)", "",
              "| scenario | N | ours s (median) | reference s (median) | ours / ref | ours peak RSS MB | "
-             "ref peak RSS MB | LLM calls | target | load (1/5/15 min) at each run |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "ref peak RSS MB | ours / ref CPU s | LLM calls | target | load (1/5/15 min) at each run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in c.rows:
         lines.append(f"| {r['scenario']} | {r['n']:,} | {r['ours_s']:.2f} {r['ours_runs']} | "
                      f"{r['ref_s']:.2f} {r['ref_runs']} | {r['ratio']:.2f} | {r['ours_rss']:.0f} | "
-                     f"{r['ref_rss']:.0f} | {r['llm_calls']} | {r['verdict']} | {r['load']} |")
+                     f"{r['ref_rss']:.0f} | {r['ours_cpu']:.1f} / {r['ref_cpu']:.1f} | {r['llm_calls']} | {r['verdict']} | {r['load']} |")
     return "\n".join(lines)
 
 

@@ -49,9 +49,12 @@ def one(i):
         tags={"dagster/code_version": "0123456789abcdef", "dagster/data_version": f"{i:016x}"}))
 for i in range(20):  # warm up: first writes create tables' pages and the WAL
     one(i)
+instance.get_latest_materialization_event(key)
 start = time.perf_counter()
 for i in range(20, 20 + n):
     one(i)
+# a read: events a storage keeps to write in a batch are written before it, inside the timing
+instance.get_latest_materialization_event(key)
 elapsed = time.perf_counter() - start
 size = sum(p.stat().st_size for p in (root / ".synix" / "dagster").rglob("*") if p.is_file())
 print(json.dumps({"ms_per_event": elapsed / n * 1000, "dagster_bytes": size,

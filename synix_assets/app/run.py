@@ -175,7 +175,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
     from synix_assets.orchestration.runs import settle_abandoned_runs
 
     resources.callback(client.close)  # the build's client: the work graph's calls go through it
-    settle_abandoned_runs(paths, store)  # a killed earlier build must not stay "running"
+    settle_abandoned_runs(paths, store, ctx.llm_identity)  # a killed earlier build must not stay "running"
     store.start_run(pipeline.name, layers, run_id=run_id)
     store.delete_meta(CLEAN_BUILD_KEY)  # recorded again only if this build finishes
     # tags of every Dagster run this build launches (trigger/branch; the layer is added per run)

@@ -13,7 +13,17 @@ inspection for each asset event. Profiled, that was most of a cold build (docs/b
   `store_event_batch` writes a whole batch in one transaction (Dagster falls back to one event at
   a time when a batch fails, so a batch must be all or nothing);
 - schema facts that only a migration changes (tables present, asset-key index columns) are read
-  once per storage and forgotten on `upgrade()`.
+  once per storage and forgotten on `upgrade()`;
+- a step's stream of asset materializations (one per partition: Synix records each with its own
+  metadata) is written in batches: `store_event` prepares the event's row at once (so an event
+  Dagster cannot serialize fails in the step, as with Dagster's class) and keeps it; the kept
+  events are written in one transaction before any other event, before any read through this
+  storage (Dagster's reads in the run, the UI's, Synix's), when 1,000 are kept, and at most
+  FLUSH_AFTER_S after the first was kept (a live run page stays live). In a batch the asset-key
+  row of an asset is written once, with the values of its last materialization: the row Dagster's
+  one-by-one updates end with. A process killed meanwhile loses at most FLUSH_AFTER_S of
+  materializations from Dagster's log; Synix's store has them, and the next build records them
+  when it settles the killed run (records.record_lost).
 
 Every row is still written by Dagster's own code (`SqlEventLogStorage.store_event`), so what
 Dagster records and shows is unchanged; tests/dagster/test_event_log_storage.py compares the
@@ -24,20 +34,32 @@ with Dagster 1.13.x (pinned `<1.14` in pyproject.toml).
 """
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 
+from dagster import DagsterEventType, EventLogEntry
 from sqlalchemy import create_engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 
 # The webserver reads from several threads while a run writes; beyond these, connections are
 # opened for the moment and closed.
 POOL_SIZE = 2
 MAX_OVERFLOW = 8
+# Kept materializations are written at most this long after the first of them was kept, and
+# once this many are kept.
+FLUSH_AFTER_S = 0.25
+MAX_KEPT = 1000
+
+log = logging.getLogger(__name__)
 
 
 class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
@@ -60,6 +82,11 @@ class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
         self._open = threading.local()  # the connection in a transaction on this thread, if any
         self._tables: set[str] = set()
         self._asset_key_cols: dict[str, bool] = {}
+        self._kept: list[tuple] = []  # (event, its prepared row), oldest first, not yet written
+        self._kept_pid = os.getpid()
+        self._flush_lock = threading.RLock()  # one writer of kept events at a time, in order
+        self._timer = None
+        atexit.register(_flush_at_exit, weakref.ref(self))
         super().__init__(base_dir, inst_data=inst_data)
 
     def _pooled(self):
@@ -82,6 +109,8 @@ class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
         if conn is not None:  # inside store_event(_batch) on this thread: the same transaction
             yield conn
             return
+        if self._kept and not getattr(self._open, "flushing", False):
+            self.flush()  # whoever reads or writes next sees every event stored before
         with self._pooled().connect() as conn:
             with conn.begin():
                 self._open.conn = conn
@@ -91,7 +120,20 @@ class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
                     self._open.conn = None
 
     def store_event(self, event) -> None:
-        with self._connect():
+        if _is_materialization(event):
+            row = self._event_to_row(event)
+            with self._flush_lock:
+                self._drop_inherited()
+                self._kept.append((event, row))
+                full = len(self._kept) >= MAX_KEPT
+                if self._timer is None and not full:
+                    self._timer = threading.Timer(FLUSH_AFTER_S, self._flush_in_background)
+                    self._timer.daemon = True
+                    self._timer.start()
+            if full:
+                self.flush()
+            return
+        with self._connect():  # writes the kept events first
             super().store_event(event)
 
     def store_event_batch(self, events) -> None:
@@ -100,6 +142,51 @@ class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
         with self._connect():
             for event in events:
                 super().store_event(event)
+
+    def flush(self) -> None:
+        """Write the kept materializations now, in one transaction (all or none of them: on an
+        error they stay kept for the next write, and the error is raised)."""
+        with self._flush_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._drop_inherited()
+            if not self._kept:
+                return
+            kept = self._kept
+            self._open.flushing = True
+            try:
+                with self._connect() as conn:
+                    self._write_materializations(conn, kept)
+            finally:
+                self._open.flushing = False
+            self._kept = self._kept[len(kept):]
+
+    def _write_materializations(self, conn, kept: list[tuple]) -> None:
+        """The rows Dagster's `store_event` writes for each of these materializations: the event,
+        its indexed tags, and its asset's row in asset_keys — once per asset, from its last event
+        (each of Dagster's updates overwrites the whole entry)."""
+        insert = SqlEventLogStorageTable.insert()
+        events = [event for event, _row in kept]
+        ids = [conn.execute(insert, row).inserted_primary_key[0] for _event, row in kept]
+        self._store_asset_event_tags(conn, events, ids)
+        last = {}
+        for event, event_id in zip(events, ids):
+            last[event.dagster_event.asset_key] = (event, event_id)
+        for event, event_id in last.values():
+            self._store_asset_event(conn, event, event_id)
+
+    def _flush_in_background(self) -> None:
+        try:
+            self.flush()
+        except SQLAlchemyError as exc:  # kept; the next write or read retries and raises
+            log.warning("Dagster's event log: writing %d materialization(s) failed, will retry: %s",
+                        len(self._kept), exc)
+
+    def _drop_inherited(self) -> None:
+        # a forked child holds a copy of its parent's kept events: the parent writes them
+        if self._kept_pid != os.getpid():
+            self._kept, self._kept_pid, self._timer = [], os.getpid(), None
 
     def has_table(self, table_name: str) -> bool:
         if table_name in self._tables:
@@ -122,8 +209,21 @@ class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
         super().upgrade()
 
     def dispose(self) -> None:
+        self.flush()
         super().dispose()
         with self._engine_lock:
             if self._engine is not None and self._engine_pid == os.getpid():
                 self._engine.dispose()
             self._engine = None
+
+
+def _is_materialization(event) -> bool:
+    return (isinstance(event, EventLogEntry) and event.is_dagster_event
+            and event.dagster_event_type == DagsterEventType.ASSET_MATERIALIZATION
+            and event.dagster_event.asset_key is not None)
+
+
+def _flush_at_exit(ref) -> None:
+    storage = ref()
+    if storage is not None:
+        storage.flush()

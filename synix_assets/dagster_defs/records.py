@@ -23,6 +23,7 @@ from synix_assets.dagster_defs.partitions import (dynamic_name, named, partition
 from synix_assets.dagster_defs.vocabulary import TRIGGER_STORE_SYNC, TRIGGER_TAG
 from synix_assets.engine.projections import artifact_title
 
+DATA_VERSION_TAG = "dagster/data_version"
 INITIAL = "INITIAL"  # Dagster's data version of an external asset observed without one
 
 
@@ -209,6 +210,40 @@ def export_id_partitions(instance, pipeline, store, names: Names = MAIN_NAMES) -
         if old:
             out[set_name] = old
     return out
+
+
+def record_lost(instance, pipeline, store, versions: dict[str, str], names: Names,
+                built: dict[str, set[str]]) -> int:
+    """Record the artifacts a killed Synix run stored (`built`: layer → group keys) whose
+    materialization Dagster's log lacks: a process killed between Synix's commit and Dagster's
+    write of the event (Synix's event log storage writes a step's materializations up to 0.25 s
+    later, in batches). Compared by data version, so a partition rebuilt by that run and still
+    holding its earlier record is recorded too. Returns how many were recorded."""
+    lost: dict[str, list[str]] = {}
+    for layer, keys in built.items():
+        if layer not in pipeline.steps:
+            continue
+        current = store.current_index(layer)
+        keys = sorted(k for k in keys if k in current)
+        if not keys:
+            continue
+        key = names.layer(layer)
+        if partitions_for(pipeline, layer, names) is None:
+            event = instance.get_latest_materialization_event(key)
+            tags = (event.asset_materialization.tags or {}) if event and event.asset_materialization else {}
+            recorded = {keys[0]: tags} if tags else {}
+        else:
+            # Dagster knows a conversation's partition by its readable name, the store by its id
+            shown = partition_names(store, pipeline, layer, keys)
+            by_name = instance.event_log_storage.get_latest_tags_by_partition(
+                key, dg.DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG],
+                asset_partitions=[shown[k] for k in keys])
+            recorded = {k: by_name.get(shown[k]) for k in keys}
+        missing = [k for k in keys if (recorded.get(k) or {}).get(DATA_VERSION_TAG)
+                   != data_version(current[k].content_hash)]
+        if missing:
+            lost[layer] = missing
+    return record_current(instance, pipeline, store, versions, names, lost, [], TRIGGER_STORE_SYNC)
 
 
 def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[str, set[str]], set[str]]:

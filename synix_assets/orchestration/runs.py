@@ -37,9 +37,11 @@ def close_open_runs(instance, synix_run_id: str, dagster_run_id: str | None = No
     return ended
 
 
-def settle_abandoned_runs(paths, store) -> list[str]:
+def settle_abandoned_runs(paths, store, identity: str | None = None) -> list[str]:
     """Mark runs whose process has ended without finishing them as interrupted, here and in
-    Dagster; returns their Synix run ids. Loads Dagster only when there is one."""
+    Dagster; returns their Synix run ids. Loads Dagster only when there is one. With `identity`
+    (the LLM identity of a build about to start), what they stored and Dagster's log lacks is
+    recorded, so Dagster agrees with Synix's plan about it."""
     abandoned = store.abandoned_runs()
     for run in abandoned:
         pid = (run.owner or {}).get("pid")
@@ -52,4 +54,12 @@ def settle_abandoned_runs(paths, store) -> list[str]:
                 pid = (run.owner or {}).get("pid")
                 close_open_runs(instance, run.run_id, run.dagster_run_id, outcome="interrupted",
                                 message=f"Synix: {KILLED.format(pid=pid)}")
+            if identity is not None:
+                from synix_assets.dagster_defs.compile import branch_graph
+                from synix_assets.dagster_defs.records import record_lost
+
+                graph = branch_graph(paths, identity)
+                for run in abandoned:
+                    record_lost(instance, graph.pipeline, store, graph.versions, graph.names,
+                                store.keys_built_in_run(run.run_id))
     return [r.run_id for r in abandoned]

@@ -253,3 +253,69 @@ def test_dagster_dev_shows_a_project_built_by_both_storages_built_fresh_and_chec
         assert statuses.count("SUCCESS") >= 2 and "FAILURE" not in statuses
     finally:
         dev.stop()
+
+
+def _materialization(i: int) -> dg.AssetMaterialization:
+    return dg.AssetMaterialization(asset_key=episodes.key, partition=KEYS[i % len(KEYS)],
+                                   metadata={"artifact_id": f"episodes-{i:04d}"},
+                                   tags={"dagster/data_version": f"v{i}"})
+
+
+def _rows(db, event_type: str = "ASSET_MATERIALIZATION") -> int:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return conn.execute("SELECT count(*) FROM event_logs WHERE dagster_event_type = ?",
+                            [event_type]).fetchone()[0]
+
+
+def test_kept_materializations_are_read_back_at_once_and_reach_other_readers_within_a_second(
+        tmp_path, monkeypatch):
+    import time
+
+    with _instance(tmp_path / "home", monkeypatch, INSTANCE_YAML) as instance:
+        instance.add_dynamic_partitions("conversations", KEYS)
+        for i in range(30):
+            instance.report_runless_asset_event(_materialization(i))
+        # Dagster's reads in this process go through the storage: they see every event at once
+        assert instance.get_materialized_partitions(episodes.key) == set(KEYS)
+        latest = instance.get_latest_materialization_event(episodes.key)
+        assert latest.asset_materialization.tags["dagster/data_version"] == "v29"
+        db = tmp_path / "home" / "event_log.db"
+        assert _rows(db) == 30
+        for i in range(30, 40):  # no read, no other event: only the storage's own timer writes
+            instance.report_runless_asset_event(_materialization(i))
+        deadline = time.monotonic() + 5
+        while _rows(db) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _rows(db) == 40, "kept materializations never reached the database on their own"
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            row = conn.execute("SELECT last_materialization FROM asset_keys WHERE asset_key = ?",
+                               ['["episodes"]']).fetchone()
+        assert '"v39"' in row[0]  # the asset's row holds its last materialization
+
+
+def test_kept_materializations_that_cannot_be_written_stay_kept_and_are_written_once_later(
+        tmp_path, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    from synix_assets.dagster_defs import event_log
+
+    monkeypatch.setattr(event_log, "SQLITE_BUSY_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(event_log, "FLUSH_AFTER_S", 60.0)  # only the explicit writes below
+    with _instance(tmp_path / "home", monkeypatch, INSTANCE_YAML) as instance:
+        storage = instance.event_log_storage
+        instance.add_dynamic_partitions("conversations", KEYS)
+        db = tmp_path / "home" / "event_log.db"
+        holder = sqlite3.connect(db, isolation_level=None)
+        try:
+            for i in range(12):
+                instance.report_runless_asset_event(_materialization(i))
+            holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+            with pytest.raises(OperationalError, match="locked"):
+                storage.flush()
+            holder.execute("ROLLBACK")
+        finally:
+            holder.close()
+        assert _rows(db) == 0  # nothing half-written
+        assert instance.get_materialized_partitions(episodes.key) == set(KEYS)  # a read writes them
+        storage.flush()
+        assert _rows(db) == 12

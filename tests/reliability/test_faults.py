@@ -120,6 +120,22 @@ def test_rerun_after_kill_finishes_the_layer(killed, rerun, integrity):
     assert set(integrity(paths.state_dir).values()) == {"ok"}
 
 
+def test_rerun_after_kill_leaves_dagster_recording_every_partition_the_store_holds(killed, rerun):
+    import dagster as dg
+
+    from synix_assets.dagster_defs.instance import dagster_instance
+
+    paths = killed[0]
+    store = ArtifactStore(paths.store)
+    try:
+        keys = {layer: set(store.current_index(layer)) for layer in ("transcripts", "episodes")}
+    finally:
+        store.close()
+    with dagster_instance(paths) as instance:
+        for layer, current in keys.items():
+            assert instance.get_materialized_partitions(dg.AssetKey([layer])) == current
+
+
 def test_rerun_after_kill_pays_only_for_unanswered_calls(killed, rerun):
     paths, answered, stored = killed
     # "answered" = responses received (and cached) before the kill: those must not be paid again
