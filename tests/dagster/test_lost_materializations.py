@@ -11,6 +11,7 @@ import dagster as dg
 from synix_assets.app.run import run_build
 from synix_assets.dagster_defs.compile import branch_graph
 from synix_assets.dagster_defs.instance import dagster_instance
+from synix_assets.dagster_defs.partitions import partition_names
 from synix_assets.dagster_defs.records import DATA_VERSION_TAG, data_version, record_lost
 
 
@@ -22,20 +23,22 @@ def test_partitions_a_killed_build_stored_but_dagster_never_recorded_are_recorde
         built = store.keys_built_in_run(report.run_id)
         episodes = graph.names.layer("episodes")
         current = store.current_index("episodes")
+        shown = partition_names(store, graph.pipeline, "episodes", list(current))  # Dagster's keys
         lost = sorted(current)[:3]
         with dagster_instance(demo_project) as instance:
             assert record_lost(instance, graph.pipeline, store, graph.versions, graph.names, built) == 0
-        _forget(demo_project.dagster_home / "event_log.db", lost)  # the kill came before the write
+        # the kill came before the write
+        _forget(demo_project.dagster_home / "event_log.db", [shown[k] for k in lost])
         with dagster_instance(demo_project) as instance:
-            assert not set(lost) & instance.get_materialized_partitions(episodes)
+            assert not {shown[k] for k in lost} & instance.get_materialized_partitions(episodes)
             recorded = record_lost(instance, graph.pipeline, store, graph.versions, graph.names, built)
             assert recorded == 3
-            assert instance.get_materialized_partitions(episodes) == set(current)
+            assert instance.get_materialized_partitions(episodes) == set(shown.values())
             tags = instance.event_log_storage.get_latest_tags_by_partition(
                 episodes, dg.DagsterEventType.ASSET_MATERIALIZATION, [DATA_VERSION_TAG],
-                asset_partitions=lost)
+                asset_partitions=[shown[k] for k in lost])
             assert {k: t[DATA_VERSION_TAG] for k, t in tags.items()} == {
-                k: data_version(current[k].content_hash) for k in lost}
+                shown[k]: data_version(current[k].content_hash) for k in lost}
             assert record_lost(instance, graph.pipeline, store, graph.versions, graph.names, built) == 0
     finally:
         store.close()

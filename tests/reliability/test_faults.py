@@ -124,11 +124,14 @@ def test_rerun_after_kill_leaves_dagster_recording_every_partition_the_store_hol
     import dagster as dg
 
     from synix_assets.dagster_defs.instance import dagster_instance
+    from synix_assets.dagster_defs.partitions import partition_keys
 
     paths = killed[0]
+    pipeline = paths.load_pipeline()
     store = ArtifactStore(paths.store)
-    try:
-        keys = {layer: set(store.current_index(layer)) for layer in ("transcripts", "episodes")}
+    try:  # as Dagster names the partitions: the conversations' readable keys
+        keys = {layer: set(partition_keys(store, pipeline, layer, store.current_index(layer)))
+                for layer in ("transcripts", "episodes")}
     finally:
         store.close()
     with dagster_instance(paths) as instance:
