@@ -125,10 +125,10 @@ class TenantServices:
         was said a minute ago even while the model is down, then the built memory's brief (core,
         recent rollups/episodes, hits with provenance) in the rest. `as_of` (ISO date/time):
         what the memory held then (no unbuilt sessions: those are now's)."""
-        t = as_of_instant(as_of)
+        at = as_of_instant(as_of)
         inbox = self.inboxes.get(tenant)
         live, blocks, live_tokens = [], [], 0
-        for info in ([] if t else inbox.unbuilt_sessions(limit=sessions)):
+        for info in ([] if at else inbox.unbuilt_sessions(limit=sessions)):
             kept = []
             for t in reversed(inbox.turns(info["session_id"], last=turns)):  # newest first
                 line = f"[{t['turn_id']}] {t['role']}: {t['content'][:TURN_PREVIEW_CHARS]}"
@@ -147,12 +147,12 @@ class TenantServices:
         notice = None
         try:
             memory = self.memory(tenant).brief(query, budget_tokens=max(100, budget_tokens - live_tokens),
-                                               hits=hits, as_of=t)
+                                               hits=hits, as_of=at)
         except ArtifactNotFound as exc:  # nothing built yet: the live turns are the whole brief
             memory = {"sections": [], "text": "", "tokens": 0}
             notice = exc.one_line()
         memory.pop("tier1", None)  # read below from the inbox, built or not
-        tier1 = brief_tier1(self.home.paths(tenant), as_of=t)
+        tier1 = brief_tier1(self.home.paths(tenant), as_of=at)
         text = "\n\n".join(part for part in ((tier1 or {}).get("text", ""), memory.get("text", ""), *blocks)
                            if part)
         return {"tenant": tenant, "query": query, "budget_tokens": budget_tokens,
