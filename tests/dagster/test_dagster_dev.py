@@ -14,6 +14,7 @@ from tests.dagster.live import (DagsterDev, built_demo_project, dagster_stale, p
 from tests.support.screenshots import shot_path
 
 WAIT_S = 180  # bound on waiting for the daemon's sensor and runs
+BAD = "2025-03-05-tomato-blight"  # the poisoned conversation's partition key (date and title)
 
 
 @pytest.fixture(scope="module")
@@ -168,12 +169,12 @@ def test_a_failed_partition_is_failed_in_dagster_and_what_is_left_matches_synix_
     root, dev = live
     claude_export(root / "exports" / "poison.json",
                   [conversation("bad-1", "Tomato blight", "2025-03-05", "SYNIX_FAIL_400 tomato blight")])
-    _wait(lambda: "bad-1" in dev.failed_partitions("episodes") and dev.active_runs() == 0,
+    _wait(lambda: BAD in dev.failed_partitions("episodes") and dev.active_runs() == 0,
           "the sensor's build failed on the poisoned conversation and ended", dev)
     status = dev.staleness()
     plan = plan_stale(root)
     assert plan["transcripts"] == 0 and plan["episodes"] == 1  # the failed one, retried next build
-    assert status["episodes"]["MISSING"] == 1 and dev.failed_partitions("episodes") == ["bad-1"]
+    assert status["episodes"]["MISSING"] == 1 and dev.failed_partitions("episodes") == [BAD]
     # Per layer, Dagster's "needs a build" (stale, or never materialized: the failed partition)
     # is exactly Synix's plan; the month it would feed is blocked in both (not rebuilt, not stale).
     # (topic rollups excepted: with an upstream partition pending, `synix plan` counts every

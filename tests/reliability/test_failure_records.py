@@ -47,6 +47,12 @@ def _store(paths) -> ArtifactStore:
     return ArtifactStore(paths.store)
 
 
+def _shown(paths, group_key: str) -> str:
+    """The conversation's partition key as Dagster and the failure lines show it."""
+    with _store(paths) as store:
+        return store.partition_names([group_key])[group_key]
+
+
 def _context(paths) -> str:
     return (paths.root / "context.md").read_text(encoding="utf-8")
 
@@ -112,7 +118,8 @@ def test_a_reverted_prompt_clears_the_failure_and_a_new_conversation_reaches_its
     (paths.root / "pipeline.py").write_text(original.replace(EPISODE_LINE, RAISING_EPISODES))
     broken = _cli(paths, "run")
     assert broken.returncode == 1
-    assert "episodes/conv-2: prompt episode_prompt raised ValueError: no topic2 here" in _one_line(broken)
+    assert f"episodes/{_shown(paths, 'conv-2')}: prompt episode_prompt raised ValueError: no topic2 here" \
+        in _one_line(broken)
     assert not _latest_check(paths, "core").passed  # the core is blocked: never shown up to date
     (paths.root / "pipeline.py").write_text(original)  # revert: conv-2's episode is cached again
     plan = _cli(paths, "plan")
@@ -148,7 +155,8 @@ def test_a_layer_blocked_by_a_failure_it_did_not_retry_exits_non_zero_naming_it(
     # --full retires every layer first; the core is then blocked and never rebuilt, so the
     # agent's context document keeps the last core's text instead of being emptied
     full = _cli(paths, "run", "--full")
-    assert full.returncode == 1 and "episodes/conv-2" in _one_line(full)
+    conv2 = _shown(paths, "conv-2")
+    assert full.returncode == 1 and f"episodes/{conv2}" in _one_line(full)
     assert _context(paths) == before
     with _store(paths) as store:
         assert store.current("core", "all") is None
@@ -159,7 +167,7 @@ def test_a_layer_blocked_by_a_failure_it_did_not_retry_exits_non_zero_naming_it(
     assert len(errors) == 1, partial.stderr
     line = _one_line(partial)
     assert "blocked: monthly (1), core (1) wait(s) for 1 partition(s) that failed in an earlier " \
-           "build (episodes/conv-2)" in line
+           f"build (episodes/{conv2})" in line
     assert "no topic2 here" in line and "run the whole build (`synix run`" in line
     assert "Traceback" not in partial.stdout + partial.stderr
     assert _context(paths) == before

@@ -65,6 +65,14 @@ def _marathon_conversations(paths) -> dict[str, str]:
         store.close()
 
 
+def _partition_names(paths, group_keys) -> dict[str, str]:
+    store = ArtifactStore(paths.store)
+    try:
+        return store.partition_names(group_keys)
+    finally:
+        store.close()
+
+
 def test_prompt_raising_for_some_conversations_fails_those_and_keeps_the_rest(demo_project):
     paths = demo_project
     _swap_episode_prompt(paths.root, MARATHON_PROMPT)
@@ -72,9 +80,12 @@ def test_prompt_raising_for_some_conversations_fails_those_and_keeps_the_rest(de
     assert out.returncode == 1, out.stdout + out.stderr
     marathons = _marathon_conversations(paths)
     assert len(marathons) >= 2
-    # the CLI names each failed conversation and the cause, and shows no Dagster traceback
+    # the CLI names each failed conversation (by its readable partition key, as Dagster shows
+    # it) and the cause, and shows no Dagster traceback
+    shown = _partition_names(paths, marathons)
+    assert set(shown) == set(marathons)
     for cid in marathons:
-        assert f"episodes/{cid}: prompt episode_prompt raised ValueError: no marathons here" in \
+        assert f"episodes/{shown[cid]}: prompt episode_prompt raised ValueError: no marathons here" in \
             " ".join(out.stderr.split())
     assert "Traceback" not in out.stdout + out.stderr
     assert "STEP_FAILURE" not in out.stdout + out.stderr
@@ -127,7 +138,9 @@ pipeline.transform("episodes", from_="transcripts", prompt=episode_summary)
     report = info.value.report
     assert [(f["layer"], f["group_key"]) for f in report.failures] == [("episodes", "conv-2")]
     assert report.failures[0]["error"].startswith(f"prompt episode_summary {expected}")
-    assert "episodes/conv-2" in info.value.one_line() and expected in info.value.one_line()
+    shown = _partition_names(paths, ["conv-2"])["conv-2"]
+    assert report.failures[0]["partition"] == shown
+    assert f"episodes/{shown}" in info.value.one_line() and expected in info.value.one_line()
     assert report.layers["episodes"]["built"] == 3
     store = ArtifactStore(paths.store)
     try:
