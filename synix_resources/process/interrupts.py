@@ -75,7 +75,12 @@ REDELIVER_AFTER_S = 0.01
 
 def _raise_interrupt(signo, frame) -> None:
     global _owed, _redelivered
-    if _settled:  # a pending signal run by signal.signal() while settle() switches handlers
+    if _settled:
+        # a pending signal run by signal.signal() while settle() switches handlers, or our
+        # handler put back after settle() by a library restoring what it found (Dagster's
+        # capture_interrupts, ending when its generator is collected): ignored at the OS level
+        # again, as Python resets a Python handler to the default action at shutdown
+        signal.signal(signo, signal.SIG_IGN)
         return
     if _redelivered:
         _redelivered = False
