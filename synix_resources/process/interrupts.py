@@ -220,6 +220,12 @@ def settle() -> None:
         if _active is None:  # else the watch sets aside the handlers it found when it ends
             _released.setdefault(s, old)
     _redelivered = False  # one sent before ran our handler above: signal.signal runs pending ones first
+    # CPython notes "an unhandled KeyboardInterrupt" whenever one leaves code run from a string by
+    # exec() or eval() — dataclasses and namedtuple make their methods so, many while Dagster is
+    # imported — even when it is caught further up; the process then ends by killing itself with
+    # SIGINT (exit -2, no traceback) whatever exit code it chose. A string run without error
+    # clears the note, and no interrupt can set it again now.
+    exec("")
 
 
 def release() -> None:

@@ -326,3 +326,17 @@ def test_an_interrupt_after_the_interrupted_line_keeps_exit_130_and_the_one_mess
     assert lines.count(MESSAGE) == 1 and lines[-1] == MESSAGE and all(
         line == MESSAGE or line.endswith("partition(s) left to build") for line in lines), err
     assert _latest_run(paths)["status"] == "interrupted"
+
+
+def test_a_ctrl_c_landing_in_code_run_from_a_string_still_exits_130(demo_project):
+    """dataclasses and namedtuple make their methods with exec()/eval() of a string (many while
+    Dagster is imported, when an early Ctrl-C often lands): a KeyboardInterrupt leaving such code
+    made CPython end the process by SIGINT (-2, no traceback) after the build had printed its
+    line and chosen 130."""
+    paths = demo_project
+    pipeline = paths.root / "pipeline.py"
+    pipeline.write_text(pipeline.read_text() + "\nimport signal as _signal\n"
+                        "exec('_signal.raise_signal(_signal.SIGINT)')  # a Ctrl-C lands in it\n")
+    out = _cli(paths, "run")
+    assert out.returncode == 130, (out.returncode, out.stderr)
+    assert out.stderr.strip().splitlines()[-1] == MESSAGE and "Traceback" not in out.stdout + out.stderr
