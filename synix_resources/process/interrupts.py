@@ -209,22 +209,21 @@ def settle() -> None:
     global _settled, _owed, _redelivered
     with _delivering:  # no redelivery is sent after this
         _settled, _owed = True, False
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for s in SIGNALS:
-        old = signal.getsignal(s)
-        try:
-            signal.signal(s, signal.SIG_IGN)
-        except KeyboardInterrupt:  # a pending one ran a raising handler first (no watch active)
-            signal.signal(s, signal.SIG_IGN)
-        if _active is None:  # else the watch sets aside the handlers it found when it ends
-            _released.setdefault(s, old)
-    _redelivered = False  # one sent before ran our handler above: signal.signal runs pending ones first
+    if threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            old = signal.getsignal(s)
+            try:
+                signal.signal(s, signal.SIG_IGN)
+            except KeyboardInterrupt:  # a pending one ran a raising handler first (no watch active)
+                signal.signal(s, signal.SIG_IGN)
+            if _active is None:  # else the watch sets aside the handlers it found when it ends
+                _released.setdefault(s, old)
+        _redelivered = False  # one sent before ran our handler above: signal.signal runs pending ones first
     # CPython notes "an unhandled KeyboardInterrupt" whenever one leaves code run from a string by
     # exec() or eval() — dataclasses and namedtuple make their methods so, many while Dagster is
     # imported — even when it is caught further up; the process then ends by killing itself with
     # SIGINT (exit -2, no traceback) whatever exit code it chose. A string run without error
-    # clears the note, and no interrupt can set it again now.
+    # clears the note; with the signals ignored, no interrupt can set it again.
     exec("")
 
 
