@@ -328,6 +328,7 @@ def test_an_interrupt_after_the_interrupted_line_keeps_exit_130_and_the_one_mess
     assert _latest_run(paths)["status"] == "interrupted"
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_landing_in_code_run_from_a_string_still_exits_130(demo_project):
     """dataclasses and namedtuple make their methods with exec()/eval() of a string (many while
     Dagster is imported, when an early Ctrl-C often lands): a KeyboardInterrupt leaving such code
