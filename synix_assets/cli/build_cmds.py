@@ -116,13 +116,20 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
         progress = render.BarProgress(out) if show_bars else (None if as_json else render.PlainProgress(out))
         options = dict(select=select, from_layer=from_layer, full=full, batch=batch, replay=replay,
                        progress=progress, dagster_logs=debug)
-        if show_bars:
-            with progress:
+        try:
+            if show_bars:
+                with progress:
+                    report = run_build(paths, **options)
+            else:
                 report = run_build(paths, **options)
-        else:
-            report = run_build(paths, **options)
+        finally:
+            # However the build ended, that is the outcome: a signal from here on (a second
+            # Ctrl-C, one the build saw but Python had not run the handler for yet) is ignored
+            # instead of turning the one line and 130 into "Aborted!" or death by SIGINT.
+            interrupts.settle()
         stopped = None
-    except KeyboardInterrupt:  # before the build started
+    except KeyboardInterrupt:  # before the build started, or landing as it ended
+        interrupts.settle()
         stopped = BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(), hint=RESUME_HINT)
     except BuildInterrupted as exc:
         stopped = exc

@@ -13,12 +13,24 @@ import click
 
 from synix_assets.cli.common import debug_enabled
 from synix_resources.errors import SynixError
+from synix_resources.process import interrupts
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class SynixGroup(click.Group):
     """Turns every failure into one line on stderr and a non-zero exit (tracebacks with --debug)."""
+
+    def main(self, args=None, *rest, **extra):
+        # Run as the program (arguments from sys.argv), a command that settled its outcome
+        # (interrupts.settle: `synix run`) leaves SIGINT/SIGTERM ignored until the process is
+        # gone; run in-process (a test, CliRunner), the caller gets its signal handlers back.
+        if args is None:
+            return super().main(args, *rest, **extra)
+        try:
+            return super().main(args, *rest, **extra)
+        finally:
+            interrupts.release()
 
     def invoke(self, ctx: click.Context):
         try:

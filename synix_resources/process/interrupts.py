@@ -8,6 +8,8 @@ is installed at the time; the runner asks `received()` after each Dagster run.
 
 Outside Dagster, a watched SIGTERM behaves like Ctrl-C (a KeyboardInterrupt in the main thread),
 so the build unwinds through the same bookkeeping instead of dying with its run marked running.
+
+Once a command has decided how it ends, `settle()` makes later signals harmless (see there).
 """
 from __future__ import annotations
 
@@ -62,6 +64,8 @@ _active: Watch | None = None
 
 
 _owed = False  # an interrupt was swallowed (see _redeliver) and not raised since
+_settled = False  # the outcome is decided: SIGINT and SIGTERM are ignored (see settle)
+_released: dict[int, object] = {}  # the handlers settle() set aside, for release()
 _redelivered = False  # a redelivery was sent and its handler call has not run yet
 # Held by a redelivering thread from its check of `_owed` to `interrupt_main`, and by
 # `watching()` while it ends the watch: a redelivery is sent only while our handler is installed.
@@ -71,6 +75,13 @@ REDELIVER_AFTER_S = 0.01
 
 def _raise_interrupt(signo, frame) -> None:
     global _owed, _redelivered
+    if _settled:
+        # a pending signal run by signal.signal() while settle() switches handlers, or our
+        # handler put back after settle() by a library restoring what it found (Dagster's
+        # capture_interrupts, ending when its generator is collected): ignored at the OS level
+        # again, as Python resets a Python handler to the default action at shutdown
+        signal.signal(signo, signal.SIG_IGN)
+        return
     if _redelivered:
         _redelivered = False
         if not _owed:  # the main thread raised for that interrupt meanwhile: nothing is owed
@@ -99,7 +110,7 @@ def _redeliver(previous):
     def hook(unraisable) -> None:
         global _owed
         watch = _active
-        if watch is not None and threading.current_thread() is threading.main_thread() \
+        if watch is not None and not _settled and threading.current_thread() is threading.main_thread() \
                 and not issubclass(unraisable.exc_type, Exception) and watch.received():
             _owed = True
             # not threading.Thread: its start() waits, and the handler would run inside this hook
@@ -176,12 +187,56 @@ def watching() -> Iterator[Watch]:
         sys.unraisablehook = old_hook
         for handler in filtered:
             handler.removeFilter(quiet)
-        for s, handler in old_handlers.items():
-            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if _settled:  # the signals stay ignored; release() brings these back
+            _released.update(old_handlers)
+        else:
+            for s, handler in old_handlers.items():
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)
         signal.set_wakeup_fd(old_fd)
         watch.close()  # under the watch's lock: no thread reads a closed (or reused) descriptor
         os.close(write_fd)
         _active = None
+
+
+def settle() -> None:
+    """The command has decided how it ends (its outcome line is next): a later Ctrl-C or SIGTERM
+    — a second one from the user, a redelivery landing late, one pending when a handler is
+    restored — must not turn that into "Aborted!", a traceback, or death by signal (exit -2 after
+    the line said 130). From now on both signals are ignored: our handler raises no more, no
+    redelivery is sent, and a watch that ends leaves them ignored. They stay so until `release()`,
+    which a process that is ending never calls: an ignored signal stays ignored through
+    interpreter shutdown, where Python resets the ones it handles to their default action."""
+    global _settled, _owed, _redelivered
+    with _delivering:  # no redelivery is sent after this
+        _settled, _owed = True, False
+    if threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            old = signal.getsignal(s)
+            try:
+                signal.signal(s, signal.SIG_IGN)
+            except KeyboardInterrupt:  # a pending one ran a raising handler first (no watch active)
+                signal.signal(s, signal.SIG_IGN)
+            if _active is None:  # else the watch sets aside the handlers it found when it ends
+                _released.setdefault(s, old)
+        _redelivered = False  # one sent before ran our handler above: signal.signal runs pending ones first
+    # CPython notes "an unhandled KeyboardInterrupt" whenever one leaves code run from a string by
+    # exec() or eval() — dataclasses and namedtuple make their methods so, many while Dagster is
+    # imported — even when it is caught further up; the process then ends by killing itself with
+    # SIGINT (exit -2, no traceback) whatever exit code it chose. A string run without error
+    # clears the note; with the signals ignored, no interrupt can set it again.
+    exec("")
+
+
+def release() -> None:
+    """Undo `settle()` for a caller that goes on in the same process (a command run in-process by
+    a test or another program): the handlers from before come back."""
+    global _settled
+    with _delivering:
+        _settled = False
+    if threading.current_thread() is threading.main_thread():
+        for s, handler in _released.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+    _released.clear()
 
 
 def received() -> list[int]:

@@ -129,3 +129,30 @@ def test_a_library_logging_the_interrupt_it_passes_on_prints_no_traceback(caplog
                 raise
         log.error("an ordinary error")
     assert [r.getMessage() for r in caplog.records] == ["an ordinary error"]
+
+
+def test_once_settled_signals_raise_nothing_even_after_the_watch_until_released():
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with interrupts.watching():
+            interrupts.settle()  # the command decided how it ends
+            signal.raise_signal(signal.SIGINT)  # a second Ctrl-C: nothing raised
+            signal.raise_signal(signal.SIGTERM)
+        # the watch ended without restoring raising handlers: ignored by the OS, through shutdown
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        signal.raise_signal(signal.SIGINT)
+    finally:
+        interrupts.release()
+    assert signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(KeyboardInterrupt):  # a genuine Ctrl-C counts again
+        signal.raise_signal(signal.SIGINT)
+
+
+def test_the_cli_run_in_process_gives_the_caller_its_signal_handlers_back():
+    from synix_assets.cli.main import main
+
+    before = signal.getsignal(signal.SIGINT)
+    interrupts.settle()  # as `synix run` does once its outcome is decided
+    main.main(["--version"], standalone_mode=False)
+    assert signal.getsignal(signal.SIGINT) is before

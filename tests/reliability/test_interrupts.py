@@ -259,3 +259,85 @@ def test_sigint_at_varied_moments_prints_one_message_and_starts_no_queued_call(t
             line == MESSAGE or line.endswith("partition(s) left to build") for line in lines), (attempt, err)
         assert _responses(paths, since=signalled_at) <= concurrency, attempt  # only those in flight
         assert _responses(paths) < N + MONTHS + 1, attempt
+
+
+# Runs `synix run` as the program (arguments from sys.argv, as the `synix` script does) and makes
+# one more interrupt arrive at a chosen moment after the build decided it was interrupted: as its
+# line is written to stderr, while the interpreter shuts down (an atexit callback, run last), or
+# after the command raised SystemExit(130) (as in the frames of the `synix` script or runpy).
+LATE_INTERRUPT = """
+import _thread, atexit, os, signal, sys, time
+project, how, moment = sys.argv[1:4]
+
+def interrupt():
+    if how == "interrupt_main":  # a redelivery of a swallowed interrupt, landing late
+        _thread.interrupt_main(signal.SIGINT)
+    else:  # a second Ctrl-C (or SIGTERM) to this process
+        os.kill(os.getpid(), getattr(signal, how))
+    time.sleep(0.3)  # interrupted by the signal if a raising handler is installed
+
+class Stderr:
+    def __init__(self, stream):
+        self.stream, self.sent = stream, False
+
+    def write(self, text):
+        n = self.stream.write(text)
+        if moment == "line" and "interrupted" in text and not self.sent:
+            self.sent = True
+            self.stream.flush()
+            interrupt()
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+if moment == "shutdown":
+    atexit.register(interrupt)  # registered first: runs after every other exit handler
+sys.stderr = Stderr(sys.stderr)
+from synix_assets.cli.main import main
+sys.argv = ["synix", "-p", project, "run"]
+try:
+    main()
+finally:
+    if moment == "after_exit":
+        interrupt()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how,moment", [("SIGINT", "line"), ("interrupt_main", "line"),
+                                        ("SIGTERM", "line"), ("SIGINT", "shutdown"),
+                                        ("SIGINT", "after_exit")])
+def test_an_interrupt_after_the_interrupted_line_keeps_exit_130_and_the_one_message(
+        demo_project, how, moment):
+    """After the build reported its interrupt, another one (a second Ctrl-C, SIGTERM, a late
+    redelivery) changes nothing: under load such a late KeyboardInterrupt once turned exit 130
+    into death by SIGINT (-2), and could print "Aborted!" or a traceback."""
+    paths = demo_project
+    proc = subprocess.Popen([PY, "-c", LATE_INTERRUPT, str(paths.root), how, moment],
+                            env=_env(SYNIX_FAKE_LATENCY_S="1.5", SYNIX_LLM_CONCURRENCY="2"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_until(proc, lambda: _responses(paths) >= 1, "the first answer")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (how, moment, err)
+    assert "Traceback" not in out + err and "Exception ignored" not in err and "Aborted" not in err, err
+    lines = err.strip().splitlines()
+    assert lines.count(MESSAGE) == 1 and lines[-1] == MESSAGE and all(
+        line == MESSAGE or line.endswith("partition(s) left to build") for line in lines), err
+    assert _latest_run(paths)["status"] == "interrupted"
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_landing_in_code_run_from_a_string_still_exits_130(demo_project):
+    """dataclasses and namedtuple make their methods with exec()/eval() of a string (many while
+    Dagster is imported, when an early Ctrl-C often lands): a KeyboardInterrupt leaving such code
+    made CPython end the process by SIGINT (-2, no traceback) after the build had printed its
+    line and chosen 130."""
+    paths = demo_project
+    pipeline = paths.root / "pipeline.py"
+    pipeline.write_text(pipeline.read_text() + "\nimport signal as _signal\n"
+                        "exec('_signal.raise_signal(_signal.SIGINT)')  # a Ctrl-C lands in it\n")
+    out = _cli(paths, "run")
+    assert out.returncode == 130, (out.returncode, out.stderr)
+    assert out.stderr.strip().splitlines()[-1] == MESSAGE and "Traceback" not in out.stdout + out.stderr
