@@ -38,18 +38,27 @@ _PROPERTY_CHARS = 300
 def parse_note(text: str, note_id: str, stem: str, source_path: str,
                mtime: float | None) -> Conversation:
     """One note's text → a conversation; `ConversationSkipped` when it holds nothing."""
-    text = text.replace("\r\n", "\n").lstrip("\ufeff")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    if text[:1] == "\ufeff":
+        text = text.lstrip("\ufeff")
     front, body, front_problem = split_front_matter(text)
     metadata: dict[str, Any] = {"note_path": note_id}
     if front_problem:
         metadata["front_matter_error"] = front_problem
-    # Most values are text already: `_plain` only for the others.
-    properties = {k if type(k) is str else str(k): v if type(v) is str else _plain(v)
-                  for k, v in front.items()}
-    if properties:
+    shown = ""
+    created = updated = None
+    if front:
+        # Most values are text already: `_plain` only for the others.
+        properties = {k if type(k) is str else str(k): v if type(v) is str else _plain(v)
+                      for k, v in front.items()}
         metadata["properties"] = properties
-    title = _text(front.get("title")) or stem or _first_heading(body)
-    created, date_source = _date_of(front, _CREATED_KEYS), "front matter"
+        lines = [_property_line(k, v) for k, v in properties.items() if k != "title"]
+        shown = "\n".join([line for line in lines if line])
+        created, updated = _date_of(front, _CREATED_KEYS), _date_of(front, _UPDATED_KEYS)
+    title = _text(front.get("title")) if front else None
+    title = title or stem or _first_heading(body)
+    date_source = "front matter"
     if created is None:
         named = _NAME_DATE.search(stem)
         created = _valid_day(named) if named else None
@@ -58,30 +67,30 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
         created, date_source = to_utc_iso(mtime), "file modification time"
     if created is not None:
         metadata["date_source"] = date_source
-    updated = _date_of(front, _UPDATED_KEYS) or created
+    updated = updated or created
 
-    # (lower, as written): links differing only in case keep one order whatever the set's order
-    links = sorted({link.strip() for link in _WIKILINK.findall(text)}, key=_link_order) if "[[" in text else []
-    if links:
-        metadata["links"] = links[:_MAX_LINKS]
-    tags = sorted(set(_tags(front.get("tags"))) | _tags_in(body))
+    if "[[" in text:
+        # sorted by (lower, as written): links differing only in case keep one order whatever
+        # the set's order (two stable sorts: as written, then lower case)
+        links = sorted(set(map(str.strip, _WIKILINK.findall(text))))
+        links.sort(key=str.lower)
+        if links:
+            metadata["links"] = links[:_MAX_LINKS]
+    tags = _tags_in(body)
+    if front and "tags" in front:
+        tags.update(_tags(front["tags"]))
     if tags:
-        metadata["tags"] = tags[:_MAX_LINKS]
+        metadata["tags"] = sorted(tags)[:_MAX_LINKS]
 
-    lines = [_property_line(k, v) for k, v in properties.items() if k != "title"]
-    shown = "\n".join(line for line in lines if line)
-    content = "\n\n".join(part for part in (shown, body.strip()) if part)
-    if not content.strip():
+    body = body.strip()
+    content = f"{shown}\n\n{body}" if shown and body else shown or body
+    if not content:
         raise ConversationSkipped("empty conversation")
     message = Message(message_id=note_id, role="user", author="note", created_at=created,
                       text=content, metadata={})
     return Conversation(conversation_id=note_id, title=title or None, created_at=created,
                         updated_at=updated, source_format=FORMAT, source_path=source_path,
                         messages=[message], metadata=metadata)
-
-
-def _link_order(link: str) -> tuple[str, str]:
-    return link.lower(), link
 
 
 def _plain(value: Any, depth: int = 0) -> Any:
@@ -159,8 +168,8 @@ def _property_line(key: str, value: Any) -> str:
         shown = value
     elif value is None or value == [] or value == {}:
         return ""
-    elif isinstance(value, list):
-        shown = ", ".join(str(v) for v in value if v not in (None, ""))
+    elif type(value) is list:
+        shown = ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
     else:
         shown = str(value)
     shown = " ".join(shown.split())

@@ -25,28 +25,35 @@ _HEAD_CHARS = 8192
 # A note or session larger than this is not a note: most likely a log or a data dump.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
 
 
-def is_text_source(path: Path) -> bool:
-    return path.suffix.lower() in TEXT_SUFFIXES
+def is_text_source(path: str | Path) -> bool:
+    """Whether the file's suffix (as `Path.suffix` reads it) is a text one, from its name as a
+    string: a notes folder is many files, and a `Path` parse per file costs more than the check."""
+    name = os.fspath(path)
+    dot = name.rfind(".")
+    # a dot that starts the name (`.md`, a hidden file) is not a suffix
+    return dot > 0 and name[dot - 1] not in _SEPARATORS and name[dot:].lower() in TEXT_SUFFIXES
 
 
 def sniff_text(text: str) -> str:
-    head = text[:_HEAD_CHARS]
     # Every SpecStory marker holds `<!--` or `_**`: most notes are told without the regex.
-    if "<!--" not in head and "_**" not in head:
+    if text.find("<!--", 0, _HEAD_CHARS) < 0 and text.find("_**", 0, _HEAD_CHARS) < 0:
         return notes.FORMAT
-    return specstory.FORMAT if specstory.MARKERS.search(head) else notes.FORMAT
+    return specstory.FORMAT if specstory.MARKERS.search(text[:_HEAD_CHARS]) else notes.FORMAT
 
 
-def read_text(path: Path) -> str:
+def read_text(path: str | Path) -> str:
     """The file's text, or `ExportFormatError` naming the file and the fix."""
-    return _read(path)[0]
+    return _decode(path, read_bytes(path)[0])
 
 
-def _read(path: Path) -> tuple[str, os.stat_result]:
-    """The file's text and its stat, from one open (a notes folder is many small files: the
-    raw `os` calls spare the buffered file object each note would otherwise build)."""
+def read_bytes(path: str | Path) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat, from one open (a notes folder is many small files: the
+    raw `os` calls spare the buffered file object each note would otherwise build). A source
+    scan hashes these bytes and parses the same ones (`iter_text`'s `content`)."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
@@ -64,7 +71,7 @@ def _read(path: Path) -> tuple[str, os.stat_result]:
         data = _read_all(fd, info.st_size)
     finally:
         os.close(fd)
-    return _decode(path, data), info
+    return data, info
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -78,14 +85,14 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _decode(path: Path, data: bytes) -> str:
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+def _decode(path: str | Path, data: bytes) -> str:
+    if data[:2] in _UTF16_BOMS:
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError as exc:
             raise ExportFormatError(
                 f"{path}: is not valid UTF-16 (bad bytes near byte {exc.start:,}); re-save it as UTF-8") from exc
-    if b"\x00" in data[:8192]:
+    if data.find(b"\x00", 0, 8192) >= 0:
         raise ExportFormatError(f"{path}: is a binary file, not a text note; move it out of the notes folder")
     try:
         return data.decode("utf-8-sig")
@@ -94,26 +101,32 @@ def _decode(path: Path, data: bytes) -> str:
             f"{path}: is not valid UTF-8 (bad byte near byte {exc.start:,}); re-save it as UTF-8") from exc
 
 
-def detect_text(path: Path) -> str:
+def detect_text(path: str | Path) -> str:
     return sniff_text(read_text(path))
 
 
-def iter_text(path: Path, format: str, report: ParseReport, root: str | Path | None,
-              skip: Callable[[ParseReport, Path, str, str], None]) -> Iterator[Conversation]:
-    """The file's one conversation; a note with nothing in it is `skip`ped (one report line)."""
-    text, info = _read(path)
+def iter_text(path: str | Path, format: str, report: ParseReport, root: str | Path | None,
+              skip: Callable[[ParseReport, Path, str, str], None],
+              content: tuple[bytes, os.stat_result] | None = None) -> Iterator[Conversation]:
+    """The file's one conversation; a note with nothing in it is `skip`ped (one report line).
+    `content`: the file's bytes and stat when the caller has read them already (`read_bytes`)."""
+    full = os.fspath(path)  # names, ids and the note's stem come from the string, not pathlib
+    data, info = read_bytes(full) if content is None else content
+    text = _decode(full, data)
     sniffed = sniff_text(text)
-    if format not in ("auto", sniffed):
+    if format != "auto" and format != sniffed:
         raise ExportFormatError(
-            f"{path}: looks like a {sniffed} file, not {format}; pass format='{sniffed}' or 'auto'")
+            f"{full}: looks like a {sniffed} file, not {format}; pass format='{sniffed}' or 'auto'")
     report.format = sniffed
     report.bytes = info.st_size
-    note_id = note_path(path, root)
+    note_id = note_path(full, root)
+    name = os.path.basename(full)
+    stem = name[:name.rfind(".")]  # a text source's name has its suffix (`is_text_source`)
     try:
         if sniffed == specstory.FORMAT:
-            conversation = specstory.parse_session(text, path.stem, str(path))
+            conversation = specstory.parse_session(text, stem, full)
         else:
-            conversation = notes.parse_note(text, note_id, path.stem, str(path), info.st_mtime)
+            conversation = notes.parse_note(text, note_id, stem, full, info.st_mtime)
     except ConversationSkipped as exc:
         skip(report, path, note_id, str(exc))
         return
@@ -122,7 +135,7 @@ def iter_text(path: Path, format: str, report: ParseReport, root: str | Path | N
     yield conversation
 
 
-def note_path(path: Path, root: str | Path | None) -> str:
+def note_path(path: str | Path, root: str | Path | None) -> str:
     """The note's id: its path inside the notes folder, with `/` on every system."""
     if root is not None:
         # abspath, not resolve: a vault linked into the folder keeps its place in it
@@ -131,7 +144,7 @@ def note_path(path: Path, root: str | Path | None) -> str:
         full = os.path.abspath(path)
         if full.startswith(top):
             return full[len(top):].replace(os.sep, "/")
-    return Path(path).name
+    return os.path.basename(path)
 
 
 @functools.lru_cache(maxsize=64)
