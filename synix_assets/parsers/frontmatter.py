@@ -114,42 +114,52 @@ def _simple(front: str) -> Any:
     bare: list[tuple[str, list]] = []  # `key:` lines: null unless items follow
     items: list | None = None  # the list the `- item` lines belong to
     indent = None  # of its items: a deeper `- ` would continue the previous item's text in YAML
+    # The common values (quoted text, text no resolver could read otherwise) are taken inline:
+    # this loop runs for every line of every note's front matter.
     for key, raw, spaces, item in lines:
-        if key:
-            if key[0] in _RESOLVED_FIRST and not _reads_as_text(key):
-                return _NO
-            if not raw:  # a list follows, or nothing: null, as in YAML
-                data[key] = items = []
-                bare.append((key, items))
-                indent = None
-                continue
-            value = [] if raw == "[]" else _scalar(raw)
-            items = None
-        else:
+        if not key:  # `- item`
             if items is None or (indent is not None and indent != spaces):
                 return _NO
             indent = spaces
-            value = _scalar(item)
+            first = item[0]
+            if first == '"' or first == "'":
+                items.append(item[1:-1])
+            elif first not in _RESOLVED_FIRST:
+                items.append(item)
+            else:
+                value = _resolved(item)
+                if value is _NO:
+                    return _NO
+                items.append(value)
+            continue
+        if key[0] in _RESOLVED_FIRST and not (_TEXT_SCALARS.get(key) or _reads_as_text(key)):
+            return _NO
+        items = None
+        if not raw:  # a list follows, or nothing: null, as in YAML
+            data[key] = items = []
+            bare.append((key, items))
+            indent = None
+            continue
+        first = raw[0]
+        if first == '"' or first == "'":
+            data[key] = raw[1:-1]
+        elif first == "[":  # `[]`, the only flow value `_LINE` takes
+            data[key] = []
+        elif first not in _RESOLVED_FIRST:
+            data[key] = raw
+        else:
+            value = _resolved(raw)
             if value is _NO:
                 return _NO
-            items.append(value)
-            continue
-        if value is _NO:
-            return _NO
-        data[key] = value
+            data[key] = value
     for key, listed in bare:
         if data[key] is listed and not listed:  # not replaced by a later line of the same key
             data[key] = None
     return data
 
 
-def _scalar(raw: str) -> Any:
-    """A value `_LINE` matched: quoted text, a day, or a plain scalar if YAML reads it as text."""
-    first = raw[0]
-    if first == '"' or first == "'":
-        return raw[1:-1]
-    if first not in _RESOLVED_FIRST:
-        return raw
+def _resolved(raw: str) -> Any:
+    """A plain value whose first character a YAML resolver looks at: a day, text, or `_NO`."""
     if len(raw) == 10 and _DAY.match(raw):
         try:
             return date.fromisoformat(raw)

@@ -49,12 +49,7 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
     shown = ""
     created = updated = None
     if front:
-        # Most values are text already: `_plain` only for the others.
-        properties = {k if type(k) is str else str(k): v if type(v) is str else _plain(v)
-                      for k, v in front.items()}
-        metadata["properties"] = properties
-        lines = [_property_line(k, v) for k, v in properties.items() if k != "title"]
-        shown = "\n".join([line for line in lines if line])
+        metadata["properties"], shown = _properties(front)
         created, updated = _date_of(front, _CREATED_KEYS), _date_of(front, _UPDATED_KEYS)
     title = _text(front.get("title")) if front else None
     title = title or stem or _first_heading(body)
@@ -163,16 +158,34 @@ def _tags_in(body: str) -> set[str]:
     return set(_TAG.findall(body))
 
 
-def _property_line(key: str, value: Any) -> str:
-    if type(value) is str:
-        shown = value
-    elif value is None or value == [] or value == {}:
-        return ""
-    elif type(value) is list:
-        shown = ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
-    else:
-        shown = str(value)
-    shown = " ".join(shown.split())
-    if len(shown) > _PROPERTY_CHARS:
-        shown = shown[:_PROPERTY_CHARS - 1] + "…"
-    return f"{key}: {shown}" if shown else ""
+def _properties(front: dict) -> tuple[dict[str, Any], str]:
+    """The front matter as JSON-safe properties, and their `key: value` lines for the text
+    (`title` left out: it is the title). One pass each, the common value types (text, lists of
+    text, days) without a call: this runs for every note with front matter."""
+    properties: dict[str, Any] = {}
+    for key, value in front.items():
+        kind = type(value)
+        if kind is list:
+            value = [v if type(v) is str else _plain(v, 1) for v in value]
+        elif kind is date:
+            value = value.isoformat()
+        elif kind is not str:
+            value = _plain(value)
+        properties[key if type(key) is str else str(key)] = value
+    lines = []
+    for key, value in properties.items():
+        kind = type(value)
+        if kind is str:
+            shown = value
+        elif kind is list:
+            shown = ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
+        elif value is None or value == {}:
+            continue
+        else:
+            shown = str(value)
+        shown = " ".join(shown.split())
+        if shown and key != "title":
+            if len(shown) > _PROPERTY_CHARS:
+                shown = shown[:_PROPERTY_CHARS - 1] + "…"
+            lines.append(f"{key}: {shown}")
+    return properties, "\n".join(lines)
