@@ -46,31 +46,37 @@ def iter_export_files(path: Path) -> Iterator[Path]:
         return
     if not path.is_dir():
         return
-    yield from _walk(str(path))
+    yield from _walk(str(path), path)
 
 
-def _walk(folder: str) -> Iterator[Path]:
+# A sort key per name: the name itself where the file system is case-sensitive.
+_SORT_KEY = os.path.normcase if os.path.normcase("A") != "A" else None
+
+
+def _walk(folder: str, folder_path: Path) -> Iterator[Path]:
     try:
         listing = os.scandir(folder)
     except OSError:
         return  # unreadable folder: skipped, as os.walk does
     suffixes = _SUFFIXES
-    entries: list[tuple[str, str, bool]] = []  # (sort key, path, is a folder)
+    entries: list[tuple[str, str, bool]] = []  # (sort key, name, is a folder)
     with listing:
         for entry in listing:  # scandir's entry types spare a stat per file (a vault holds thousands)
             name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if not name.startswith(".") or name in VISIBLE_HIDDEN_DIRS:
-                    entries.append((os.path.normcase(name), entry.path, True))
-            elif (not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes
-                  and entry.is_file()):
-                entries.append((os.path.normcase(name), entry.path, False))
+            if name.startswith("."):
+                if name in VISIBLE_HIDDEN_DIRS and entry.is_dir(follow_symlinks=False):
+                    entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, True))
+            elif entry.is_dir(follow_symlinks=False):
+                entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, True))
+            elif name.lower().endswith(suffixes) and entry.is_file():
+                entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, False))
     entries.sort()
-    for _key, full, is_folder in entries:
+    for _key, name, is_folder in entries:
+        # `folder_path / name` parses only the name: cheaper than a Path from the whole string
         if is_folder:
-            yield from _walk(full)
+            yield from _walk(os.path.join(folder, name), folder_path / name)
         else:
-            yield Path(full)
+            yield folder_path / name
 
 
 def summary_key(pipeline, source: str, path: Path, digest: str) -> str:
