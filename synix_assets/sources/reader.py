@@ -7,6 +7,7 @@ actually has to be (re)built, and files are streamed, never held whole (`SourceR
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Iterable, Iterator
 
 from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.sniff import check_file_name
+from synix_assets.parsers.textfiles import is_text_source, read_bytes
 from synix_assets.parsers.model import Conversation, ParseReport, printable_path
 from synix_assets.sources.live import live_conversation, live_summaries
 from synix_assets.sources.model import (EXPORT_SUFFIXES, PARSER_VERSION, TEXT_SUFFIXES, VISIBLE_HIDDEN_DIRS,
@@ -184,8 +186,13 @@ class SourceReader:
         st = path.stat()
         stat_key = f"ingest:stat:{path}:{st.st_size}:{st.st_mtime_ns}"
         digest = self.store.get_meta(stat_key)
+        content = None  # a note's bytes, read once: hashed here, parsed below if not cached
         if digest is None:
-            digest = file_sha256(path)
+            if is_text_source(path):
+                content = read_bytes(path)
+                digest = hashlib.sha256(content[0]).hexdigest()
+            else:  # an export can be large: streamed, for the hash and again for the parse
+                digest = file_sha256(path)
             self.store.set_meta(stat_key, digest)
         root = source_root(self.pipeline, source)
         cache_key = summary_key(self.pipeline, source, path, digest)
@@ -197,7 +204,7 @@ class SourceReader:
         # streams the file again for the conversations it builds).
         report = ParseReport(path=str(path), format=fmt)  # its format is detected before the first
         summaries = [summarise(c, source, report.format or fmt)
-                     for c in iter_conversations(path, fmt, report, root=root)]
+                     for c in iter_conversations(path, fmt, report, root=root, content=content)]
         skipped = [(cid, why) for cid, why in report.skipped]
         self.store.set_meta(cache_key,
                             {"summaries": [s.__dict__ for s in summaries], "skipped": skipped})
