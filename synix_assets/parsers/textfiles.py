@@ -26,6 +26,7 @@ _HEAD_CHARS = 8192
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_CLEAN_PATH = os.sep == "/" and not os.altsep  # POSIX: `/.` and `//` are all normpath changes
 _SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
 
 
@@ -142,7 +143,10 @@ def note_path(path: str | Path, root: str | Path | None) -> str:
         # abspath, not resolve: a vault linked into the folder keeps its place in it
         root = os.fspath(root)
         top = _folder_prefix(root) if os.path.isabs(root) else os.path.abspath(root).rstrip(os.sep) + os.sep
-        full = os.path.abspath(path)
+        full = os.fspath(path)
+        # A walk's path is absolute and clean when its folder is: normpath would return it as is.
+        if not (os.path.isabs(full) and _CLEAN_PATH and "/." not in full and "//" not in full):
+            full = os.path.abspath(full)
         if full.startswith(top):
             return full[len(top):].replace(os.sep, "/")
     return os.path.basename(path)
