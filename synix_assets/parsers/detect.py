@@ -22,7 +22,6 @@ format live in sniff.py, Markdown and text files in textfiles.py:
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -71,10 +70,10 @@ def detect_format(path: str | Path) -> str:
 
 def iter_conversations(path: str | Path, format: str = "auto", report: ParseReport | None = None,
                        *, root: str | Path | None = None,
-                       content: tuple[bytes, os.stat_result] | None = None) -> Iterator[Conversation]:
+                       content: bytes | None = None) -> Iterator[Conversation]:
     """Yield the conversations of one export file (see the module docstring for failure rules).
     `root`: the source folder the file was found in; a note's id is its path inside it.
-    `content`: a Markdown or text file's bytes and stat (`textfiles.read_bytes`) when the caller
+    `content`: a Markdown or text file's bytes (`textfiles.read_bytes`) when the caller
     has read them already (a source scan hashes them), so the file is read once."""
     if format != "auto" and format not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, not {format!r}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from synix_resources.errors import ConversationSkipped
 
@@ -36,8 +36,9 @@ _PROPERTY_CHARS = 300
 
 
 def parse_note(text: str, note_id: str, stem: str, source_path: str,
-               mtime: float | None) -> Conversation:
-    """One note's text → a conversation; `ConversationSkipped` when it holds nothing."""
+               mtime: Callable[[], float | None]) -> Conversation:
+    """One note's text → a conversation; `ConversationSkipped` when it holds nothing.
+    `mtime` gives the file's modification time: asked only when the note has no date."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     if text[:1] == "\ufeff":
@@ -58,8 +59,10 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
         named = _NAME_DATE.search(stem)
         created = _valid_day(named) if named else None
         date_source = "file name"
-    if created is None and mtime is not None:
-        created, date_source = to_utc_iso(mtime), "file modification time"
+    if created is None:
+        modified = mtime()
+        if modified is not None:
+            created, date_source = to_utc_iso(modified), "file modification time"
     if created is not None:
         metadata["date_source"] = date_source
     updated = updated or created

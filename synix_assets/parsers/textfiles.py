@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import functools
 import os
-import stat
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -25,6 +24,7 @@ _HEAD_CHARS = 8192
 # A note or session larger than this is not a note: most likely a log or a data dump.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_FIRST_READ = 64 * 1024  # a note's whole text, mostly: larger files are stat'ed, then read
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _CLEAN_PATH = os.sep == "/" and not os.altsep  # POSIX: `/.` and `//` are all normpath changes
 _SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
@@ -48,42 +48,65 @@ def sniff_text(text: str) -> str:
 
 def read_text(path: str | Path) -> str:
     """The file's text, or `ExportFormatError` naming the file and the fix."""
-    return _decode(path, read_bytes(path)[0])
+    return _decode(path, read_bytes(path))
 
 
-def read_bytes(path: str | Path) -> tuple[bytes, os.stat_result]:
-    """The file's bytes and its stat, from one open (a notes folder is many small files: the
-    raw `os` calls spare the buffered file object each note would otherwise build). A source
-    scan hashes these bytes and parses the same ones (`iter_text`'s `content`)."""
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes, or `ExportFormatError` naming the file and the fix. A source scan
+    hashes these bytes and parses the same ones (`iter_text`'s `content`).
+
+    A notes folder is many small files, so a note costs open, one read and close: no buffered
+    file object, and no stat unless the first read fills `_FIRST_READ` (a large file: its size
+    is checked before the rest is read). A read shorter than asked is the end of the file, as
+    for any regular file."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         raise ExportFormatError(f"{path}: file not found; check the path") from None
     except IsADirectoryError:
-        raise ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file") from None
+        raise _folder(path) from None
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file")
-        if info.st_size > MAX_TEXT_BYTES:
-            raise ExportFormatError(
-                f"{path}: is {info.st_size / 1e6:.0f} MB, too large for a note or a session "
-                f"(limit {MAX_TEXT_BYTES // (1024 * 1024)} MB); split it or move it out of the notes folder")
-        data = _read_all(fd, info.st_size)
+        data = os.read(fd, _FIRST_READ)
+        if len(data) == _FIRST_READ:
+            data = _read_rest(path, fd, data)
+    except IsADirectoryError:  # POSIX opens a folder for reading; reading it fails
+        raise _folder(path) from None
     finally:
         os.close(fd)
-    return data, info
+    return data
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    # One read for a note; a file that grew since its stat is read to its end all the same.
-    data = os.read(fd, size + 1)
-    if len(data) <= size:
-        return data
-    parts = [data]
-    while chunk := os.read(fd, 1 << 20):
+def _read_rest(path: str | Path, fd: int, head: bytes) -> bytes:
+    size = os.fstat(fd).st_size
+    if size > MAX_TEXT_BYTES:
+        raise _too_large(path, size)
+    parts, total = [head], len(head)
+    # to its end, even if it grew since the stat (refused all the same past the limit)
+    while chunk := os.read(fd, max(size + 1 - total, 1 << 20)):
         parts.append(chunk)
+        total += len(chunk)
+        if total > MAX_TEXT_BYTES:
+            raise _too_large(path, total)
     return b"".join(parts)
+
+
+def _too_large(path: str | Path, size: int) -> ExportFormatError:
+    return ExportFormatError(
+        f"{path}: is {size / 1e6:.0f} MB, too large for a note or a session "
+        f"(limit {MAX_TEXT_BYTES // (1024 * 1024)} MB); split it or move it out of the notes folder")
+
+
+def _folder(path: str | Path) -> ExportFormatError:
+    return ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file")
+
+
+def modified_time(path: str | Path) -> float:
+    """The file's modification time, asked only for a note without a date of its own."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError as exc:
+        raise ExportFormatError(
+            f"{path}: vanished or became unreadable while being read ({exc.strerror}); run again") from None
 
 
 def _decode(path: str | Path, data: bytes) -> str:
@@ -109,18 +132,18 @@ def detect_text(path: str | Path) -> str:
 
 def iter_text(path: str | Path, format: str, report: ParseReport, root: str | Path | None,
               skip: Callable[[ParseReport, Path, str, str], None],
-              content: tuple[bytes, os.stat_result] | None = None) -> Iterator[Conversation]:
+              content: bytes | None = None) -> Iterator[Conversation]:
     """The file's one conversation; a note with nothing in it is `skip`ped (one report line).
-    `content`: the file's bytes and stat when the caller has read them already (`read_bytes`)."""
+    `content`: the file's bytes when the caller has read them already (`read_bytes`)."""
     full = os.fspath(path)  # names, ids and the note's stem come from the string, not pathlib
-    data, info = read_bytes(full) if content is None else content
+    data = read_bytes(full) if content is None else content
     text = _decode(full, data)
     sniffed = sniff_text(text)
     if format != "auto" and format != sniffed:
         raise ExportFormatError(
             f"{full}: looks like a {sniffed} file, not {format}; pass format='{sniffed}' or 'auto'")
     report.format = sniffed
-    report.bytes = info.st_size
+    report.bytes = len(data)
     note_id = note_path(full, root)
     name = os.path.basename(full)
     stem = name[:name.rfind(".")]  # a text source's name has its suffix (`is_text_source`)
@@ -128,7 +151,7 @@ def iter_text(path: str | Path, format: str, report: ParseReport, root: str | Pa
         if sniffed == specstory.FORMAT:
             conversation = specstory.parse_session(text, stem, full)
         else:
-            conversation = notes.parse_note(text, note_id, stem, full, info.st_mtime)
+            conversation = notes.parse_note(text, note_id, stem, full, functools.partial(modified_time, full))
     except ConversationSkipped as exc:
         skip(report, path, note_id, str(exc))
         return

@@ -190,7 +190,7 @@ class SourceReader:
         if digest is None:
             if is_text_source(path):
                 content = read_bytes(path)
-                digest = hashlib.sha256(content[0]).hexdigest()
+                digest = hashlib.sha256(content).hexdigest()
             else:  # an export can be large: streamed, for the hash and again for the parse
                 digest = file_sha256(path)
             self.store.set_meta(stat_key, digest)
