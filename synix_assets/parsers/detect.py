@@ -82,7 +82,9 @@ def iter_conversations(path: str | Path, format: str = "auto", report: ParseRepo
     # A notes folder is many small files: a text file goes by its name, never through pathlib.
     if textfiles.is_text_source(path):
         check_file_name(path)
-        yield from textfiles.iter_text(path, format, report, root, _skip, content)
+        conversation = textfiles.parse_text(path, format, report, root, _skip, content)
+        if conversation is not None:
+            yield conversation
         return
     if not isinstance(path, Path):
         path = Path(path)

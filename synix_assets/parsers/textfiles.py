@@ -11,7 +11,7 @@ import codecs
 import functools
 import os
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
@@ -53,7 +53,7 @@ def read_text(path: str | Path) -> str:
 
 def read_bytes(path: str | Path) -> bytes:
     """The file's bytes, or `ExportFormatError` naming the file and the fix. A source scan
-    hashes these bytes and parses the same ones (`iter_text`'s `content`).
+    hashes these bytes and parses the same ones (`parse_text`'s `content`).
 
     A notes folder is many small files, so a note costs open, one read and close: no buffered
     file object, and no stat unless the first read fills `_FIRST_READ` (a large file: its size
@@ -130,11 +130,11 @@ def detect_text(path: str | Path) -> str:
     return sniff_text(read_text(path))
 
 
-def iter_text(path: str | Path, format: str, report: ParseReport, root: str | Path | None,
-              skip: Callable[[ParseReport, Path, str, str], None],
-              content: bytes | None = None) -> Iterator[Conversation]:
-    """The file's one conversation; a note with nothing in it is `skip`ped (one report line).
-    `content`: the file's bytes when the caller has read them already (`read_bytes`)."""
+def parse_text(path: str | Path, format: str, report: ParseReport, root: str | Path | None,
+               skip: Callable[[ParseReport, Path, str, str], None],
+               content: bytes | None = None) -> Conversation | None:
+    """The file's one conversation, or None when the note holds nothing (`skip`ped: one report
+    line). `content`: the file's bytes when the caller has read them already (`read_bytes`)."""
     full = os.fspath(path)  # names, ids and the note's stem come from the string, not pathlib
     data = read_bytes(full) if content is None else content
     text = _decode(full, data)
@@ -154,10 +154,10 @@ def iter_text(path: str | Path, format: str, report: ParseReport, root: str | Pa
             conversation = notes.parse_note(text, note_id, stem, full, functools.partial(modified_time, full))
     except ConversationSkipped as exc:
         skip(report, path, note_id, str(exc))
-        return
+        return None
     report.conversations += 1
-    report.messages += conversation.message_count
-    yield conversation
+    report.messages += len(conversation.messages)
+    return conversation
 
 
 def note_path(path: str | Path, root: str | Path | None) -> str:
