@@ -167,32 +167,38 @@ def _tags_in(body: str) -> set[str]:
 
 def _properties(front: dict) -> tuple[dict[str, Any], str]:
     """The front matter as JSON-safe properties, and their `key: value` lines for the text
-    (`title` left out: it is the title). One pass each, the common value types (text, lists of
-    text, days) without a call: this runs for every note with front matter."""
+    (`title` left out: it is the title). One pass, the common value types (text, lists of
+    text, days) inline: this runs for every note with front matter."""
     properties: dict[str, Any] = {}
+    lines: dict[str, str] = {}  # by key, so a key YAML repeats as `1` and `'1'` keeps one place
     for key, value in front.items():
-        kind = type(value)
-        if kind is list:
-            value = [v if type(v) is str else _plain(v, 1) for v in value]
-        elif kind is date:
-            value = value.isoformat()
-        elif kind is not str:
-            value = _plain(value)
-        properties[key if type(key) is str else str(key)] = value
-    lines = []
-    for key, value in properties.items():
+        if type(key) is not str:
+            key = str(key)
         kind = type(value)
         if kind is str:
             shown = value
         elif kind is list:
+            value = [v if type(v) is str else _plain(v, 1) for v in value]
             shown = ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
-        elif value is None or value == {}:
-            continue
+        elif kind is date:
+            value = shown = value.isoformat()
         else:
-            shown = str(value)
+            value = _plain(value)
+            shown = _shown(value)
+        properties[key] = value
         shown = " ".join(shown.split())
-        if shown and key != "title":
-            if len(shown) > _PROPERTY_CHARS:
-                shown = shown[:_PROPERTY_CHARS - 1] + "…"
-            lines.append(f"{key}: {shown}")
-    return properties, "\n".join(lines)
+        if len(shown) > _PROPERTY_CHARS:
+            shown = shown[:_PROPERTY_CHARS - 1] + "…"
+        lines[key] = f"{key}: {shown}" if shown and key != "title" else ""
+    return properties, "\n".join([line for line in lines.values() if line])
+
+
+def _shown(value: Any) -> str:
+    """A property value (after `_plain`) as one line of text, "" when there is nothing to show."""
+    if type(value) is str:
+        return value
+    if value is None or value == [] or value == {}:
+        return ""
+    if type(value) is list:
+        return ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
+    return str(value)
