@@ -87,16 +87,19 @@ def front_bounds(text: str) -> tuple[int, int, int] | None:
     if opening is None:
         return None
     start = opening.end()
-    at = start - 1  # the line break before a possible closing line
-    while True:
-        dashes, dots = text.find("\n---", at), text.find("\n...", at)
-        if dashes < 0 and dots < 0:
-            return None
+    # the line breaks before the next possible closing lines; each is searched for again only
+    # once passed (a note of many `----` lines and no `...` must not rescan its whole rest)
+    dashes, dots = text.find("\n---", start - 1), text.find("\n...", start - 1)
+    while dashes >= 0 or dots >= 0:
         at = dots if dashes < 0 or 0 <= dots < dashes else dashes
         closing = _CLOSE.match(text, at + 1)
         if closing is not None:
             return start, at + 1, closing.end()
-        at += 1
+        if at == dashes:
+            dashes = text.find("\n---", at + 1)
+        else:
+            dots = text.find("\n...", at + 1)
+    return None
 
 
 def _simple(front: str) -> Any:

@@ -108,3 +108,12 @@ def test_front_matter_bounds_are_those_of_the_front_matter_regex():
         found = regex.match(text)
         expected = (found.start(1), found.end(1), found.end()) if found else None
         assert frontmatter.front_bounds(text) == expected, repr(text)
+
+
+def test_a_note_of_many_dash_lines_and_no_closing_line_is_read_in_linear_time():
+    import time
+
+    text = "---\n" + "----\n" * 200_000 + "body\n"  # 1 MB: no `---` or `...` line closes it
+    started = time.process_time()
+    assert frontmatter.front_bounds(text) is None
+    assert time.process_time() - started < 2.0  # a rescan per line would take minutes
