@@ -53,9 +53,9 @@ _ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS,
 def detect_format(path: str | Path) -> str:
     """One of `FORMATS`, from the first bytes and the first conversation's (or line's) keys
     (Markdown and text files: SpecStory's markers, else a note; `.vscdb`: Cursor's SQLite store)."""
-    if textfiles.is_text_source(Path(path)):
-        check_file_name(Path(path))
-        return textfiles.detect_text(Path(path))
+    if textfiles.is_text_source(path):
+        check_file_name(path)
+        return textfiles.detect_text(path)
     if cursor_db.is_database(Path(path)):
         check_file_name(Path(path))
         cursor_db.check(Path(path))
@@ -69,19 +69,25 @@ def detect_format(path: str | Path) -> str:
 
 
 def iter_conversations(path: str | Path, format: str = "auto", report: ParseReport | None = None,
-                       *, root: str | Path | None = None) -> Iterator[Conversation]:
+                       *, root: str | Path | None = None,
+                       content: bytes | None = None) -> Iterator[Conversation]:
     """Yield the conversations of one export file (see the module docstring for failure rules).
-    `root`: the source folder the file was found in; a note's id is its path inside it."""
-    if not isinstance(path, Path):  # Path(a Path) parses it again: a notes folder is many files
-        path = Path(path)
-    if format not in ("auto", *FORMATS):
+    `root`: the source folder the file was found in; a note's id is its path inside it.
+    `content`: a Markdown or text file's bytes (`textfiles.read_bytes`) when the caller
+    has read them already (a source scan hashes them), so the file is read once."""
+    if format != "auto" and format not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, not {format!r}")
     if report is None:
         report = ParseReport(path=str(path), format=format)
+    # A notes folder is many small files: a text file goes by its name, never through pathlib.
     if textfiles.is_text_source(path):
         check_file_name(path)
-        yield from textfiles.iter_text(path, format, report, root, _skip)
+        conversation = textfiles.parse_text(path, format, report, root, _skip, content)
+        if conversation is not None:
+            yield conversation
         return
+    if not isinstance(path, Path):
+        path = Path(path)
     if cursor_db.is_database(path):
         check_file_name(path)
         yield from cursor_db.iter_database(path, format, report, _skip)

@@ -15,19 +15,30 @@ from typing import Any
 
 import yaml
 
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S | re.M)
+# `---` line, the front matter, a `---` or `...` line: the closing line is found with `str.find`
+# (a lazy `(.*?)^---` regex tries the closing line at every character).
+_OPEN = re.compile(r"---[ \t]*\n")
+_CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _FRONT_MAX = 64 * 1024
 # libyaml's loader when PyYAML was built with it: the pure-Python one is slower still.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # YAML anchors and aliases: Obsidian never writes them, and an alias "bomb" expands exponentially.
 _ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]", re.M)
 
-_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+(.*?))?[ ]*\Z")
-_ITEM_LINE = re.compile(r"([ ]*)- (.*?)[ ]*\Z")
+# The simple shape, one line per match (`^` + `\n`: a match is a whole line, so the front matter
+# has the shape iff every line matches): `key: value`, `key:` (null, or a list follows) or
+# `- item`. A value is a quoted string without quotes or escapes inside, `[]` (keys only), or a
+# plain scalar YAML may read as text: no indicator first, no `: `, ` #` or trailing `:` (the
+# resolver then decides whether it is text, or a number, yes/no, null, a date...).
+# Possessive runs: the same lines as `(?:(?!:\s|\s#)[^\n])*(?<![:\s])`, without backtracking.
+_PLAIN = r"""[^-?:,\[\]{}#&*!|>'"%@`\s](?:[^\n:\s]++|:(?!\s)|[^\S\n]++(?![#\n]))*+(?<![:\s])"""
+_QUOTED = r""""[^"\\\n]*"|'[^'\n]*'"""
+_LINE = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_-]*):(?:[ ]+({_QUOTED}|\[\]|{_PLAIN}))?|([ ]*)- ({_QUOTED}|{_PLAIN}))[ ]*\n",
+                   re.M)
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-# A plain scalar YAML may read as text: no indicator first, no `: `, ` #` or trailing `:` (the
-# resolver then decides whether it is text or a number, yes/no, null...).
-_PLAIN = re.compile(r"[^-?:,\[\]{}#&*!|>'\"%@`\s](?:(?!:\s|\s#)[^\n])*(?<![:\s])\Z")
+# First characters after which YAML's resolver can read a plain scalar as something other than
+# text: any other first character is text without asking it.
+_RESOLVED_FIRST = frozenset(k for k in yaml.resolver.Resolver.yaml_implicit_resolvers if k)
 # Other line breaks (\r, NEL, LS, PS), a BOM, and what YAML refuses (`Reader.NON_PRINTABLE`),
 # as ONE negated class: the two-class alternation cost ~30x more per character. Equal to
 # "[\r\x85\u2028\u2029\ufeff]|" + NON_PRINTABLE on every code point (test_front_matter_fast_path).
@@ -41,10 +52,10 @@ _REMEMBERED = 4096
 
 
 def split_front_matter(text: str) -> tuple[dict, str, str | None]:
-    match = _FRONT.match(text)
-    if not match:
+    bounds = front_bounds(text)
+    if bounds is None:
         return {}, text, None
-    front = match.group(1)
+    front = text[bounds[0]:bounds[1]]
     if len(front) > _FRONT_MAX or (("&" in front or "*" in front) and _ALIAS.search(front)):
         return {}, text, "front matter is too large or uses YAML anchors; kept as text"
     data = _simple(front)
@@ -63,10 +74,32 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
         except ValueError as exc:  # SafeLoader's date constructor: `2022-02-30` is no day
             return {}, text, f"front matter has a value YAML cannot read ({exc})"
     if data is None:
-        return {}, text[match.end():], None
+        return {}, text[bounds[2]:], None
     if not isinstance(data, dict):
         return {}, text, "front matter is not a set of key: value properties"
-    return data, text[match.end():], None
+    return data, text[bounds[2]:], None
+
+
+def front_bounds(text: str) -> tuple[int, int, int] | None:
+    """(start, end) of the front matter between its `---` lines and where the body starts, or
+    None when the text does not open with front matter."""
+    opening = _OPEN.match(text)
+    if opening is None:
+        return None
+    start = opening.end()
+    # the line breaks before the next possible closing lines; each is searched for again only
+    # once passed (a note of many `----` lines and no `...` must not rescan its whole rest)
+    dashes, dots = text.find("\n---", start - 1), text.find("\n...", start - 1)
+    while dashes >= 0 or dots >= 0:
+        at = dots if dashes < 0 or 0 <= dots < dashes else dashes
+        closing = _CLOSE.match(text, at + 1)
+        if closing is not None:
+            return start, at + 1, closing.end()
+        if at == dashes:
+            dashes = text.find("\n---", at + 1)
+        else:
+            dots = text.find("\n...", at + 1)
+    return None
 
 
 def _simple(front: str) -> Any:
@@ -75,54 +108,67 @@ def _simple(front: str) -> Any:
         return None
     if _ODD_CHARS.search(front):  # other line breaks, characters YAML refuses
         return _NO
+    if front[-1] != "\n":
+        front += "\n"
+    lines = _LINE.findall(front)
+    if len(lines) != front.count("\n"):
+        return _NO
     data: dict[str, Any] = {}
-    bare: set[str] = set()  # `key:` lines: null unless items follow
+    bare: list[tuple[str, list]] = []  # `key:` lines: null unless items follow
     items: list | None = None  # the list the `- item` lines belong to
-    indent = -1  # of its items: a deeper `- ` would continue the previous item's text in YAML
-    for line in front[:-1].split("\n") if front.endswith("\n") else front.split("\n"):
-        if line.startswith((" ", "-")):
-            found = _ITEM_LINE.match(line)
-            if found is None or items is None or indent not in (-1, len(found.group(1))):
+    indent = None  # of its items: a deeper `- ` would continue the previous item's text in YAML
+    # The common values (quoted text, text no resolver could read otherwise) are taken inline:
+    # this loop runs for every line of every note's front matter.
+    for key, raw, spaces, item in lines:
+        if not key:  # `- item`
+            if items is None or (indent is not None and indent != spaces):
                 return _NO
-            value = _scalar(found.group(2))
+            indent = spaces
+            first = item[0]
+            if first == '"' or first == "'":
+                items.append(item[1:-1])
+            elif first not in _RESOLVED_FIRST:
+                items.append(item)
+            else:
+                value = _resolved(item)
+                if value is _NO:
+                    return _NO
+                items.append(value)
+            continue
+        if key[0] in _RESOLVED_FIRST and not (_TEXT_SCALARS.get(key) or _reads_as_text(key)):
+            return _NO
+        items = None
+        if not raw:  # a list follows, or nothing: null, as in YAML
+            data[key] = items = []
+            bare.append((key, items))
+            indent = None
+            continue
+        first = raw[0]
+        if first == '"' or first == "'":
+            data[key] = raw[1:-1]
+        elif first == "[":  # `[]`, the only flow value `_LINE` takes
+            data[key] = []
+        elif first not in _RESOLVED_FIRST:
+            data[key] = raw
+        else:
+            value = _resolved(raw)
             if value is _NO:
                 return _NO
-            items.append(value)
-            indent = len(found.group(1))
-            continue
-        found = _KEY_LINE.match(line)
-        if found is None or not _reads_as_text(found.group(1)):
-            return _NO
-        key, raw = found.group(1), found.group(2)
-        if raw is None:  # a list follows, or nothing: null, as in YAML
-            items, indent = [], -1
-            data[key] = items
-            bare.add(key)
-            continue
-        value = [] if raw == "[]" else _scalar(raw)
-        if value is _NO:
-            return _NO
-        data[key], items = value, None
-        bare.discard(key)
-    for key in bare:
-        if not data[key]:
+            data[key] = value
+    for key, listed in bare:
+        if data[key] is listed and not listed:  # not replaced by a later line of the same key
             data[key] = None
     return data
 
 
-def _scalar(raw: str) -> Any:
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"' and '"' not in raw[1:-1] and "\\" not in raw:
-        return raw[1:-1]
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'" and "'" not in raw[1:-1]:
-        return raw[1:-1]
-    if _DAY.match(raw):
+def _resolved(raw: str) -> Any:
+    """A plain value whose first character a YAML resolver looks at: a day, text, or `_NO`."""
+    if len(raw) == 10 and _DAY.match(raw):
         try:
             return date.fromisoformat(raw)
         except ValueError:
             return _NO
-    if _PLAIN.match(raw) and _reads_as_text(raw):
-        return raw
-    return _NO
+    return raw if _reads_as_text(raw) else _NO
 
 
 def _reads_as_text(plain: str) -> bool:

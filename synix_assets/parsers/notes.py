@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from synix_resources.errors import ConversationSkipped
 
@@ -36,52 +36,59 @@ _PROPERTY_CHARS = 300
 
 
 def parse_note(text: str, note_id: str, stem: str, source_path: str,
-               mtime: float | None) -> Conversation:
-    """One note's text → a conversation; `ConversationSkipped` when it holds nothing."""
-    text = text.replace("\r\n", "\n").lstrip("\ufeff")
+               mtime: Callable[[], float | None]) -> Conversation:
+    """One note's text → a conversation; `ConversationSkipped` when it holds nothing.
+    `mtime` gives the file's modification time: asked only when the note has no date."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    if text[:1] == "\ufeff":
+        text = text.lstrip("\ufeff")
     front, body, front_problem = split_front_matter(text)
     metadata: dict[str, Any] = {"note_path": note_id}
     if front_problem:
         metadata["front_matter_error"] = front_problem
-    # Most values are text already: `_plain` only for the others.
-    properties = {k if type(k) is str else str(k): v if type(v) is str else _plain(v)
-                  for k, v in front.items()}
-    if properties:
-        metadata["properties"] = properties
-    title = _text(front.get("title")) or stem or _first_heading(body)
-    created, date_source = _date_of(front, _CREATED_KEYS), "front matter"
+    shown = ""
+    created = updated = None
+    if front:
+        metadata["properties"], shown = _properties(front)
+        created, updated = _date_of(front, _CREATED_KEYS), _date_of(front, _UPDATED_KEYS)
+    title = _text(front.get("title")) if front else None
+    title = title or stem or _first_heading(body)
+    date_source = "front matter"
     if created is None:
         named = _NAME_DATE.search(stem)
         created = _valid_day(named) if named else None
         date_source = "file name"
-    if created is None and mtime is not None:
-        created, date_source = to_utc_iso(mtime), "file modification time"
+    if created is None:
+        modified = mtime()
+        if modified is not None:
+            created, date_source = to_utc_iso(modified), "file modification time"
     if created is not None:
         metadata["date_source"] = date_source
-    updated = _date_of(front, _UPDATED_KEYS) or created
+    updated = updated or created
 
-    # (lower, as written): links differing only in case keep one order whatever the set's order
-    links = sorted({link.strip() for link in _WIKILINK.findall(text)}, key=_link_order) if "[[" in text else []
-    if links:
-        metadata["links"] = links[:_MAX_LINKS]
-    tags = sorted(set(_tags(front.get("tags"))) | _tags_in(body))
+    if "[[" in text:
+        # sorted by (lower, as written): links differing only in case keep one order whatever
+        # the set's order (two stable sorts: as written, then lower case)
+        links = sorted(set(map(str.strip, _WIKILINK.findall(text))))
+        links.sort(key=str.lower)
+        if links:
+            metadata["links"] = links[:_MAX_LINKS]
+    tags = _tags_in(body)
+    if front and "tags" in front:
+        tags.update(_tags(front["tags"]))
     if tags:
-        metadata["tags"] = tags[:_MAX_LINKS]
+        metadata["tags"] = sorted(tags)[:_MAX_LINKS]
 
-    lines = [_property_line(k, v) for k, v in properties.items() if k != "title"]
-    shown = "\n".join(line for line in lines if line)
-    content = "\n\n".join(part for part in (shown, body.strip()) if part)
-    if not content.strip():
+    body = body.strip()
+    content = f"{shown}\n\n{body}" if shown and body else shown or body
+    if not content:
         raise ConversationSkipped("empty conversation")
     message = Message(message_id=note_id, role="user", author="note", created_at=created,
                       text=content, metadata={})
     return Conversation(conversation_id=note_id, title=title or None, created_at=created,
                         updated_at=updated, source_format=FORMAT, source_path=source_path,
                         messages=[message], metadata=metadata)
-
-
-def _link_order(link: str) -> tuple[str, str]:
-    return link.lower(), link
 
 
 def _plain(value: Any, depth: int = 0) -> Any:
@@ -108,6 +115,10 @@ def _text(value: Any) -> str | None:
 def _date_of(front: dict, keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = front.get(key)
+        if value is None:  # most keys are absent: one test for them
+            continue
+        if type(value) is date:  # what the front-matter fast path reads `2023-09-12` as
+            return f"{value.isoformat()}T00:00:00Z"
         if isinstance(value, list) and value:
             value = value[0]
         if isinstance(value, datetime):
@@ -154,16 +165,40 @@ def _tags_in(body: str) -> set[str]:
     return set(_TAG.findall(body))
 
 
-def _property_line(key: str, value: Any) -> str:
+def _properties(front: dict) -> tuple[dict[str, Any], str]:
+    """The front matter as JSON-safe properties, and their `key: value` lines for the text
+    (`title` left out: it is the title). One pass, the common value types (text, lists of
+    text, days) inline: this runs for every note with front matter."""
+    properties: dict[str, Any] = {}
+    lines: dict[str, str] = {}  # by key, so a key YAML repeats as `1` and `'1'` keeps one place
+    for key, value in front.items():
+        if type(key) is not str:
+            key = str(key)
+        kind = type(value)
+        if kind is str:
+            shown = value
+        elif kind is list:
+            value = [v if type(v) is str else _plain(v, 1) for v in value]
+            shown = ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
+        elif kind is date:
+            value = shown = value.isoformat()
+        else:
+            value = _plain(value)
+            shown = _shown(value)
+        properties[key] = value
+        shown = " ".join(shown.split())
+        if len(shown) > _PROPERTY_CHARS:
+            shown = shown[:_PROPERTY_CHARS - 1] + "…"
+        lines[key] = f"{key}: {shown}" if shown and key != "title" else ""
+    return properties, "\n".join([line for line in lines.values() if line])
+
+
+def _shown(value: Any) -> str:
+    """A property value (after `_plain`) as one line of text, "" when there is nothing to show."""
     if type(value) is str:
-        shown = value
-    elif value is None or value == [] or value == {}:
+        return value
+    if value is None or value == [] or value == {}:
         return ""
-    elif isinstance(value, list):
-        shown = ", ".join(str(v) for v in value if v not in (None, ""))
-    else:
-        shown = str(value)
-    shown = " ".join(shown.split())
-    if len(shown) > _PROPERTY_CHARS:
-        shown = shown[:_PROPERTY_CHARS - 1] + "…"
-    return f"{key}: {shown}" if shown else ""
+    if type(value) is list:
+        return ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
+    return str(value)

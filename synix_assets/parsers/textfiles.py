@@ -10,9 +10,8 @@ from __future__ import annotations
 import codecs
 import functools
 import os
-import stat
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from synix_resources.errors import ConversationSkipped, ExportFormatError
 
@@ -25,113 +24,155 @@ _HEAD_CHARS = 8192
 # A note or session larger than this is not a note: most likely a log or a data dump.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_FIRST_READ = 64 * 1024  # a note's whole text, mostly: larger files are stat'ed, then read
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_CLEAN_PATH = os.sep == "/" and not os.altsep  # POSIX: `/.` and `//` are all normpath changes
+_SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
 
 
-def is_text_source(path: Path) -> bool:
-    return path.suffix.lower() in TEXT_SUFFIXES
+def is_text_source(path: str | Path) -> bool:
+    """Whether the file's suffix (as `Path.suffix` reads it) is a text one, from its name as a
+    string: a notes folder is many files, and a `Path` parse per file costs more than the check."""
+    name = os.fspath(path)
+    dot = name.rfind(".")
+    # a dot that starts the name (`.md`, a hidden file) is not a suffix
+    return dot > 0 and name[dot - 1] not in _SEPARATORS and name[dot:].lower() in TEXT_SUFFIXES
 
 
 def sniff_text(text: str) -> str:
-    head = text[:_HEAD_CHARS]
     # Every SpecStory marker holds `<!--` or `_**`: most notes are told without the regex.
-    if "<!--" not in head and "_**" not in head:
+    if text.find("<!--", 0, _HEAD_CHARS) < 0 and text.find("_**", 0, _HEAD_CHARS) < 0:
         return notes.FORMAT
-    return specstory.FORMAT if specstory.MARKERS.search(head) else notes.FORMAT
+    return specstory.FORMAT if specstory.MARKERS.search(text[:_HEAD_CHARS]) else notes.FORMAT
 
 
-def read_text(path: Path) -> str:
+def read_text(path: str | Path) -> str:
     """The file's text, or `ExportFormatError` naming the file and the fix."""
-    return _read(path)[0]
+    return _decode(path, read_bytes(path))
 
 
-def _read(path: Path) -> tuple[str, os.stat_result]:
-    """The file's text and its stat, from one open (a notes folder is many small files: the
-    raw `os` calls spare the buffered file object each note would otherwise build)."""
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes, or `ExportFormatError` naming the file and the fix. A source scan
+    hashes these bytes and parses the same ones (`parse_text`'s `content`).
+
+    A notes folder is many small files, so a note costs open, one read and close: no buffered
+    file object, and no stat unless the first read fills `_FIRST_READ` (a large file: its size
+    is checked before the rest is read). A read shorter than asked is the end of the file, as
+    for any regular file."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         raise ExportFormatError(f"{path}: file not found; check the path") from None
     except IsADirectoryError:
-        raise ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file") from None
+        raise _folder(path) from None
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file")
-        if info.st_size > MAX_TEXT_BYTES:
-            raise ExportFormatError(
-                f"{path}: is {info.st_size / 1e6:.0f} MB, too large for a note or a session "
-                f"(limit {MAX_TEXT_BYTES // (1024 * 1024)} MB); split it or move it out of the notes folder")
-        data = _read_all(fd, info.st_size)
+        data = os.read(fd, _FIRST_READ)
+        if len(data) == _FIRST_READ:
+            data = _read_rest(path, fd, data)
+    except IsADirectoryError:  # POSIX opens a folder for reading; reading it fails
+        raise _folder(path) from None
     finally:
         os.close(fd)
-    return _decode(path, data), info
+    return data
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    # One read for a note; a file that grew since its stat is read to its end all the same.
-    data = os.read(fd, size + 1)
-    if len(data) <= size:
-        return data
-    parts = [data]
-    while chunk := os.read(fd, 1 << 20):
+def _read_rest(path: str | Path, fd: int, head: bytes) -> bytes:
+    size = os.fstat(fd).st_size
+    if size > MAX_TEXT_BYTES:
+        raise _too_large(path, size)
+    parts, total = [head], len(head)
+    # to its end, even if it grew since the stat (refused all the same past the limit)
+    while chunk := os.read(fd, max(size + 1 - total, 1 << 20)):
         parts.append(chunk)
+        total += len(chunk)
+        if total > MAX_TEXT_BYTES:
+            raise _too_large(path, total)
     return b"".join(parts)
 
 
-def _decode(path: Path, data: bytes) -> str:
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+def _too_large(path: str | Path, size: int) -> ExportFormatError:
+    return ExportFormatError(
+        f"{path}: is {size / 1e6:.0f} MB, too large for a note or a session "
+        f"(limit {MAX_TEXT_BYTES // (1024 * 1024)} MB); split it or move it out of the notes folder")
+
+
+def _folder(path: str | Path) -> ExportFormatError:
+    return ExportFormatError(f"{path}: is a folder; pass the folder as the source, not as a file")
+
+
+def modified_time(path: str | Path) -> float:
+    """The file's modification time, asked only for a note without a date of its own."""
+    try:
+        return os.stat(path).st_mtime
+    except OSError as exc:
+        raise ExportFormatError(
+            f"{path}: vanished or became unreadable while being read ({exc.strerror}); run again") from None
+
+
+def _decode(path: str | Path, data: bytes) -> str:
+    if data[:2] in _UTF16_BOMS:
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError as exc:
             raise ExportFormatError(
                 f"{path}: is not valid UTF-16 (bad bytes near byte {exc.start:,}); re-save it as UTF-8") from exc
-    if b"\x00" in data[:8192]:
+    if data.find(b"\x00", 0, 8192) >= 0:
         raise ExportFormatError(f"{path}: is a binary file, not a text note; move it out of the notes folder")
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
+        # "utf-8-sig" is a Python-level codec; "utf-8" is the interpreter's own fast path
+        return str(data[3:] if data[:3] == codecs.BOM_UTF8 else data, "utf-8")
+    except UnicodeDecodeError as exc:  # offsets after the BOM, as "utf-8-sig" counts them
         raise ExportFormatError(
             f"{path}: is not valid UTF-8 (bad byte near byte {exc.start:,}); re-save it as UTF-8") from exc
 
 
-def detect_text(path: Path) -> str:
+def detect_text(path: str | Path) -> str:
     return sniff_text(read_text(path))
 
 
-def iter_text(path: Path, format: str, report: ParseReport, root: str | Path | None,
-              skip: Callable[[ParseReport, Path, str, str], None]) -> Iterator[Conversation]:
-    """The file's one conversation; a note with nothing in it is `skip`ped (one report line)."""
-    text, info = _read(path)
+def parse_text(path: str | Path, format: str, report: ParseReport, root: str | Path | None,
+               skip: Callable[[ParseReport, Path, str, str], None],
+               content: bytes | None = None) -> Conversation | None:
+    """The file's one conversation, or None when the note holds nothing (`skip`ped: one report
+    line). `content`: the file's bytes when the caller has read them already (`read_bytes`)."""
+    full = os.fspath(path)  # names, ids and the note's stem come from the string, not pathlib
+    data = read_bytes(full) if content is None else content
+    text = _decode(full, data)
     sniffed = sniff_text(text)
-    if format not in ("auto", sniffed):
+    if format != "auto" and format != sniffed:
         raise ExportFormatError(
-            f"{path}: looks like a {sniffed} file, not {format}; pass format='{sniffed}' or 'auto'")
+            f"{full}: looks like a {sniffed} file, not {format}; pass format='{sniffed}' or 'auto'")
     report.format = sniffed
-    report.bytes = info.st_size
-    note_id = note_path(path, root)
+    report.bytes = len(data)
+    note_id = note_path(full, root)
+    name = os.path.basename(full)
+    stem = name[:name.rfind(".")]  # a text source's name has its suffix (`is_text_source`)
     try:
         if sniffed == specstory.FORMAT:
-            conversation = specstory.parse_session(text, path.stem, str(path))
+            conversation = specstory.parse_session(text, stem, full)
         else:
-            conversation = notes.parse_note(text, note_id, path.stem, str(path), info.st_mtime)
+            conversation = notes.parse_note(text, note_id, stem, full, functools.partial(modified_time, full))
     except ConversationSkipped as exc:
         skip(report, path, note_id, str(exc))
-        return
+        return None
     report.conversations += 1
-    report.messages += conversation.message_count
-    yield conversation
+    report.messages += len(conversation.messages)
+    return conversation
 
 
-def note_path(path: Path, root: str | Path | None) -> str:
+def note_path(path: str | Path, root: str | Path | None) -> str:
     """The note's id: its path inside the notes folder, with `/` on every system."""
     if root is not None:
         # abspath, not resolve: a vault linked into the folder keeps its place in it
         root = os.fspath(root)
         top = _folder_prefix(root) if os.path.isabs(root) else os.path.abspath(root).rstrip(os.sep) + os.sep
-        full = os.path.abspath(path)
+        full = os.fspath(path)
+        # A walk's path is absolute and clean when its folder is: normpath would return it as is.
+        if not (os.path.isabs(full) and _CLEAN_PATH and "/." not in full and "//" not in full):
+            full = os.path.abspath(full)
         if full.startswith(top):
             return full[len(top):].replace(os.sep, "/")
-    return Path(path).name
+    return os.path.basename(path)
 
 
 @functools.lru_cache(maxsize=64)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from synix_assets.parsers.model import Conversation
 from synix_assets.parsers.textfiles import TEXT_SUFFIXES
-from synix_resources.fingerprints import sha256_text
+from synix_resources.fingerprints import content_hash, sha256_text
 
 EXPORT_SUFFIXES = (".json", ".jsonl", ".zip", ".vscdb")  # .vscdb: Cursor's SQLite chat store
 # Hidden folders (.obsidian, .git, .trash) are skipped when a source folder is read, except
@@ -64,10 +64,10 @@ def file_sha256(path: Path) -> str:
 
 
 def summarise(conv: Conversation, source: str, fmt: str) -> ConversationSummary:
-    transcript = conv.transcript()
+    transcript = conv.transcript()  # built once: its hash is `conv.content_hash()`
     return ConversationSummary(
         key=partition_key(conv.conversation_id), conversation_id=conv.conversation_id,
         title=conv.title or "", created_at=conv.created_at or conv.first_message_at,
-        updated_at=conv.updated_at or conv.last_message_at, content_hash=conv.content_hash(),
+        updated_at=conv.updated_at or conv.last_message_at, content_hash=content_hash(transcript),
         message_count=conv.message_count, source=source, file=conv.source_path, format=fmt,
         chars=len(transcript))

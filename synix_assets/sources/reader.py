@@ -7,6 +7,7 @@ actually has to be (re)built, and files are streamed, never held whole (`SourceR
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Iterable, Iterator
 
 from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.sniff import check_file_name
+from synix_assets.parsers.textfiles import is_text_source, read_bytes
 from synix_assets.parsers.model import Conversation, ParseReport, printable_path
 from synix_assets.sources.live import live_conversation, live_summaries
 from synix_assets.sources.model import (EXPORT_SUFFIXES, PARSER_VERSION, TEXT_SUFFIXES, VISIBLE_HIDDEN_DIRS,
@@ -46,31 +48,37 @@ def iter_export_files(path: Path) -> Iterator[Path]:
         return
     if not path.is_dir():
         return
-    yield from _walk(str(path))
+    yield from _walk(str(path), path)
 
 
-def _walk(folder: str) -> Iterator[Path]:
+# A sort key per name: the name itself where the file system is case-sensitive.
+_SORT_KEY = os.path.normcase if os.path.normcase("A") != "A" else None
+
+
+def _walk(folder: str, folder_path: Path) -> Iterator[Path]:
     try:
         listing = os.scandir(folder)
     except OSError:
         return  # unreadable folder: skipped, as os.walk does
     suffixes = _SUFFIXES
-    entries: list[tuple[str, str, bool]] = []  # (sort key, path, is a folder)
+    entries: list[tuple[str, str, bool]] = []  # (sort key, name, is a folder)
     with listing:
         for entry in listing:  # scandir's entry types spare a stat per file (a vault holds thousands)
             name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if not name.startswith(".") or name in VISIBLE_HIDDEN_DIRS:
-                    entries.append((os.path.normcase(name), entry.path, True))
-            elif (not name.startswith(".") and os.path.splitext(name)[1].lower() in suffixes
-                  and entry.is_file()):
-                entries.append((os.path.normcase(name), entry.path, False))
+            if name.startswith("."):
+                if name in VISIBLE_HIDDEN_DIRS and entry.is_dir(follow_symlinks=False):
+                    entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, True))
+            elif entry.is_dir(follow_symlinks=False):
+                entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, True))
+            elif name.lower().endswith(suffixes) and entry.is_file():
+                entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, False))
     entries.sort()
-    for _key, full, is_folder in entries:
+    for _key, name, is_folder in entries:
+        # `folder_path / name` parses only the name: cheaper than a Path from the whole string
         if is_folder:
-            yield from _walk(full)
+            yield from _walk(os.path.join(folder, name), folder_path / name)
         else:
-            yield Path(full)
+            yield folder_path / name
 
 
 def summary_key(pipeline, source: str, path: Path, digest: str) -> str:
@@ -178,8 +186,13 @@ class SourceReader:
         st = path.stat()
         stat_key = f"ingest:stat:{path}:{st.st_size}:{st.st_mtime_ns}"
         digest = self.store.get_meta(stat_key)
+        content = None  # a note's bytes, read once: hashed here, parsed below if not cached
         if digest is None:
-            digest = file_sha256(path)
+            if is_text_source(path):
+                content = read_bytes(path)
+                digest = hashlib.sha256(content).hexdigest()
+            else:  # an export can be large: streamed, for the hash and again for the parse
+                digest = file_sha256(path)
             self.store.set_meta(stat_key, digest)
         root = source_root(self.pipeline, source)
         cache_key = summary_key(self.pipeline, source, path, digest)
@@ -191,7 +204,7 @@ class SourceReader:
         # streams the file again for the conversations it builds).
         report = ParseReport(path=str(path), format=fmt)  # its format is detected before the first
         summaries = [summarise(c, source, report.format or fmt)
-                     for c in iter_conversations(path, fmt, report, root=root)]
+                     for c in iter_conversations(path, fmt, report, root=root, content=content)]
         skipped = [(cid, why) for cid, why in report.skipped]
         self.store.set_meta(cache_key,
                             {"summaries": [s.__dict__ for s in summaries], "skipped": skipped})
