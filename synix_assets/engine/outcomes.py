@@ -24,6 +24,16 @@ class PartitionOutcome:
     flags: tuple[str, ...] = ()
 
 
+
+def built_outcome(group_key: str, stored, llm, spend: dict, *, reason: str, input_count: int,
+                  preview: str) -> PartitionOutcome:
+    """A partition just stored by one step: its record, who made it and what the calls cost."""
+    return PartitionOutcome(group_key, "built", artifact_id=stored.artifact_id, reason=reason,
+                            provider=llm.provider, model=llm.model, input_count=input_count,
+                            llm_calls=spend.get("llm_calls", 0), tokens_in=spend.get("input_tokens", 0),
+                            tokens_out=spend.get("output_tokens", 0), cost_usd=spend.get("cost_usd", 0.0),
+                            content_hash=stored.content_hash, preview=preview[:600])
+
 @dataclass
 class LayerResult:
     layer: str

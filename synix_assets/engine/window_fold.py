@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from synix_assets.engine.agent import offline
 from synix_assets.engine.llm_step import call_prompt, inherited, make_request, record_of
-from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, built_outcome
 from synix_assets.engine.turns import plan_readings, turn_lines, turns_of
 from synix_resources.errors import LLMError, PromptError
 from synix_resources.live import window
@@ -84,11 +84,8 @@ def _fold_one(ctx, layer: str, step, work, transcript) -> PartitionOutcome:
                            metadata=meta, audit={"source_ids": [transcript.artifact_id], **spend},
                            parents=[transcript.artifact_id], run_id=ctx.run_id)
     ctx.store.clear_failure(layer, work.group_key)
-    return PartitionOutcome(work.group_key, "built", artifact_id=stored.artifact_id, reason=how,
-                            provider=ctx.llm.provider, model=ctx.llm.model, input_count=len(todo),
-                            llm_calls=spend.get("llm_calls", 0), tokens_in=spend.get("input_tokens", 0),
-                            tokens_out=spend.get("output_tokens", 0), cost_usd=spend.get("cost_usd", 0.0),
-                            content_hash=stored.content_hash, preview=text[:600])
+    return built_outcome(work.group_key, stored, ctx.llm, spend, reason=how, input_count=len(todo),
+                         preview=text)
 
 
 def _summarise(ctx, layer: str, step, prior: str, todo: list[dict], transcript) -> tuple[str, str, dict]:
