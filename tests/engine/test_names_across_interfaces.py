@@ -121,7 +121,7 @@ def test_a_branch_name_is_accepted_or_refused_alike_by_the_cli_python_http_and_t
     expected_read = refused(names.check_branch, name)
     invalid = ("invalid branch name", "the name is reserved")
     if "\x00" not in name:  # no OS passes NUL in an argument; the in-process runner can
-        created = _cli("-p", str(paths.root), "branch", "create", name)
+        created = _cli("-p", str(paths.root), "branch", "create", "--", name)
         assert _cli_refused(created, *invalid) == expected_new, created.output
         read = _cli("status", "-p", str(paths.root), "--branch", name)
         assert _cli_refused(read, "invalid branch name") == expected_read, read.output
@@ -148,7 +148,8 @@ def test_a_branch_name_is_accepted_or_refused_alike_by_the_cli_python_http_and_t
 def test_a_tenant_name_is_accepted_or_refused_alike_by_the_cli_python_and_http(home, name):
     expected = refused(names.check_tenant, name)
     if "\x00" not in name:
-        created = _cli("tenant", "create", name, "--home", str(home["root"]))
+        # after `--`, as a shell user passes a name that starts with a dash
+        created = _cli("tenant", "create", "--home", str(home["root"]), "--", name)
         assert _cli_refused(created, "tenant name") == expected, created.output
     assert refused(home["tenants"].create, name) == expected
     assert refused(home["tenants"].folder, name) == expected
