@@ -11,7 +11,7 @@ import time
 from collections import OrderedDict
 
 from synix_assets.app.tenants import TenantHome
-from synix_assets.app.synapse import brief_tier1
+from synix_assets.app.synapse import brief_tier1, fit_tier1
 from synix_assets.engine.agent_memory.reads import as_of_instant
 from synix_resources.errors import ArtifactNotFound, InvalidName, SessionNotFound
 from synix_resources.live.requests import parse_ingest
@@ -145,16 +145,16 @@ class TenantServices:
             blocks.append(f"## Session {info['session_id']} ({info['state']}, not yet in memory)\n"
                           + "\n".join(t["line"] for t in kept))
         notice = None
-        try:
-            memory = self.memory(tenant).brief(query, budget_tokens=max(100, budget_tokens - live_tokens),
-                                               hits=hits, as_of=at)
+        room = max(100, budget_tokens - live_tokens)
+        try:  # Tier 1 (the inbox's and the built layers') comes within the memory's brief
+            memory = self.memory(tenant).brief(query, budget_tokens=room, hits=hits, as_of=at)
+            tier1 = memory.pop("tier1", None)
         except ArtifactNotFound as exc:  # nothing built yet: the live turns are the whole brief
-            memory = {"sections": [], "text": "", "tokens": 0}
             notice = exc.one_line()
-        memory.pop("tier1", None)  # read below from the inbox, built or not
-        tier1 = brief_tier1(self.home.paths(tenant), as_of=at)
-        text = "\n\n".join(part for part in ((tier1 or {}).get("text", ""), memory.get("text", ""), *blocks)
-                           if part)
+            tier1 = brief_tier1(self.home.paths(tenant), as_of=at)
+            used = fit_tier1(tier1, room) if tier1 else 0
+            memory = {"sections": [], "text": tier1["text"] if tier1 else "", "tokens": used}
+        text = "\n\n".join(part for part in (memory.get("text", ""), *blocks) if part)
         return {"tenant": tenant, "query": query, "budget_tokens": budget_tokens,
                 "sections": memory.get("sections", []), "live_sessions": live, "text": text,
                 "tokens": memory.get("tokens", 0) + live_tokens,

@@ -19,6 +19,7 @@ from synix_assets.engine.turns import DERIVED, turns_of
 from synix_assets.forget.plan import TOMBSTONES
 from synix_resources.live import procedural, window
 from synix_resources.live.inbox import Inbox
+from synix_resources.llm.mapreduce import CHARS_PER_TOKEN, estimate_tokens
 
 
 def windowed_source(pipeline):
@@ -189,6 +190,16 @@ def tier1_text(t1: dict) -> str:
         parts.append("## Nudges\n" + "\n".join(f"- {l['text']} (idle {l['idle_days']} days)"
                                                for l in t1["nudge_candidates"]))
     return "\n\n".join(parts)
+
+
+def fit_tier1(t1: dict, budget_tokens: int) -> int:
+    """Cut Tier 1's text to half of a brief's `budget_tokens` (the other half is the built
+    memory's: core, recent records, hits) and return the tokens it takes."""
+    room = budget_tokens // 2
+    if estimate_tokens(t1["text"]) > room:
+        t1["text"] = t1["text"][:max(0, room - 1) * CHARS_PER_TOKEN].rstrip() + "…"
+        t1["truncated"] = True
+    return estimate_tokens(t1["text"])
 
 
 _PIPELINES: dict = {}

@@ -238,6 +238,24 @@ def test_tier1_is_read_from_the_built_layers_and_as_of_shows_it_as_it_stood(offl
     assert unnamed["working_memory"] == old["working_memory"]
 
 
+
+def test_a_brief_with_tier1_keeps_within_its_token_budget_tier1_taking_at_most_half(offline):
+    from synix_assets.app.memory import MemoryService
+    from synix_resources.llm.mapreduce import estimate_tokens
+
+    paths, _ = offline
+    svc = MemoryService(paths)
+    try:
+        roomy, tight = svc.brief(session="s1", budget_tokens=20_000), svc.brief(session="s1", budget_tokens=300)
+    finally:
+        svc.close()
+    whole = roomy["tier1"]["text"]
+    assert estimate_tokens(whole) > 150 and not roomy["tier1"].get("truncated")  # so the tight one must cut it
+    assert estimate_tokens(tight["tier1"]["text"]) <= 150 and tight["tier1"]["truncated"]
+    assert whole.startswith(tight["tier1"]["text"][:-1])  # cut at the end, not rewritten
+    assert tight["tokens"] <= 300 and estimate_tokens(tight["text"]) <= 300 + 8 * len(tight["sections"])
+    assert roomy["tokens"] >= estimate_tokens(whole)  # Tier 1 is counted in the brief's tokens
+
 def test_get_brief_as_of_is_the_same_from_python_and_the_cli(offline):
     from click.testing import CliRunner
 

@@ -67,17 +67,18 @@ def memory_map(svc: MemoryService, branch: str, recent: int, until: str | None =
 
 
 def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: int, hits: int,
-          recent: int, as_of: str | None = None) -> dict:
+          recent: int, as_of: str | None = None, reserved: int = 0) -> dict:
     """What an orchestrator puts in an agent's prompt, within `budget_tokens`: the core
     memory, the most recent periods/episodes, and the top hits for the query with their
     provenance. Sections are added in that order until the budget is spent. `as_of` (an
-    instant): only records dated up to then, and the hits search finds as of then."""
+    instant): only records dated up to then, and the hits search finds as of then. `reserved`:
+    tokens of the budget already taken (Tier 1), counted in the brief's `tokens`."""
     if not 100 <= budget_tokens <= 200_000:
         raise BadRequest(f"budget_tokens must be between 100 and 200000, got {budget_tokens}")
     check_limit(hits, "hits")
     m = memory_map(svc, branch, recent, until=as_of)
     sections: list[dict] = []
-    used = 0
+    used = reserved
 
     def add(kind: str, title: str, text: str, ref: dict) -> bool:
         nonlocal used

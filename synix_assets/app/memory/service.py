@@ -18,7 +18,7 @@ from synix_assets.app.memory import brief as _brief
 from synix_assets.app.memory import browse
 from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
-from synix_assets.app.synapse import brief_tier1
+from synix_assets.app.synapse import brief_tier1, fit_tier1
 from synix_resources.names import check_session_id
 from synix_assets.app.memory.readers import Reader, ReaderPool
 from synix_assets.app.query import NOT_BUILT_HINT
@@ -218,9 +218,10 @@ class MemoryService:
         if session is not None:
             check_session_id(session)
         t = _agent.reads.as_of_instant(as_of)
-        out = _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
-                           recent=recent, as_of=t)
         tier1 = brief_tier1(self.paths, session, as_of=t)  # a pipeline with a working window (synapse)
+        out = _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
+                           recent=recent, as_of=t,
+                           reserved=fit_tier1(tier1, budget_tokens) if tier1 is not None else 0)
         if tier1 is not None:
             out["tier1"] = tier1
             out["text"] = "\n\n".join(p for p in (tier1["text"], out.get("text", "")) if p)
