@@ -84,7 +84,7 @@ def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: 
         nonlocal used
         cost = estimate_tokens(title) + estimate_tokens(text) + 8
         if used + cost > budget_tokens:
-            room = (budget_tokens - used - estimate_tokens(title) - 8) * 4
+            room = (budget_tokens - used - estimate_tokens(title) - 9) * 4  # one token for the "…"
             if room < 200:
                 return False
             text = text[:room].rstrip() + "…"
