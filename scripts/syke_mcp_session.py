@@ -95,8 +95,8 @@ def markdown(calls: list[dict]) -> str:
             if c["tool"] == "get_map":  # the agent's map; the core and recent records are long
                 data = {"map": data.get("map"), "layers": data.get("layers")}
             shown = json.dumps(data, indent=1, ensure_ascii=False)
-        except ValueError:
-            pass
+        except ValueError:  # a tool's plain-text answer (an error line) is shown as it came
+            shown = c["output"]
         if len(shown) > 2500:
             shown = shown[:2500] + "\n… (cut here)"
         out += [f"**{c['tool']}** `{json.dumps(c['arguments'], ensure_ascii=False)}`", "", "```json",

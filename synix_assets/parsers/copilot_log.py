@@ -58,7 +58,7 @@ def parse(raw: Any, source_path: str) -> Conversation:
 
 
 class _NotApplicable(Exception):
-    pass
+    """A change in the log that the session replayed so far cannot take."""
 
 
 def _apply(state: Any, change: dict) -> Any:
