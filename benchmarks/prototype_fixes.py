@@ -167,15 +167,15 @@ def _stocklog() -> None:
     """stocklog: the project's dagster.yaml names Dagster's own ConsolidatedSqliteEventLogStorage
     (what Synix wrote before its event log storage, synix_assets/dagster_defs/event_log.py): the
     "before" of that change."""
-    from synix_assets.dagster_defs import storage
+    from synix_assets.dagster_defs import instance_files, storage
 
-    storage.INSTANCE_YAML = storage.EARLIER_INSTANCE_YAMLS[-1]
+    storage.INSTANCE_YAML = instance_files.INSTANCE_YAML = instance_files.EARLIER_INSTANCE_YAMLS[-1]
 
     def write_instance_yaml(dagster_home: Path) -> None:  # also over the one `synix init` wrote
         dagster_home.mkdir(parents=True, exist_ok=True)
-        (dagster_home / "dagster.yaml").write_text(storage.INSTANCE_YAML, encoding="utf-8")
+        (dagster_home / "dagster.yaml").write_text(instance_files.INSTANCE_YAML, encoding="utf-8")
 
-    storage.write_instance_yaml = write_instance_yaml
+    instance_files.write_instance_yaml = write_instance_yaml
 
 
 FIXES["stocklog"] = _stocklog

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from synix_assets.dagster_defs.storage import write_dotenv, write_instance_yaml
+from synix_assets.dagster_defs.instance_files import write_dotenv, write_instance_yaml
 from synix_resources.errors import ExportFormatError, SynixError
 from synix_resources.private import private_dir
 

@@ -5,6 +5,7 @@ they run, so `synix --help` answers at once.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import warnings
@@ -17,9 +18,34 @@ from synix_resources.process import interrupts
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+# Each command's module is imported when that command runs (or for `synix --help`): `synix run`
+# does not load the server, eval, branch or live commands and what they import.
+COMMANDS = {
+    "init": "build_cmds:init", "run": "build_cmds:run", "plan": "build_cmds:plan",
+    "sync": "build_cmds:sync", "demo": "build_cmds:demo",
+    "status": "read_cmds:status", "stats": "read_cmds:stats", "search": "read_cmds:search",
+    "lineage": "read_cmds:lineage", "get": "read_cmds:get", "runs": "read_cmds:runs",
+    "ui": "ui_cmd:ui", "purge": "forget_cmd:purge", "forget": "forget_cmd:forget",
+    "serve": "serve_cmd:serve", "mcp": "serve_cmd:mcp", "ask": "serve_cmd:ask",
+    "eval": "eval_cmd:eval_group", "branch": "branch_cmd:branch_group", "gc": "branch_cmd:gc",
+    "tenant": "live_cmd:tenant_group", "live": "live_cmd:live_group",
+    "memory": "memory_cmd:memory_group", "worker": "scale_cmd:worker",
+}
+
 
 class SynixGroup(click.Group):
-    """Turns every failure into one line on stderr and a non-zero exit (tracebacks with --debug)."""
+    """Turns every failure into one line on stderr and a non-zero exit (tracebacks with --debug);
+    loads each command from `COMMANDS` when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            module, attr = COMMANDS[name].split(":")
+            command = getattr(importlib.import_module(f"synix_assets.cli.{module}"), attr)
+            self.add_command(command, name)
+        return super().get_command(ctx, name)
 
     def main(self, args=None, *rest, **extra):
         # Run as the program (arguments from sys.argv), a command that settled its outcome
@@ -138,33 +164,6 @@ def main(ctx: click.Context, project: str | None, debug: bool) -> None:
         ctx.obj["project"] = project
     _quiet_libraries()
 
-
-def _register() -> None:
-    from synix_assets.cli import build_cmds, forget_cmd, read_cmds, ui_cmd
-
-    for cmd in (build_cmds.init, build_cmds.run, build_cmds.plan, build_cmds.sync, build_cmds.demo,
-                read_cmds.status, read_cmds.stats, read_cmds.search, read_cmds.lineage, read_cmds.get,
-                read_cmds.runs, ui_cmd.ui, forget_cmd.purge, forget_cmd.forget):
-        main.add_command(cmd)
-    from synix_assets.cli import serve_cmd
-
-    for cmd in (serve_cmd.serve, serve_cmd.mcp, serve_cmd.ask):
-        main.add_command(cmd)
-
-
-_register()
-from synix_assets.cli.eval_cmd import eval_group  # noqa: E402
-main.add_command(eval_group)
-from synix_assets.cli.branch_cmd import branch_group, gc  # noqa: E402
-main.add_command(branch_group)
-main.add_command(gc)
-from synix_assets.cli.live_cmd import live_group, tenant_group  # noqa: E402
-main.add_command(tenant_group)
-main.add_command(live_group)
-from synix_assets.cli.memory_cmd import memory_group  # noqa: E402
-main.add_command(memory_group)
-from synix_assets.cli.scale_cmd import worker  # noqa: E402
-main.add_command(worker)
 
 if __name__ == "__main__":
     main()

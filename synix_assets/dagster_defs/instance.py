@@ -11,9 +11,9 @@ from synix_assets.project import ProjectPaths
 def dagster_instance(paths: ProjectPaths):
     import dagster as dg
 
-    from synix_assets.dagster_defs import storage
+    from synix_assets.dagster_defs import instance_files, storage
 
-    storage.write_instance_yaml(paths.dagster_home)
+    instance_files.write_instance_yaml(paths.dagster_home)
     storage.create_databases(paths.dagster_home)
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
     storage.tune(paths.dagster_home)

@@ -41,53 +41,9 @@ from pathlib import Path
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from synix_assets.dagster_defs.instance_files import INSTANCE_YAML
 from synix_assets.dagster_defs.vocabulary import CONVERSATIONS
 from synix_resources.folders import remove_inside
-
-_SYNIX_EVENT_LOG = """telemetry:
-  enabled: false
-# One SQLite event log for all runs (event_log.db): Dagster's consolidated SQLite event log, in
-# Synix's subclass that keeps its connections and writes an event (or a batch) in one transaction
-# (synix_assets/dagster_defs/event_log.py; docs/dagster.md).
-event_log_storage:
-  module: synix_assets.dagster_defs.event_log
-  class: SynixSqliteEventLogStorage
-  config:
-    base_dir:
-      env: DAGSTER_HOME
-"""
-_HEADER = "# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).\n"
-INSTANCE_YAML = _HEADER + _SYNIX_EVENT_LOG + """# Dagster's default run queue, polled every second instead of every 5: a run the export sensor
-# requests starts within a second (docs/dagster.md, "From export to memory").
-run_coordinator:
-  module: dagster
-  class: QueuedRunCoordinator
-  config:
-    dequeue_interval_seconds: 1
-"""
-
-# What earlier Synix versions wrote: a project's dagster.yaml still reading exactly so was never
-# edited by hand and is upgraded in place (same event_log.db, same schema).
-_DAGSTER_EVENT_LOG = """event_log_storage:
-  module: dagster._core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
-  config:
-    base_dir:
-      env: DAGSTER_HOME
-"""
-_HEAD = """# Dagster instance settings for a Synix project (DAGSTER_HOME = <project>/.synix/dagster).
-telemetry:
-  enabled: false
-# One SQLite event log for all runs: far cheaper per event than a database shard per run.
-"""
-EARLIER_INSTANCE_YAMLS = (
-    _HEADER + _SYNIX_EVENT_LOG,  # before the run queue's dequeue interval
-    _HEAD + _DAGSTER_EVENT_LOG,
-    _HEAD + """# Dagster gives this class no public module path (its own defaults name every SQLite storage by
-# its `dagster._core.storage…` path, and `storage: sqlite:` selects the per-run shards), so the
-# class is named where Dagster defines it; see docs/dagster.md.
-""" + _DAGSTER_EVENT_LOG,
-)
 
 PLANNED_SUBSET_ENV = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
 
@@ -255,28 +211,6 @@ def _alive(pid: str) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
-
-
-def write_dotenv(project_root: Path, dagster_home: Path) -> None:
-    """`dagster` commands run in the project folder read `.env` before creating their instance, so
-    `dagster dev`, `dagster asset materialize` and `dagster job execute` there use the project's own
-    Dagster home with no environment variable set. Rewritten when the project moved."""
-    env = Path(project_root) / ".env"
-    line = f"DAGSTER_HOME={Path(dagster_home).resolve()}"
-    lines = env.read_text(encoding="utf-8").splitlines() if env.exists() else []
-    if line in lines:
-        return
-    kept = [l for l in lines if not l.startswith("DAGSTER_HOME=")]
-    env.write_text("\n".join([*kept, line]) + "\n", encoding="utf-8")
-
-
-def write_instance_yaml(dagster_home: Path) -> None:
-    dagster_home.mkdir(parents=True, exist_ok=True)
-    cfg = dagster_home / "dagster.yaml"
-    if not cfg.exists() or cfg.read_text(encoding="utf-8") in EARLIER_INSTANCE_YAMLS:
-        tmp = cfg.with_name(f".dagster.yaml.{os.getpid()}")
-        tmp.write_text(INSTANCE_YAML, encoding="utf-8")
-        os.replace(tmp, cfg)  # a `dagster dev` reading it meanwhile sees the old or the new file
 
 
 @contextmanager

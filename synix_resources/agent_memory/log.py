@@ -20,13 +20,16 @@ import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from synix_resources.agent_memory.replay import MemoryState
 from synix_resources.errors import InvalidTime, MemoryNotFound, MemoryOpRefused
 from synix_resources.fingerprints import canonical_json
 from synix_resources.store.connection import StoreConnection, utc_now
 from synix_resources.store.migrations import MigrationRegistry
+
+if TYPE_CHECKING:  # sqlite_utils (and the numpy it imports) loads only when a migration runs
+    from sqlite_utils import Database
 
 OPS_MIGRATIONS = MigrationRegistry()
 

@@ -2,9 +2,12 @@
 once, in its own transaction with its `_migrations` row). Append only."""
 from __future__ import annotations
 
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from synix_resources.store.migrations import MigrationRegistry
+
+if TYPE_CHECKING:  # sqlite_utils (and the numpy it imports) loads only when a migration runs
+    from sqlite_utils import Database
 
 LIVE_MIGRATIONS = MigrationRegistry()
 

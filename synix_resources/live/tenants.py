@@ -11,13 +11,15 @@ import hmac
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from synix_resources.errors import TenantError
 from synix_resources.names import check_tenant
 from synix_resources.store.connection import StoreConnection
 from synix_resources.store.migrations import MigrationRegistry
+
+if TYPE_CHECKING:  # sqlite_utils (and the numpy it imports) loads only when a migration runs
+    from sqlite_utils import Database
 
 TENANT_MIGRATIONS = MigrationRegistry()
 TOKEN_PREFIX = "synix_"

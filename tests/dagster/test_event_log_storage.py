@@ -12,7 +12,7 @@ import sqlite3
 import dagster as dg
 import pytest
 
-from synix_assets.dagster_defs.storage import EARLIER_INSTANCE_YAMLS, INSTANCE_YAML, write_instance_yaml
+from synix_assets.dagster_defs.instance_files import EARLIER_INSTANCE_YAMLS, INSTANCE_YAML, write_instance_yaml
 
 DAGSTERS_OWN = EARLIER_INSTANCE_YAMLS[-1]  # what Synix wrote before: Dagster's class
 CONVS = dg.DynamicPartitionsDefinition(name="conversations")

@@ -14,7 +14,7 @@ import dagster as dg
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.instance import dagster_instance
 from synix_assets.dagster_defs.sensors import INTERVAL_SECONDS
-from synix_assets.dagster_defs.storage import EARLIER_INSTANCE_YAMLS, INSTANCE_YAML
+from synix_assets.dagster_defs.instance_files import EARLIER_INSTANCE_YAMLS, INSTANCE_YAML
 
 SCALE = """[dagster]
 webserver = "http://127.0.0.1:1"
