@@ -9,12 +9,14 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from synix_resources.keyphrases import STOP_WORDS, phrases
 
 from .types import LLMRequest
+
+if TYPE_CHECKING:  # numpy loads when a summary is made, not when the offline client is
+    import numpy as np
 
 DEFAULT_WORDS = 150
 REDUNDANCY = 0.6  # cosine similarity above which a sentence repeats one already chosen
@@ -112,6 +114,8 @@ def topic_line(texts: list[str], most: int = 5) -> str:
 
 
 def _vectors(sentences: list[Sentence]) -> np.ndarray:
+    import numpy as np
+
     bags = [Counter(t for t in _TOKEN.findall(s.text.lower()) if t not in _STOP and len(t) > 1)
             for s in sentences]
     vocabulary = {term: i for i, term in enumerate(sorted({t for bag in bags for t in bag}))}
@@ -130,6 +134,8 @@ def select(sentences: list[Sentence], budget: int) -> list[Sentence]:
     """Greedy: best-scoring sentences that fit the word budget and repeat nothing chosen."""
     if not sentences:
         return []
+    import numpy as np
+
     vectors = _vectors(sentences)
     centroid = vectors.sum(axis=0)
     centroid /= np.linalg.norm(centroid) or 1.0

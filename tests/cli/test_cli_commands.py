@@ -81,6 +81,24 @@ def test_cli_import_does_not_load_dagster():
     assert out.stdout.strip() == "False"
 
 
+
+def test_a_no_op_run_loads_neither_dagster_nor_the_other_commands(built):
+    """A run with nothing to do answers from the store and the exports: Dagster, SQLAlchemy,
+    sqlite_utils (and its numpy), the server and the other commands stay unloaded."""
+    root, _ = built
+    code = ("import sys\nfrom synix_assets.cli.main import main\n"
+            "try:\n    main(['run', '--json'], standalone_mode=False)\n"
+            "finally:\n    print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('dagster', 'sqlalchemy', 'sqlite_utils', 'numpy', 'fastapi', 'mcp') or m in "
+            "('synix_assets.cli.serve_cmd', 'synix_assets.cli.branch_cmd', 'synix_assets.cli.eval_cmd',"
+            " 'synix_assets.cli.live_cmd', 'synix_assets.cli.read_cmds')), file=sys.stderr)\n")
+    env = {**os.environ, "SYNIX_LLM_PROVIDER": "extractive"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout)["llm_calls"] == 0
+    assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr[-2000:]
+
 # ---- init / run / plan --------------------------------------------------------------------
 
 def test_run_json_schema_and_counts(built):
