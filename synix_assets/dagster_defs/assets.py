@@ -182,8 +182,9 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         check_specs=[check],
         specs=[dg.AssetSpec(key, deps=deps, group_name=names.group(GROUP), code_version=version,
                             description=describe(pipeline, layer, identity), skippable=True,
-                            owners=owners(pipeline), automation_condition=when_inputs_change(),
-                            kinds={"synix", step.kind},
+                            owners=owners(pipeline), kinds={"synix", step.kind},
+                            automation_condition=when_inputs_change(
+                                [p.key for p in parents(pipeline, layer, names) if p.kind == "same"]),
                             metadata={LEVEL_KEY: pipeline.level(layer), KIND_KEY: step.kind,
                                       PARTITIONING_KEY: pipeline.partitioning(layer)},
                             tags={LEVEL_KEY: str(pipeline.level(layer)), BRANCH_TAG: names.branch})])

@@ -9,9 +9,10 @@ single-run backfill policy), through the same per-layer asset code as `synix run
 only what Synix's keys say is missing or stale. With all of them off (the default) the export
 sensor launches `synix_build_all` instead: one run that overlaps the layers (docs/dagster.md).
 
-The condition is Dagster's `eager()` without `~any_deps_missing()`: a month reads every episode
-(an all-partitions mapping), and one conversation whose episode failed must block only its own
-month in Synix's plan, not every month forever. A code version change (a prompt edited, after the
+The condition is Dagster's `eager()` with `~any_deps_missing()` kept only for inputs partitioned
+like the asset (an episode waits for its own transcript): a month reads every episode (an
+all-partitions mapping), and one conversation whose episode failed must block only its own month
+in Synix's plan, not every month forever. A code version change (a prompt edited, after the
 definitions reload) requests the layer too.
 """
 from __future__ import annotations
@@ -24,13 +25,23 @@ from synix_assets.dagster_defs.vocabulary import AUTOMATION_SENSOR_PREFIX, BRANC
 MINIMUM_INTERVAL_S = 5
 
 
-def when_inputs_change() -> dg.AutomationCondition:
-    return (
+def when_inputs_change(same_partition_inputs: list[dg.AssetKey] = ()) -> dg.AutomationCondition:
+    """`same_partition_inputs`: the inputs partitioned like this asset (an episode reads its
+    conversation's transcript). Its partition waits until theirs exists: each asset has its own
+    sensor, so in one daemon loop the episode's sensor may request a new conversation while the
+    transcript's sensor requests its transcript, and that run would find nothing to build; the
+    transcript's update then lands before the request counts as handled and is lost with it (seen:
+    the new conversation's episode never built)."""
+    condition = (
         (dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_updated()
          | dg.AutomationCondition.code_version_changed()).since_last_handled()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
-    ).with_label("when its inputs change (new exports, a rebuilt upstream, an edited prompt)")
+    )
+    if same_partition_inputs:
+        condition = condition & ~dg.AutomationCondition.any_deps_missing().allow(
+            dg.AssetSelection.assets(*same_partition_inputs))
+    return condition.with_label("when its inputs change (new exports, a rebuilt upstream, an edited prompt)")
 
 
 def sensor_name(key: dg.AssetKey) -> str:
