@@ -22,6 +22,7 @@ format live in sniff.py, Markdown and text files in textfiles.py:
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -79,10 +80,12 @@ def iter_conversations(path: str | Path, format: str = "auto", report: ParseRepo
         raise ValueError(f"format must be 'auto' or one of {FORMATS}, not {format!r}")
     if report is None:
         report = ParseReport(path=str(path), format=format)
-    # A notes folder is many small files: a text file goes by its name, never through pathlib.
-    if textfiles.is_text_source(path):
-        check_file_name(path)
-        conversation = textfiles.parse_text(path, format, report, root, _skip, content)
+    # A notes folder is many small files: a text file goes by its name, never through pathlib
+    # (the name once: every check below would ask the `Path` for its string again).
+    name = os.fspath(path)
+    if textfiles.is_text_source(name):
+        check_file_name(name)
+        conversation = textfiles.parse_text(name, format, report, root, _skip, content)
         if conversation is not None:
             yield conversation
         return

@@ -178,8 +178,14 @@ def _properties(front: dict) -> tuple[dict[str, Any], str]:
         if kind is str:
             shown = value
         elif kind is list:
-            value = [v if type(v) is str else _plain(v, 1) for v in value]
-            shown = ", ".join([v if type(v) is str else str(v) for v in value if v is not None and v != ""])
+            try:  # a list of text, the common case: joined as is, without a pass over it in Python
+                shown = ", ".join(value)
+            except TypeError:
+                value = [v if type(v) is str else _plain(v, 1) for v in value]
+                shown = _shown(value)
+            else:
+                if "" in value:
+                    shown = ", ".join([v for v in value if v])
         elif kind is date:
             value = shown = value.isoformat()
         else:
@@ -190,7 +196,7 @@ def _properties(front: dict) -> tuple[dict[str, Any], str]:
         if len(shown) > _PROPERTY_CHARS:
             shown = shown[:_PROPERTY_CHARS - 1] + "…"
         lines[key] = f"{key}: {shown}" if shown and key != "title" else ""
-    return properties, "\n".join([line for line in lines.values() if line])
+    return properties, "\n".join(filter(None, lines.values()))
 
 
 def _shown(value: Any) -> str:

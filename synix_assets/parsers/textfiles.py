@@ -168,7 +168,8 @@ def note_path(path: str | Path, root: str | Path | None) -> str:
         top = _folder_prefix(root) if os.path.isabs(root) else os.path.abspath(root).rstrip(os.sep) + os.sep
         full = os.fspath(path)
         # A walk's path is absolute and clean when its folder is: normpath would return it as is.
-        if not (os.path.isabs(full) and _CLEAN_PATH and "/." not in full and "//" not in full):
+        # (POSIX: absolute is a leading `/`; `os.path.isabs` costs a call per note)
+        if not (_CLEAN_PATH and full[:1] == "/" and "/." not in full and "//" not in full):
             full = os.path.abspath(full)
         if full.startswith(top):
             return full[len(top):].replace(os.sep, "/")
