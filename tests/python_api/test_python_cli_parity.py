@@ -147,10 +147,13 @@ def built(tmp_path_factory) -> Path:
 
 
 def _cli_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> dict[str, click.Command]:
+    """Every command as click lists and loads it (the top level loads each on first use)."""
+    ctx = click.Context(group)
     out: dict[str, click.Command] = {}
-    for name, cmd in group.commands.items():
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         if isinstance(cmd, click.Group):
-            assert cmd.commands, f"synix {' '.join((*prefix, name))} has no subcommand"
+            assert cmd.list_commands(ctx), f"synix {' '.join((*prefix, name))} has no subcommand"
             out.update(_cli_commands(cmd, (*prefix, name)))
         else:
             out[" ".join((*prefix, name))] = cmd
