@@ -115,7 +115,7 @@ class IndexWriter:
         embedder = self.vectors.embedder()
         prepared = []
         texts: dict[str, str] = {}
-        for doc, old_id in pending:
+        for doc, _ in pending:
             units = build_units(doc)
             keys = []
             for unit in units:
@@ -126,15 +126,20 @@ class IndexWriter:
                     key = self.vectors.key(embedder.name, unit.embed_text)
                     texts[key] = unit.embed_text
                 keys.append(key)
-            prepared.append((doc, old_id, units, keys))
+            prepared.append((doc, units, keys))
         # Embed before opening the write transaction: other readers/writers are not blocked
         # for the minutes a large first build can take.
         self.vectors.embed_missing(texts)
         self.db.conn.commit()
         with self._write():
-            for doc, old_id, units, keys in prepared:
-                if old_id is not None:
-                    self._delete_doc(old_id)
+            for doc, units, keys in prepared:
+                # read again inside the write transaction: another writer syncing the same
+                # collection (a layer's check planning topical rollups while the build makes
+                # them) may have written this artifact since `existing` was read
+                now = self.db.execute("SELECT id FROM docs WHERE artifact_id = ? AND collection = ?",
+                                      [doc.artifact_id, name]).fetchone()
+                if now is not None:
+                    self._delete_doc(now[0])
                 self._insert_doc(name, doc, units, keys)
             self._bump_generation()
 

@@ -325,3 +325,26 @@ def test_passage_hits_show_a_changed_message_after_another_process_resyncs(tmp_p
     hit = reader.search("crampons", per="passage")[0]
     assert "fit after all" in hit.snippet and hit.message_ids == ("c1-m0",)
     assert reader.search("small", per="passage") == []
+
+
+def test_two_writers_syncing_the_same_collection_at_once_both_succeed_with_one_copy(tmp_path):
+    """A build making topical rollups and a check planning them sync the same index: the second
+    writer's documents land between the first one's read of what exists and its write."""
+    path = tmp_path / "shared.sqlite"
+    docs = list(corpus().values())
+    first, second = SearchIndex(path, embeddings=False), SearchIndex(path, embeddings=False)
+
+    def interleaved():
+        second.sync("topics", docs)  # the other writer finishes while the first is reading docs
+        yield from docs
+
+    try:
+        stats = first.sync("topics", interleaved())
+        assert stats.added == len(docs)
+        hits = first.search("sourdough rye", limit=5)
+        assert hits and [h.artifact_id for h in hits].count("e-c2") <= 1
+        count = first.db.execute("SELECT COUNT(*) FROM docs WHERE collection = 'topics'").fetchone()[0]
+        assert count == len(docs)
+    finally:
+        first.close()
+        second.close()
