@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 from bench_parse import generate_format  # noqa: E402 (benchmark-local module)
 
 _CHILD = r"""
-import json, marshal, multiprocessing, resource, sys, time
+import collections, json, marshal, multiprocessing, resource, sys, time
 from pathlib import Path
 from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.model import Conversation, Message, ParseReport
@@ -74,8 +74,7 @@ if __name__ == "__main__":
     if workers == 0:
         for path in iter_export_files(Path(root)):
             report = ParseReport(path=str(path), format="auto")
-            for _ in iter_conversations(path, report=report, root=root):
-                pass
+            collections.deque(iter_conversations(path, report=report, root=root), maxlen=0)  # the parse, drained
             total, files = total + report.bytes, files + 1
     else:
         with multiprocessing.get_context("fork").Pool(workers) as pool:

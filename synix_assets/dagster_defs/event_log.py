@@ -64,15 +64,8 @@ log = logging.getLogger(__name__)
 
 class SynixSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
     """`ConsolidatedSqliteEventLogStorage` with one pooled Engine and one transaction per event
-    (per batch in `store_event_batch`). Configured in dagster.yaml exactly like its parent:
-
-        event_log_storage:
-          module: synix_assets.dagster_defs.event_log
-          class: SynixSqliteEventLogStorage
-          config:
-            base_dir:
-              env: DAGSTER_HOME
-    """
+    (per batch in `store_event_batch`). Configured in dagster.yaml exactly like its parent, by
+    the `event_log_storage` block `instance_files.INSTANCE_YAML` writes."""
 
     def __init__(self, base_dir, inst_data=None):
         # Set before the parent's __init__, which may already write (a new database is indexed).
