@@ -26,6 +26,16 @@ class ExportFormatError(SynixError):
     """An export file is unreadable, truncated, empty or of an unknown format."""
 
 
+class SourceEntrySkipped(ExportFormatError):
+    """An entry of an export or notes folder is not read (a symlink loop, a broken link, a link
+    that leads outside the folder given, a FIFO or device, a folder that cannot be listed); the
+    rest of the folder is read."""
+
+    def __init__(self, path, cause: str):
+        self.path = path
+        super().__init__(f"{path}: skipped, {cause}")
+
+
 class ConversationSkipped(SynixError):
     """One conversation inside an otherwise good export is malformed and was skipped."""
 

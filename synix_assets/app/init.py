@@ -1,11 +1,17 @@
 """Create a Synix project folder: pipeline.py, exports/, and the Dagster wiring."""
 from __future__ import annotations
 
+import logging
+import os
 import shutil
+import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 from synix_assets.dagster_defs.instance_files import write_dotenv, write_instance_yaml
-from synix_resources.errors import ExportFormatError, SynixError
+from synix_resources.errors import ExportFormatError, SourceEntrySkipped, SynixError
+from synix_resources.folders import new_folder, remove_inside
 from synix_resources.private import private_dir
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -13,6 +19,8 @@ DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
 TEMPLATES = ("monthly", "topical", "live", "synapse", "syke")
 # Formats of coding agents whose history folder keeps growing: read in place, never copied.
 SESSION_FORMATS = frozenset({"claude-code", "codex-cli", "gemini-cli"})
+OnSkip = Callable[[SourceEntrySkipped], None]
+log = logging.getLogger("synix.init")
 
 DEFINITIONS_PY = '''"""Dagster entry point of this Synix project (used by `dagster dev` and `synix ui`)."""
 from pathlib import Path
@@ -62,12 +70,16 @@ def demo_exports() -> list[Path]:
 
 def init_project(root: str | Path, *, exports: list[str | Path] = (), template: str = "monthly",
                  force: bool = False, store: str | None = None,
-                 dagster_storage: str | None = None, read_in_place: list[str | Path] = ()) -> Path:
+                 dagster_storage: str | None = None, read_in_place: list[str | Path] = (),
+                 on_skip: OnSkip | None = None) -> Path:
     """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`.
     `exports`: files and folders copied into exports/ (a folder: the files a source would read,
-    in their subfolders). `read_in_place`: tool history folders added as sources where they are.
-    `store` / `dagster_storage`: PostgreSQL URLs for Synix's store and Dagster's storage
-    (default: SQLite files under .synix/)."""
+    in their subfolders; an entry the walk skips goes to `on_skip`). `read_in_place`: tool
+    history folders added as sources where they are. `store` / `dagster_storage`: PostgreSQL
+    URLs for Synix's store and Dagster's storage (default: SQLite files under .synix/).
+
+    Everything is checked before anything is written, and a failure while writing removes what
+    this call made (the folder, or what it put into an empty one): never a half-made project."""
     from synix_assets.project import postgres_setup
 
     root = Path(root).expanduser().resolve()
@@ -76,14 +88,79 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
         if url is not None:
             postgres_setup.check_postgres_url(url, option)
     for export in (*exports, *read_in_place):
-        if not Path(export).exists():
-            raise ExportFormatError(f"export {export} does not exist",
-                                    hint="give the path of a conversations.json, export .zip or .jsonl, "
-                                         "a notes folder, or a tool history folder such as ~/.codex/sessions")
+        check_export(export)
     text = watch_folders(text, [Path(f).expanduser().resolve() for f in read_in_place], template)
-    if (root / "pipeline.py").exists() and not force:
-        raise SynixError(f"{root / 'pipeline.py'} already exists",
-                         hint="choose a new folder, or pass --force to overwrite the pipeline file")
+    _check_target(root, force)
+    with _made_by_this_call(root):
+        _write_project(root, text, exports, store, dagster_storage, on_skip)
+    return root
+
+
+def check_export(export: str | Path) -> None:
+    """An export given to `--from` must be a regular file or a folder: a FIFO or device
+    (/dev/zero) would be read for ever."""
+    try:
+        mode = os.stat(export).st_mode
+    except FileNotFoundError:
+        raise ExportFormatError(f"export {export} does not exist",
+                                hint="give the path of a conversations.json, export .zip or .jsonl, "
+                                     "a notes folder, or a tool history folder such as ~/.codex/sessions") from None
+    except OSError as exc:
+        raise ExportFormatError(f"export {export} cannot be read ({exc.strerror})",
+                                hint="check the path and its permissions") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ExportFormatError(f"export {export} is not a regular file or folder (a device, FIFO or socket)",
+                                hint="give an export file (conversations.json, .zip, .jsonl) or a folder")
+
+
+def _check_target(root: Path, force: bool) -> None:
+    """A project is made in a new folder, an empty one, or (with `force`) an existing project:
+    never into the file system's root or a folder of other files."""
+    if root == Path(root.anchor):
+        raise SynixError(f"{root} is the file system's root, not a project folder",
+                         hint="give a new folder, e.g. `synix init mem`")
+    if (root / "pipeline.py").exists():
+        if not force:
+            raise SynixError(f"{root / 'pipeline.py'} already exists",
+                             hint="choose a new folder, or pass --force to overwrite the pipeline file")
+        return
+    if root.exists() and not root.is_dir():
+        raise SynixError(f"{root} exists and is not a folder", hint="give a new folder")
+    if root.is_dir() and any(os.scandir(root)) and not (root / ".synix").is_dir():
+        raise SynixError(f"{root} is not empty and is not a Synix project",
+                         hint="give a new or empty folder, e.g. `synix init mem`")
+
+
+@contextmanager
+def _made_by_this_call(root: Path) -> Iterator[None]:
+    """Removes what the block made if it raises: the folders it created (the first missing one
+    of `root`'s chain), or the entries it put into `root` when `root` was empty. An existing
+    project (`--force`) is left as it is."""
+    first_missing = None
+    for folder in (root, *root.parents):
+        if folder.exists():
+            break
+        first_missing = folder
+    was_empty = first_missing is None and not any(os.scandir(root))
+    if first_missing is None:
+        if not was_empty:
+            yield
+            return
+        try:
+            yield
+        except BaseException:
+            for entry in os.listdir(root):
+                remove_inside(root / entry, root, ignore_errors=True)
+            raise
+        return
+    with new_folder(first_missing, first_missing.parent, taken=SynixError(
+            f"{first_missing} appeared while the project was being made", hint="run `synix init` again")):
+        yield
+
+
+def _write_project(root: Path, text: str, exports, store, dagster_storage, on_skip) -> None:
+    from synix_assets.project import postgres_setup
+
     private_dir(root / "exports")  # copies of the user's chats
     private_dir(root / ".synix")  # memory, audit and prompts: for the user alone
     private_dir(root / ".synix" / "dagster")
@@ -93,7 +170,7 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
         if dest.exists() and dest.resolve() != src.resolve():
             dest = root / "exports" / f"{src.stem}-{len(list((root / 'exports').iterdir()))}{src.suffix}"
         if src.is_dir():  # a notes folder or SpecStory history: its notes, not its settings
-            _copy_folder(src, dest)
+            _copy_folder(src, dest, on_skip)
         else:
             shutil.copy2(src, dest)
     (root / "pipeline.py").write_text(text, encoding="utf-8")
@@ -103,13 +180,12 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
         postgres_setup.write_store_url(root, store)
     write_dagster_files(root, force=True)
     (root / ".gitignore").write_text(".synix/\n.env\n.tmp_dagster_home_*/\n", encoding="utf-8")
-    return root
 
 
-def _copy_folder(src: Path, dest: Path) -> None:
-    from synix_assets.sources.reader import export_files
+def _copy_folder(src: Path, dest: Path, on_skip: OnSkip | None) -> None:
+    from synix_assets.sources.reader import iter_export_files
 
-    for path in export_files(src):
+    for path in iter_export_files(src, on_skip):
         target = dest / path.relative_to(src)
         private_dir(target.parent)
         shutil.copy2(path, target)
@@ -143,12 +219,21 @@ def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str
     rather than at the first build; add the bundled demo exports when `demo`. A folder whose
     files are all coding-agent sessions (`SESSION_FORMATS`: ~/.codex/sessions, ~/.gemini/tmp,
     ~/.claude/projects) is read in place, since those sessions keep growing; any other folder
-    (notes, a .specstory history, exports) is copied. Returns the project root and the exports
-    and folders it reads."""
+    (notes, a .specstory history, exports) is copied. An entry of a folder that is not read (a
+    symlink loop, a link leading outside the folder: `iter_export_files`) is one warning line. Returns the project root and the exports and folders it reads."""
     from synix_assets.parsers.detect import detect_format
 
     sources = [Path(e) for e in exports]
-    in_place = [src for src in sources if src.is_dir() and _holds_only_sessions(src)]
+    for src in sources:
+        check_export(src)
+    seen: set[str] = set()
+
+    def skip_once(skipped: SourceEntrySkipped) -> None:  # each folder is walked twice
+        if str(skipped.path) not in seen:
+            seen.add(str(skipped.path))
+            log.warning(skipped.one_line())
+
+    in_place = [src for src in sources if src.is_dir() and _holds_only_sessions(src, skip_once)]
     for src in sources:
         if src.is_file():
             detect_format(src)
@@ -156,17 +241,18 @@ def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str
     if demo:
         copied += demo_exports()
     root = init_project(directory, exports=copied, template=template, force=force,
-                        store=store, dagster_storage=dagster_storage, read_in_place=in_place)
+                        store=store, dagster_storage=dagster_storage, read_in_place=in_place,
+                        on_skip=skip_once)
     return root, [*copied, *in_place]
 
 
-def _holds_only_sessions(folder: Path) -> bool:
+def _holds_only_sessions(folder: Path, on_skip: OnSkip) -> bool:
     """Whether every file a source would read in `folder` is a coding agent's session; each
     file's format is checked (a bad one fails naming it), and a folder with nothing is refused."""
     from synix_assets.parsers.detect import detect_format
     from synix_assets.sources.reader import export_files
 
-    found = export_files(folder)
+    found = export_files(folder, on_skip)
     if not found:
         raise ExportFormatError(f"{folder}: the folder holds no exports, sessions or notes",
                                 hint="give a folder of .md/.txt notes, a .specstory/history folder, "

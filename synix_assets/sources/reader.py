@@ -7,11 +7,13 @@ actually has to be (re)built, and files are streamed, never held whole (`SourceR
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
+import stat
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.sniff import check_file_name
@@ -21,19 +23,26 @@ from synix_assets.sources.live import live_conversation, live_summaries
 from synix_assets.sources.model import (EXPORT_SUFFIXES, PARSER_VERSION, TEXT_SUFFIXES, VISIBLE_HIDDEN_DIRS,
                                         ConversationSummary, IngestResult, file_sha256, partition_key,
                                         summarise)
-from synix_resources.errors import ExportFormatError
+from synix_resources.errors import ExportFormatError, SourceEntrySkipped
 from synix_resources.fingerprints import sha256_text
 
 log = logging.getLogger("synix.ingest")
 _SUFFIXES = (*EXPORT_SUFFIXES, *TEXT_SUFFIXES)
 
 
-def export_files(path: Path) -> list[Path]:
+def export_files(path: Path, on_skip: OnSkip | None = None) -> list[Path]:
     """Every file `iter_export_files` yields, as a list."""
-    return list(iter_export_files(path))
+    return list(iter_export_files(path, on_skip))
 
 
-def iter_export_files(path: Path) -> Iterator[Path]:
+OnSkip = Callable[[SourceEntrySkipped], None]
+
+
+def _log_skip(skipped: SourceEntrySkipped) -> None:
+    log.warning(skipped.one_line())
+
+
+def iter_export_files(path: Path, on_skip: OnSkip | None = None) -> Iterator[Path]:
     """The export files of a source: the file itself, or the export files, notes and SpecStory
     sessions anywhere under a folder — tool history folders nest them
     (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, ~/.gemini/tmp/<hash>/chats/session-*.json,
@@ -41,25 +50,40 @@ def iter_export_files(path: Path) -> Iterator[Path]:
     (.obsidian, .git, .trash) are skipped, except SpecStory's own `.specstory`; symlinked folders
     are not followed (no loops).
 
+    An entry that cannot be read as a file of the folder is passed to `on_skip` (default: a
+    warning) and the walk goes on: a symlink loop, a broken link, a folder that cannot be
+    listed, a FIFO or device, and a link (to a file or a folder) that resolves outside the
+    folder given — a vault's link into ~/.ssh must not put a key into the memory.
+
     Yielded in Path order (part by part) while walking: one folder's listing is held at a time
     per level, never the whole tree's, so a folder of millions of notes streams."""
-    if path.is_file():
+    skip = on_skip or _log_skip
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return  # a missing source is the pipeline's to report (`require_exports`)
+    except OSError as exc:
+        skip(SourceEntrySkipped(printable_path(path), _cause(exc)))
+        return
+    if stat.S_ISREG(mode):
         yield path
-        return
-    if not path.is_dir():
-        return
-    yield from _walk(str(path), path)
+    elif stat.S_ISDIR(mode):
+        top = os.path.realpath(path)
+        yield from _walk(str(path), path, top.rstrip(os.sep) + os.sep, skip)
+    else:
+        skip(SourceEntrySkipped(printable_path(path), f"{_kind(mode)}, not a file or folder"))
 
 
 # A sort key per name: the name itself where the file system is case-sensitive.
 _SORT_KEY = os.path.normcase if os.path.normcase("A") != "A" else None
 
 
-def _walk(folder: str, folder_path: Path) -> Iterator[Path]:
+def _walk(folder: str, folder_path: Path, top: str, skip: OnSkip) -> Iterator[Path]:
     try:
         listing = os.scandir(folder)
-    except OSError:
-        return  # unreadable folder: skipped, as os.walk does
+    except OSError as exc:
+        skip(SourceEntrySkipped(printable_path(folder_path), f"the folder cannot be listed ({_cause(exc)})"))
+        return
     suffixes = _SUFFIXES
     entries: list[tuple[str, str, bool]] = []  # (sort key, name, is a folder)
     with listing:
@@ -70,15 +94,71 @@ def _walk(folder: str, folder_path: Path) -> Iterator[Path]:
                     entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, True))
             elif entry.is_dir(follow_symlinks=False):
                 entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, True))
-            elif name.lower().endswith(suffixes) and entry.is_file():
-                entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, False))
+            elif entry.is_symlink():
+                if _link_is_read(entry, folder_path / name, top, suffixes, skip):
+                    entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, False))
+            elif name.lower().endswith(suffixes):
+                if entry.is_file(follow_symlinks=False):
+                    entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, False))
+                else:
+                    skip(SourceEntrySkipped(printable_path(folder_path / name),
+                                            f"{_kind(entry.stat(follow_symlinks=False).st_mode)}, "
+                                            "not a regular file"))
     entries.sort()
     for _key, name, is_folder in entries:
         # `folder_path / name` parses only the name: cheaper than a Path from the whole string
         if is_folder:
-            yield from _walk(os.path.join(folder, name), folder_path / name)
+            yield from _walk(os.path.join(folder, name), folder_path / name, top, skip)
         else:
             yield folder_path / name
+
+
+def _link_is_read(entry: os.DirEntry, path: Path, top: str, suffixes: tuple[str, ...],
+                  skip: OnSkip) -> bool:
+    """Whether a symlink in the folder is read as one of its files: it must resolve inside the
+    folder given, to a regular file with an export or note suffix. A link to a folder inside is
+    not followed (its files are read where they are); anything else is skipped with one line."""
+    try:
+        target = os.path.realpath(entry.path, strict=True)
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        skip(SourceEntrySkipped(printable_path(path), "a broken link (its target does not exist)"))
+        return False
+    except OSError as exc:
+        skip(SourceEntrySkipped(printable_path(path), f"the link cannot be followed ({_cause(exc)})"))
+        return False
+    folder = stat.S_ISDIR(mode)
+    if not folder and not entry.name.lower().endswith(suffixes):
+        return False  # not a file a source reads, wherever it points
+    if not (target + os.sep).startswith(top):
+        skip(SourceEntrySkipped(printable_path(path),
+                                f"a link that leads outside the folder (to {printable_path(target)}); "
+                                "copy it into the folder if it belongs in the memory"))
+        return False
+    if folder:
+        return False
+    if not stat.S_ISREG(mode):
+        skip(SourceEntrySkipped(printable_path(path), f"a link to {_kind(mode)}, not a regular file"))
+        return False
+    return True
+
+
+def _cause(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "a symlink loop"
+    return exc.strerror or type(exc).__name__
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "a special file"
 
 
 def summary_key(pipeline, source: str, path: Path, digest: str) -> str:
@@ -108,12 +188,14 @@ class SourceReader:
         self.pipeline = pipeline
         self.store = store
 
-    def files(self) -> list[tuple[str, Path, str]]:
+    def files(self, on_skip: OnSkip | None = None) -> list[tuple[str, Path, str]]:
+        """(source, file, format) of every export file; an entry a folder walk skips goes to
+        `on_skip` (default: a warning)."""
         out = []
         for src in self.pipeline.sources.values():
             if src.kind == "live":  # read from its inbox by `scan`, not as export files
                 continue
-            for f in iter_export_files(self.pipeline.resolve(src.path)):
+            for f in iter_export_files(self.pipeline.resolve(src.path), on_skip):
                 out.append((src.name, f, src.format))
         return out
 
@@ -124,7 +206,13 @@ class SourceReader:
         # Forgotten conversations stay forgotten even if an old export holding them comes back.
         tombstones = set(self.store.get_meta("forget:tombstones") or [])
         parts = [f"tombstones:{','.join(sorted(tombstones))}"] if tombstones else []
-        for source, path, fmt in self.files():
+
+        def skipped_entry(exc: SourceEntrySkipped) -> None:
+            log.warning(exc.one_line())
+            result.failed_files.append((str(exc.path), exc.one_line()))
+            parts.append(f"{exc.path}:skipped")
+
+        for source, path, fmt in self.files(skipped_entry):
             result.files.append(str(path))
             try:
                 check_file_name(path)  # before its name reaches the store's meta keys
