@@ -23,11 +23,15 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 def decode_entry(entry: RawEntry) -> Any:
     text = entry.data.decode("utf-8")
+    if entry.problem:
+        raise ConversationSkipped(entry.problem)
     if entry.depth > MAX_NESTING:
         raise ConversationSkipped(f"is nested more than {MAX_NESTING} levels deep")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        if entry.line is not None:
+            raise ConversationSkipped(f"line {entry.line} is not valid JSON ({exc.msg})") from None
         at = entry.offset + len(text[:exc.pos].encode("utf-8"))
         raise ConversationSkipped(f"is not valid JSON ({exc.msg} near byte {at:,})") from None
     if _SURROGATE_ESCAPE.search(entry.data):

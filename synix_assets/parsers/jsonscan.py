@@ -10,6 +10,7 @@ Memory: the entry being read plus one read.
 """
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -40,6 +41,32 @@ class RawEntry:
     number: int  # 1-based position among the entries
     offset: int  # where it starts in the JSON text
     depth: int  # levels of nesting: a string 0, an object 1, an object holding a list 2
+    line: int | None = None  # a JSON-lines file's line number
+    problem: str | None = None  # why the line cannot be an entry (cut off, not JSON)
+
+
+def line_entries(stream: IO[bytes]) -> Iterator[RawEntry]:
+    """Each non-blank line of a JSON-lines file as one entry. A line is its own unit: one cut
+    off in the middle, or holding anything but one JSON value, is an entry with a `problem`
+    (the caller skips it with one line), and the lines after it are read as ever."""
+    offset = number = 0
+    for line_number, raw in enumerate(stream, start=1):
+        at, offset = offset, offset + len(raw)
+        data = raw.strip()
+        if not data:
+            continue
+        number += 1
+        try:
+            values = list(entries(io.BytesIO(data), "values"))
+        except StructureError as exc:
+            what = "is cut off" if exc.truncated else f"is not valid JSON ({exc.what})"
+            yield RawEntry(data, number, at, 0, line_number, f"line {line_number} {what}")
+            continue
+        if len(values) != 1:
+            yield RawEntry(data, number, at, 0, line_number,
+                           f"line {line_number} holds {len(values)} JSON values, not one")
+            continue
+        yield RawEntry(data, number, at, values[0].depth, line_number)
 
 
 def entries(stream: IO[bytes], layout: str, read_size: int = READ_BYTES) -> Iterator[RawEntry]:

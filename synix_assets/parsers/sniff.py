@@ -30,12 +30,16 @@ from typing import IO, Iterator
 from synix_resources.errors import ExportFormatError
 
 from . import codex, copilot, copilot_log, gemini, gemini_checkpoint
-from .jsonscan import RawEntry, StructureError, entries, field_opener, object_keys, top_level_fields
+from .jsonscan import (RawEntry, StructureError, entries, field_opener, line_entries, object_keys,
+                       top_level_fields)
 from .model import name_is_utf8, printable_path
 
 _HEAD_BYTES = 64 * 1024
 # Fewer, larger reads: the scanner's per-read cost is small, memory cost is one buffer.
 _READ_BYTES = 4 * 1024 * 1024
+# A ChatGPT, Claude or Open WebUI export saved one conversation per line: read line by line.
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+LINES_LAYOUT = "lines"
 _SNIFF_ITEMS = 5  # conversations looked at before calling the format unknown
 _BOM = codecs.BOM_UTF8
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # raw control bytes: JSON never has them
@@ -85,8 +89,13 @@ def inspect(path: Path) -> tuple[str | None, str]:
         head = stream.read(_HEAD_BYTES)
         whole = len(head) < _HEAD_BYTES
     _check_head(path, head, whole)
-    if not _is_zip(path):
-        _check_tail(path, head)
+    if _is_zip(path):
+        return _sniff(path)
+    if path.suffix.lower() in JSON_LINES_SUFFIXES:
+        fmt, layout = _sniff(path)
+        if layout == "values":  # conversations one per line: a cut line costs that line only
+            return fmt, LINES_LAYOUT
+    _check_tail(path, head)
     return _sniff(path)
 
 
@@ -100,7 +109,11 @@ def check_file_name(path: Path) -> None:
 
 
 def raw_entries(path: Path, stream: IO[bytes], layout: str) -> Iterator[RawEntry]:
-    """The raw bytes of each entry; a broken outline is `ExportFormatError` naming the file."""
+    """The raw bytes of each entry; a broken outline is `ExportFormatError` naming the file
+    (in a JSON-lines file each line is its own outline: `line_entries`)."""
+    if layout == LINES_LAYOUT:
+        yield from line_entries(stream)
+        return
     try:
         yield from entries(stream, layout, _READ_BYTES)
     except StructureError as exc:
