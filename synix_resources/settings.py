@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
-from synix_resources.errors import LLMConfigError, SettingsError
+from synix_resources.errors import LLMConfigError, SettingsError, SynixError
 
 T = TypeVar("T")
 
@@ -70,55 +70,107 @@ def _switch(raw: str | None) -> bool:
     return (raw or "") not in ("", "0")
 
 
-def _number_or(default: T, name: str, kind: type, minimum: float, hint: str) -> Callable[[str | None], T]:
-    """The text as a `kind` of at least `minimum` (unset: `default`); anything else, empty
-    included, is one `SettingsError` line naming the variable."""
+@dataclass(frozen=True)
+class Bounds:
+    """The accepted range of a number setting: finite, at least `low` (more than it when
+    `low_open`), at most `high`. Every number has an upper end too: a million LLM threads or a
+    lock wait of 1e300 seconds fail far from the setting that asked for them."""
+
+    low: float
+    high: float
+    low_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        if value != value or value in (float("inf"), float("-inf")):
+            return False
+        return (value > self.low if self.low_open else value >= self.low) and value <= self.high
+
+    @property
+    def text(self) -> str:
+        if self.low_open:
+            return f"> {_num(self.low)} and ≤ {_num(self.high)}"
+        return f"{_num(self.low)} to {_num(self.high)}"
+
+
+def _num(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def out_of_range(name: str, raw: str, bounds: Bounds, error: type[SynixError],
+                 default: str) -> SynixError:
+    """The one line for a number outside its range: the variable, its value and the range."""
+    return error(f"{name}={raw.strip()[:40]!r} is out of range (accepted: {bounds.text})",
+                 hint=f"set {name} to a value in that range, or unset it (default {default})")
+
+
+LOCK_TIMEOUT_S = Bounds(0, 7 * 24 * 3600)
+FORGET_WAIT_S = Bounds(0, 24 * 3600)
+LIVE_IDLE_MINUTES = Bounds(0, 7 * 24 * 60, low_open=True)
+LIVE_MAX_ATTEMPTS = Bounds(1, 100)
+LIVE_BACKOFF_S = Bounds(0, 3600)
+CONTEXT_TOKENS = Bounds(512, 10_000_000)
+# Each request in flight is a thread: a few hundred is more than any provider allows one key.
+CONCURRENCY = Bounds(1, 256)
+MAX_REQUESTS_PER_S = Bounds(0, 100_000)
+FAKE_LATENCY_S = Bounds(0, 3600)
+FAKE_FAILURE_RATE = Bounds(0, 1)
+
+
+def _number_or(default: T, name: str, kind: type, bounds: Bounds, hint: str) -> Callable[[str | None], T]:
+    """The text as a `kind` within `bounds` (unset: `default`); anything else, empty included,
+    is one `SettingsError` line naming the variable."""
     def parse(raw: str | None) -> Any:
         if raw is None:
             return default
         try:
             value = kind(raw)
         except ValueError:
-            value = None
-        if value is None or value != value or value in (float("inf"), float("-inf")) or value < minimum:
             raise SettingsError(f"{name}={raw[:40]!r} is not {hint}",
-                                hint=f"set {name} to a number ≥ {minimum:g}, or unset it "
-                                     f"(default {default:g})")
+                                hint=f"set {name} to a number ({bounds.text}), or unset it "
+                                     f"(default {default:g})") from None
+        if not bounds.holds(value):
+            raise out_of_range(name, raw, bounds, SettingsError, f"{default:g}")
         return value
     return parse
 
 
-def _float_or(default: float, name: str, unit: str = "seconds") -> Callable[[str | None], float]:
-    return _number_or(default, name, float, 0.0, f"a number of {unit}")
+def _float_or(default: float, name: str, bounds: Bounds, unit: str = "seconds") -> Callable[[str | None], float]:
+    return _number_or(default, name, float, bounds, f"a number of {unit}")
 
 
-def _int_or(default: int, name: str, minimum: int = 1) -> Callable[[str | None], int]:
-    return _number_or(default, name, int, minimum, "a whole number")
+def _int_or(default: int, name: str, bounds: Bounds) -> Callable[[str | None], int]:
+    return _number_or(default, name, int, bounds, "a whole number")
 
 
 def _or(default: str) -> Callable[[str | None], str]:
     return lambda raw: raw if raw is not None else default
 
 
-def _llm_number(name: str) -> Callable[[str | None], float | None]:
+def _llm_number(name: str, bounds: Bounds, default: str) -> Callable[[str | None], float | None]:
     def parse(raw: str | None) -> float | None:
         value = (raw or "").strip()
         if not value:
             return None
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
-            raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2")
+            raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2") from None
+        if not bounds.holds(number):
+            raise out_of_range(name, value, bounds, LLMConfigError, default)
+        return number
     return parse
 
 
-def _llm_count(name: str, minimum: int, what: str, hint: str) -> Callable[[str | None], int | None]:
+def _llm_count(name: str, bounds: Bounds, what: str, hint: str,
+               default: str) -> Callable[[str | None], int | None]:
     def parse(raw: str | None) -> int | None:
         value = (raw or "").strip()
         if not value:
             return None
-        if not value.isdigit() or int(value) < minimum:
+        if not value.isdigit():
             raise LLMConfigError(f"{name}={value!r} is not {what}", hint=hint)
+        if not bounds.holds(int(value)):
+            raise out_of_range(name, value, bounds, LLMConfigError, default)
         return int(value)
     return parse
 
@@ -175,9 +227,9 @@ class Settings:
         "else `.synix/synix.db`", "a SQLite file path or a `postgresql://` URL",
         "Where the artifact store is (e.g. for workers whose project folder is elsewhere).", BUILD)
     lock_timeout_s = Var(
-        "SYNIX_LOCK_TIMEOUT_S", _float_or(DEFAULT_LOCK_TIMEOUT_S, "SYNIX_LOCK_TIMEOUT_S"),
+        "SYNIX_LOCK_TIMEOUT_S", _float_or(DEFAULT_LOCK_TIMEOUT_S, "SYNIX_LOCK_TIMEOUT_S", LOCK_TIMEOUT_S),
         "float (seconds)",
-        f"{DEFAULT_LOCK_TIMEOUT_S:g}", "≥ 0",
+        f"{DEFAULT_LOCK_TIMEOUT_S:g}", LOCK_TIMEOUT_S.text,
         "How long a build, forget or branch change waits for the project's lock held by "
         "another one.", BUILD)
     worker_id = Var(
@@ -186,9 +238,9 @@ class Settings:
         "`synix worker --name` sets it to the worker's name.", BUILD)
 
     forget_wait_s = Var(
-        "SYNIX_FORGET_WAIT_S", _float_or(DEFAULT_FORGET_WAIT_S, "SYNIX_FORGET_WAIT_S"),
+        "SYNIX_FORGET_WAIT_S", _float_or(DEFAULT_FORGET_WAIT_S, "SYNIX_FORGET_WAIT_S", FORGET_WAIT_S),
         "float (seconds)",
-        f"{DEFAULT_FORGET_WAIT_S:g}", "≥ 0",
+        f"{DEFAULT_FORGET_WAIT_S:g}", FORGET_WAIT_S.text,
         "How long `synix forget` waits for open readers before the purge gives up "
         "(`ForgetBlocked`).", FORGET)
     forget_crash_after = Var(
@@ -197,18 +249,19 @@ class Settings:
         "before its journal records it.", FORGET)
 
     live_idle_minutes = Var(
-        "SYNIX_LIVE_IDLE_MINUTES", _float_or(DEFAULT_LIVE_IDLE_MINUTES, "SYNIX_LIVE_IDLE_MINUTES", "minutes"),
+        "SYNIX_LIVE_IDLE_MINUTES", _float_or(DEFAULT_LIVE_IDLE_MINUTES, "SYNIX_LIVE_IDLE_MINUTES",
+                                             LIVE_IDLE_MINUTES, "minutes"),
         "float (minutes)",
-        f"{DEFAULT_LIVE_IDLE_MINUTES:g}", "> 0",
+        f"{DEFAULT_LIVE_IDLE_MINUTES:g}", LIVE_IDLE_MINUTES.text,
         "Idle time after which a live session closes and is built.", LIVE)
     live_max_attempts = Var(
-        "SYNIX_LIVE_MAX_ATTEMPTS", _int_or(DEFAULT_LIVE_MAX_ATTEMPTS, "SYNIX_LIVE_MAX_ATTEMPTS"), "int",
-        f"{DEFAULT_LIVE_MAX_ATTEMPTS}", "≥ 1",
+        "SYNIX_LIVE_MAX_ATTEMPTS", _int_or(DEFAULT_LIVE_MAX_ATTEMPTS, "SYNIX_LIVE_MAX_ATTEMPTS", LIVE_MAX_ATTEMPTS), "int",
+        f"{DEFAULT_LIVE_MAX_ATTEMPTS}", LIVE_MAX_ATTEMPTS.text,
         "Build attempts of a live batch before it is dead-lettered.", LIVE)
     live_backoff_s = Var(
-        "SYNIX_LIVE_BACKOFF_S", _float_or(DEFAULT_LIVE_BACKOFF_S, "SYNIX_LIVE_BACKOFF_S"),
+        "SYNIX_LIVE_BACKOFF_S", _float_or(DEFAULT_LIVE_BACKOFF_S, "SYNIX_LIVE_BACKOFF_S", LIVE_BACKOFF_S),
         "float (seconds)",
-        f"{DEFAULT_LIVE_BACKOFF_S:g}", "≥ 0; doubled per failed attempt, at most 3600",
+        f"{DEFAULT_LIVE_BACKOFF_S:g}", f"{LIVE_BACKOFF_S.text}; doubled per failed attempt, at most 3,600",
         "Wait before a failed live batch is tried again.", LIVE)
 
     llm_provider = Var(
@@ -227,30 +280,30 @@ class Settings:
         "The provider's API key.", LLM)
     llm_context_tokens = Var(
         "SYNIX_LLM_CONTEXT_TOKENS", _llm_count(
-            "SYNIX_LLM_CONTEXT_TOKENS", 512, "a context window size",
-            "set it to the model's context length in tokens, e.g. 8192"),
-        "int (tokens)", "the model's (local openai-compatible servers: 8192)", "≥ 512",
+            "SYNIX_LLM_CONTEXT_TOKENS", CONTEXT_TOKENS, "a context window size",
+            "set it to the model's context length in tokens, e.g. 8192", "the model's"),
+        "int (tokens)", "the model's (local openai-compatible servers: 8192)", CONTEXT_TOKENS.text,
         "The model's context window, for local servers whose size only their user knows.", LLM)
     llm_concurrency = Var(
         "SYNIX_LLM_CONCURRENCY", _llm_count(
-            "SYNIX_LLM_CONCURRENCY", 1, "a number of requests",
-            "set it to a whole number of concurrent requests, e.g. 4"),
-        "int", "16 (`LLMResource.concurrency`)", "≥ 1",
+            "SYNIX_LLM_CONCURRENCY", CONCURRENCY, "a number of requests",
+            "set it to a whole number of concurrent requests, e.g. 4", "16"),
+        "int", "16 (`LLMResource.concurrency`)", CONCURRENCY.text,
         "LLM requests in flight at once per process (lower for a rate-limited key).", LLM)
     llm_shared_limit_url = Var(
         "SYNIX_LLM_SHARED_LIMIT_URL", _llm_url, "URL", "none: each process has its own budget",
         "a Redis URL", "Where the request budget shared by every worker of a distributed build "
         "is kept (e.g. the Celery broker's Redis).", LLM)
     llm_max_requests_per_s = Var(
-        "SYNIX_LLM_MAX_REQUESTS_PER_S", _llm_number("SYNIX_LLM_MAX_REQUESTS_PER_S"),
+        "SYNIX_LLM_MAX_REQUESTS_PER_S", _llm_number("SYNIX_LLM_MAX_REQUESTS_PER_S", MAX_REQUESTS_PER_S, "0"),
         "float (requests/s)", "`LLMResource.max_requests_per_s` (0)",
-        "≥ 1 when SYNIX_LLM_SHARED_LIMIT_URL is set", "The shared request budget.", LLM)
+        f"{MAX_REQUESTS_PER_S.text}; ≥ 1 when SYNIX_LLM_SHARED_LIMIT_URL is set", "The shared request budget.", LLM)
     fake_latency_s = Var(
-        "SYNIX_FAKE_LATENCY_S", _llm_number("SYNIX_FAKE_LATENCY_S"), "float (seconds)", "0",
-        "≥ 0", "Latency of each call of the `fake` provider (tests, benchmarks).", LLM)
+        "SYNIX_FAKE_LATENCY_S", _llm_number("SYNIX_FAKE_LATENCY_S", FAKE_LATENCY_S, "0"), "float (seconds)", "0",
+        FAKE_LATENCY_S.text, "Latency of each call of the `fake` provider (tests, benchmarks).", LLM)
     fake_failure_rate = Var(
-        "SYNIX_FAKE_FAILURE_RATE", _llm_number("SYNIX_FAKE_FAILURE_RATE"), "float", "0",
-        "0 to 1", "Share of the `fake` provider's calls that fail (tests, benchmarks).", LLM)
+        "SYNIX_FAKE_FAILURE_RATE", _llm_number("SYNIX_FAKE_FAILURE_RATE", FAKE_FAILURE_RATE, "0"), "float", "0",
+        FAKE_FAILURE_RATE.text, "Share of the `fake` provider's calls that fail (tests, benchmarks).", LLM)
 
     anthropic_api_key = Var(
         "ANTHROPIC_API_KEY", _text, "secret", "none", "text",

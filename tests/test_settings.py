@@ -97,11 +97,12 @@ def test_a_bad_value_fails_only_where_it_is_read_with_the_readers_message_and_ty
     assert info.value.one_line() == "SYNIX_FAKE_LATENCY_S='fast' is not a number — set SYNIX_FAKE_LATENCY_S to e.g. 0.2"
     with pytest.raises(LLMConfigError) as info:
         bad.llm_context_tokens
-    assert info.value.one_line().startswith("SYNIX_LLM_CONTEXT_TOKENS='100' is not a context window size")
+    assert info.value.one_line().startswith(
+        "SYNIX_LLM_CONTEXT_TOKENS='100' is out of range (accepted: 512 to 10,000,000)")
     with pytest.raises(SettingsError) as info:
         bad.lock_timeout_s
     assert info.value.one_line() == ("SYNIX_LOCK_TIMEOUT_S='soon' is not a number of seconds — set "
-                                     "SYNIX_LOCK_TIMEOUT_S to a number ≥ 0, or unset it (default 600)")
+                                     "SYNIX_LOCK_TIMEOUT_S to a number (0 to 604,800), or unset it (default 600)")
     with pytest.raises(SettingsError, match="SYNIX_LIVE_MAX_ATTEMPTS=.* is not a whole number"):
         bad.live_max_attempts
     for raw in ("-1", "nan", "inf", ""):
@@ -170,3 +171,43 @@ def test_a_bad_lock_timeout_stops_run_branch_and_forget_with_one_line_naming_the
         lines = result.output.strip().splitlines()
         assert lines[-1].startswith("error: SYNIX_LOCK_TIMEOUT_S='soon' is not a number of seconds"), (args, lines)
         assert "Traceback" not in result.output and "internal error" not in result.output
+
+
+NUMBERS = {  # variable → (attribute, a value just outside its range, the range text)
+    "SYNIX_LOCK_TIMEOUT_S": ("lock_timeout_s", "1e300", "0 to 604,800"),
+    "SYNIX_FORGET_WAIT_S": ("forget_wait_s", "86401", "0 to 86,400"),
+    "SYNIX_LIVE_IDLE_MINUTES": ("live_idle_minutes", "0", "> 0 and ≤ 10,080"),
+    "SYNIX_LIVE_MAX_ATTEMPTS": ("live_max_attempts", "101", "1 to 100"),
+    "SYNIX_LIVE_BACKOFF_S": ("live_backoff_s", "3601", "0 to 3,600"),
+    "SYNIX_LLM_CONTEXT_TOKENS": ("llm_context_tokens", "10000001", "512 to 10,000,000"),
+    "SYNIX_LLM_CONCURRENCY": ("llm_concurrency", "1000000", "1 to 256"),
+    "SYNIX_LLM_MAX_REQUESTS_PER_S": ("llm_max_requests_per_s", "inf", "0 to 100,000"),
+    "SYNIX_FAKE_LATENCY_S": ("fake_latency_s", "-0.5", "0 to 3,600"),
+    "SYNIX_FAKE_FAILURE_RATE": ("fake_failure_rate", "2", "0 to 1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMBERS))
+def test_a_number_outside_its_range_is_one_line_naming_the_variable_its_value_and_the_range(name):
+    attr, bad, accepted = NUMBERS[name]
+    with pytest.raises((SettingsError, LLMConfigError)) as info:
+        getattr(settings({name: bad}), attr)
+    line = info.value.one_line()
+    assert line.startswith(f"{name}={bad!r} is out of range (accepted: {accepted})"), line
+    assert "\n" not in line
+    var = getattr(Settings, attr)
+    assert var.range.startswith(accepted)  # what docs/configuration.md shows is what is checked
+
+
+def test_every_number_variable_has_a_checked_range():
+    numbers = {v.name for v in variables() if v.type.startswith(("int", "float"))}
+    assert numbers == set(NUMBERS)
+
+
+def test_the_llm_client_refuses_a_concurrency_or_failure_rate_given_as_a_field_out_of_range():
+    from synix_resources.llm.factory import make_client
+
+    with pytest.raises(LLMConfigError, match=r"LLM concurrency 1000000 is out of range \(accepted: 1 to 256\)"):
+        make_client(provider="fake", concurrency=1_000_000, env={})
+    with pytest.raises(LLMConfigError, match=r"fake failure rate inf is out of range \(accepted: 0 to 1\)"):
+        make_client(provider="fake", fake_failure_rate=float("inf"), env={})

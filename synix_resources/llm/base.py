@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from synix_resources.errors import LLMError, LLMRefusal
+from synix_resources.errors import LLMConfigError, LLMError, LLMRefusal
+from synix_resources.settings import CONCURRENCY
 
 from . import mapreduce
 from .cache import ResponseCache, cache_key
@@ -58,8 +59,9 @@ class LLMClient(ABC):
                  replay: bool = False, context_tokens: int | None = None,
                  temperature: float | None = None, max_tokens: int | None = None,
                  secrets: Sequence[str] = ()):
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+        if not CONCURRENCY.holds(concurrency):
+            raise LLMConfigError(f"LLM concurrency {concurrency!r} is out of range (accepted: {CONCURRENCY.text})",
+                                 hint="set LLMResource(concurrency=…) or SYNIX_LLM_CONCURRENCY in that range")
         self.model = model
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()

@@ -13,7 +13,8 @@ import time
 from collections import Counter
 from typing import Callable, Sequence
 
-from synix_resources.errors import LLMError
+from synix_resources.errors import LLMConfigError, LLMError
+from synix_resources.settings import FAKE_FAILURE_RATE, FAKE_LATENCY_S
 
 from .base import Completion, LLMClient
 from .fake_agent import agent_answer
@@ -46,8 +47,13 @@ class FakeClient(LLMClient):
                  fail_marker: str = FAIL_400_MARKER, refuse_marker: str = REFUSE_MARKER,
                  sleep: Callable[[float], None] = time.sleep, **common):
         super().__init__(model=model, **common)
-        if not 0.0 <= failure_rate <= 1.0:
-            raise ValueError("failure_rate must be between 0 and 1")
+        if not FAKE_FAILURE_RATE.holds(failure_rate):
+            raise LLMConfigError(f"fake failure rate {failure_rate!r} is out of range "
+                                 f"(accepted: {FAKE_FAILURE_RATE.text})",
+                                 hint="set LLMResource(fake_failure_rate=…) or SYNIX_FAKE_FAILURE_RATE in that range")
+        if not FAKE_LATENCY_S.holds(latency_s):
+            raise LLMConfigError(f"fake latency {latency_s!r} s is out of range (accepted: {FAKE_LATENCY_S.text})",
+                                 hint="set LLMResource(fake_latency_s=…) or SYNIX_FAKE_LATENCY_S in that range")
         self.latency_s = latency_s
         self.failure_rate = failure_rate
         self.seed = seed
