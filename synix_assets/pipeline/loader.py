@@ -68,6 +68,9 @@ def declared(beside: str | Path, name: str) -> Declaration:
 
 def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) -> Declaration:
     path = Path(path).resolve()
+    if path.is_dir():
+        raise PipelineDefinitionError(f"pipeline file {path} is a folder, not a Python file",
+                                      hint="give the .py file that defines `pipeline`")
     if not path.is_file():
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
                                       hint="run `synix init DIR` to create one")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synix_assets.project.config import project_config
-from synix_resources.errors import ProjectNotFound
+from synix_assets.project.config import CONFIG_FILE, project_config
+from synix_resources.errors import PipelineDefinitionError, ProjectNotFound
 from synix_resources.names import MAIN, check_branch
 from synix_resources.settings import settings
 from synix_resources.store.dialect import is_postgres_url
@@ -136,16 +136,29 @@ class ProjectPaths:
 
 
 def main_pipeline_file(root: Path) -> Path:
-    configured = project_config(root).get("pipeline")
-    if isinstance(configured, str) and configured:
-        return (Path(root) / configured).resolve() if not Path(configured).is_absolute() else Path(configured)
-    return Path(root) / PIPELINE_FILE
+    """pipeline.py, or the script `.synix/config.toml` names as `pipeline` (checked: a file
+    name without NUL characters, naming no folder)."""
+    config = project_config(root)
+    if "pipeline" not in config:
+        return Path(root) / PIPELINE_FILE
+    configured = config["pipeline"]
+    where = Path(root) / ".synix" / CONFIG_FILE
+    fix = 'set it to the script that declares the pipeline, e.g. pipeline = "memory.py", or remove the line'
+    if not isinstance(configured, str) or not configured.strip():
+        raise PipelineDefinitionError(f"{where}: pipeline = {configured!r} is not a file name", hint=fix)
+    if "\x00" in configured:
+        raise PipelineDefinitionError(f"{where}: pipeline = {configured!r} holds a NUL character", hint=fix)
+    path = Path(configured) if Path(configured).is_absolute() else (Path(root) / configured).resolve()
+    if path.is_dir():
+        raise PipelineDefinitionError(f"{where}: pipeline = {configured!r} names a folder ({path}), "
+                                      "not a Python file", hint=fix)
+    return path
 
 
 def is_project(folder: Path) -> bool:
     """A folder with a pipeline.py, or the state of a pipeline declared in a script there."""
     return (folder / PIPELINE_FILE).is_file() or bool(
-        (folder / ".synix" / "config.toml").is_file() and project_config(folder).get("pipeline"))
+        (folder / ".synix" / CONFIG_FILE).is_file() and "pipeline" in project_config(folder))
 
 
 def current_branch(root: Path) -> str:
