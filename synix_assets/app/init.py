@@ -126,7 +126,7 @@ def _check_target(root: Path, force: bool) -> None:
         return
     if root.exists() and not root.is_dir():
         raise SynixError(f"{root} exists and is not a folder", hint="give a new folder")
-    if root.is_dir() and any(os.scandir(root)) and not (root / ".synix").is_dir():
+    if root.is_dir() and not _is_empty(root) and not (root / ".synix").is_dir():
         raise SynixError(f"{root} is not empty and is not a Synix project",
                          hint="give a new or empty folder, e.g. `synix init mem`")
 
@@ -141,21 +141,25 @@ def _made_by_this_call(root: Path) -> Iterator[None]:
         if folder.exists():
             break
         first_missing = folder
-    was_empty = first_missing is None and not any(os.scandir(root))
-    if first_missing is None:
-        if not was_empty:
+    if first_missing is not None:
+        with new_folder(first_missing, first_missing.parent, taken=SynixError(
+                f"{first_missing} appeared while the project was being made", hint="run `synix init` again")):
             yield
-            return
-        try:
-            yield
-        except BaseException:
-            for entry in os.listdir(root):
-                remove_inside(root / entry, root, ignore_errors=True)
-            raise
         return
-    with new_folder(first_missing, first_missing.parent, taken=SynixError(
-            f"{first_missing} appeared while the project was being made", hint="run `synix init` again")):
+    if not _is_empty(root):  # an existing project, written over with --force
         yield
+        return
+    try:
+        yield
+    except BaseException:
+        for entry in os.listdir(root):
+            remove_inside(root / entry, root, ignore_errors=True)
+        raise
+
+
+def _is_empty(folder: Path) -> bool:
+    with os.scandir(folder) as entries:
+        return next(entries, None) is None
 
 
 def _write_project(root: Path, text: str, exports, store, dagster_storage, on_skip) -> None:

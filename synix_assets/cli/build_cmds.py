@@ -32,6 +32,9 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
          store_url: str | None, dagster_storage: str | None, as_json: bool) -> None:
     """Create a project folder with a pipeline.py and your exports.
 
+    DIRECTORY must be new or empty (an existing project: --force). Nothing is left behind when
+    init fails; a link in a --from folder that leads outside it is skipped with a warning.
+
     \b
     Example:
       synix init mem --from ~/Downloads/conversations.json

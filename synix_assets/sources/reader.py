@@ -101,9 +101,7 @@ def _walk(folder: str, folder_path: Path, top: str, skip: OnSkip) -> Iterator[Pa
                 if entry.is_file(follow_symlinks=False):
                     entries.append((_SORT_KEY(name) if _SORT_KEY else name, name, False))
                 else:
-                    skip(SourceEntrySkipped(printable_path(folder_path / name),
-                                            f"{_kind(entry.stat(follow_symlinks=False).st_mode)}, "
-                                            "not a regular file"))
+                    skip(SourceEntrySkipped(printable_path(folder_path / name), _not_a_file(entry)))
     entries.sort()
     for _key, name, is_folder in entries:
         # `folder_path / name` parses only the name: cheaper than a Path from the whole string
@@ -141,6 +139,13 @@ def _link_is_read(entry: os.DirEntry, path: Path, top: str, suffixes: tuple[str,
         skip(SourceEntrySkipped(printable_path(path), f"a link to {_kind(mode)}, not a regular file"))
         return False
     return True
+
+
+def _not_a_file(entry: os.DirEntry) -> str:
+    try:
+        return f"{_kind(entry.stat(follow_symlinks=False).st_mode)}, not a regular file"
+    except OSError as exc:  # gone since the listing
+        return f"it cannot be read ({_cause(exc)})"
 
 
 def _cause(exc: OSError) -> str:
@@ -216,7 +221,10 @@ class SourceReader:
             result.files.append(str(path))
             try:
                 check_file_name(path)  # before its name reaches the store's meta keys
-                digest, summaries, skipped = self._summaries(source, path, fmt)
+                try:
+                    digest, summaries, skipped = self._summaries(source, path, fmt)
+                except (PermissionError, FileNotFoundError) as exc:  # that file only
+                    raise SourceEntrySkipped(printable_path(path), f"it cannot be read ({_cause(exc)})") from None
             except ExportFormatError as exc:
                 if strict:
                     raise

@@ -104,3 +104,29 @@ def test_run_over_exports_with_a_symlink_loop_and_an_outside_link_builds_the_res
     assert SECRET not in search.stdout
     transcripts = (tmp_path / "mem" / ".synix").rglob("*")
     assert not any(SECRET.encode() in p.read_bytes() for p in transcripts if p.is_file())
+
+
+def test_a_file_that_cannot_be_read_is_one_failed_input_and_the_others_are_scanned(tmp_path, monkeypatch):
+    from synix_assets.app.init import demo_exports, init_project
+    from synix_assets.project import ProjectPaths
+    from synix_assets.sources import reader
+
+    root = init_project(tmp_path / "mem", exports=demo_exports())
+    denied = root / "exports" / "locked.json"
+    denied.write_text("[]", encoding="utf-8")
+    real_sha = reader.file_sha256
+
+    def sha_or_denied(path):  # the test runs as root, whom chmod does not stop
+        if path == denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_sha(path)
+
+    monkeypatch.setattr(reader, "file_sha256", sha_or_denied)
+    paths = ProjectPaths(root)
+    store = paths.open_store()
+    try:
+        scan = reader.SourceReader(paths.load_pipeline(), store).scan()
+    finally:
+        store.close()
+    assert scan.failed_files == [(str(denied), f"{denied}: skipped, it cannot be read (Permission denied)")]
+    assert len(scan.summaries) == sum(len(json.loads(p.read_text())) for p in demo_exports())
