@@ -30,12 +30,12 @@ log = logging.getLogger("synix.ingest")
 _SUFFIXES = (*EXPORT_SUFFIXES, *TEXT_SUFFIXES)
 
 
+OnSkip = Callable[[SourceEntrySkipped], None]
+
+
 def export_files(path: Path, on_skip: OnSkip | None = None) -> list[Path]:
     """Every file `iter_export_files` yields, as a list."""
     return list(iter_export_files(path, on_skip))
-
-
-OnSkip = Callable[[SourceEntrySkipped], None]
 
 
 def _log_skip(skipped: SourceEntrySkipped) -> None:
