@@ -130,3 +130,23 @@ def test_a_file_that_cannot_be_read_is_one_failed_input_and_the_others_are_scann
         store.close()
     assert scan.failed_files == [(str(denied), f"{denied}: skipped, it cannot be read (Permission denied)")]
     assert len(scan.summaries) == sum(len(json.loads(p.read_text())) for p in demo_exports())
+
+
+def test_a_subfolder_that_cannot_be_listed_is_one_skipped_line_and_its_siblings_are_read(tmp_path, monkeypatch):
+    from synix_assets.sources import reader
+
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "hidden.md").write_text("x\n", encoding="utf-8")
+    (tmp_path / "open.md").write_text("y\n", encoding="utf-8")
+    real_scandir = os.scandir
+
+    def scandir(folder):  # the test runs as root, whom a 000 mode does not stop
+        if os.fspath(folder) == str(tmp_path / "private"):
+            raise PermissionError(13, "Permission denied", os.fspath(folder))
+        return real_scandir(folder)
+
+    monkeypatch.setattr(reader.os, "scandir", scandir)
+    skipped: list[SourceEntrySkipped] = []
+    assert list(iter_export_files(tmp_path, skipped.append)) == [tmp_path / "open.md"]
+    assert [s.one_line() for s in skipped] == [
+        f"{tmp_path / 'private'}: skipped, the folder cannot be listed (Permission denied)"]
