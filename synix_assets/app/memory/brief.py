@@ -78,8 +78,9 @@ def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: 
     """What an orchestrator puts in an agent's prompt, within `budget_tokens`: the core
     memory, the most recent periods/episodes, and the top hits for the query with their
     provenance. Sections are added in that order until the budget is spent. `as_of` (an
-    instant): only records dated up to then, and the hits search finds as of then. `reserved`:
-    tokens of the budget already taken (Tier 1), counted in the brief's `tokens`."""
+    instant): only records built from sources all dated up to then (see `memory_map`), and the
+    hits search finds as of then that are too. `reserved`: tokens of the budget already taken
+    (Tier 1), counted in the brief's `tokens`."""
     if not 100 <= budget_tokens <= 200_000:
         raise BadRequest(f"budget_tokens must be between 100 and 200000, got {budget_tokens}")
     check_limit(hits, "hits")
