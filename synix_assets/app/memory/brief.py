@@ -53,11 +53,12 @@ def memory_map(svc: MemoryService, branch: str, recent: int, until: str | None =
         core = []
         for l in built:
             if l["level"] == top and l["layer"] not in tier1:
-                core += [record_summary(a) | {"content": a.content}
+                found = [record_summary(a) | {"content": a.content}
                          for a in _as_of.records(r, l["layer"], 3, until)]
-                if until and not core and svc.pipeline.steps[l["layer"]].kind == "fold":
-                    core += [cp for a in r.page([l["layer"]], limit=3)[1]
+                if until and not found and svc.pipeline.steps[l["layer"]].kind == "fold":
+                    found = [cp for a in r.page([l["layer"]], limit=3)[1]
                              if (cp := _as_of.fold_checkpoint(r, a, until)) is not None]
+                core += found
         recent_by_layer = {}
         for l in built:
             if 0 < l["level"] < top and l["layer"] not in tier1:
