@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from synix_assets.app.memory import search as _search
 from synix_assets.engine.periods import built_by
 from synix_resources.fingerprints import sequence_fingerprint
 
 if TYPE_CHECKING:
     from synix_assets.app.memory.readers import Reader
+    from synix_assets.app.memory.service import MemoryService
 
 CHUNK = 50  # records read at a time while skipping the ones that took in later sources
+ROUNDS = 5  # searches again, each without the records the last one found too late
 
 
 def records(r: Reader, layer: str, limit: int, instant: str | None) -> list:
@@ -57,3 +60,21 @@ def hits(r: Reader, found: list[dict], instant: str) -> list[dict]:
     arts = {a.artifact_id: a for a in r.store.get_many([h["artifact_id"] for h in found
                                                           if h["artifact_id"] in present], outline=True)}
     return [h for h in found if h["artifact_id"] in arts and built_by(arts[h["artifact_id"]].metadata, instant)]
+
+
+def search(svc: MemoryService, query: str, *, branch: str, limit: int, instant: str) -> dict:
+    """Ranked hits on records built by `instant`. A hit on a record that took in later sources
+    hid what lies below it (altitude dedup): the search runs again without it, a few rounds at
+    most (what is left after them is still only records built by then)."""
+    exclude: set[str] = set()
+    for _ in range(ROUNDS):
+        found = _search.search(svc, query, branch=branch, layers=None, mode="fts", since=None,
+                               until=instant, limit=limit, evidence=False, exclude=exclude)
+        with svc.reader(branch) as r:
+            kept = hits(r, found["hits"], instant)
+        later = {h["artifact_id"] for h in found["hits"]} - {h["artifact_id"] for h in kept}
+        found["hits"] = kept
+        if not later:
+            break
+        exclude |= later
+    return found

@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 from synix_assets.app.memory import as_of as _as_of
-from synix_assets.app.memory.params import MAX_LIMIT, BadRequest, check_limit, record_summary
+from synix_assets.app.memory.params import BadRequest, check_limit, record_summary
 from synix_assets.app.query import NOT_BUILT_HINT
 from synix_assets.app.synapse import SYNAPSE_KINDS
 from synix_assets.engine.agent import MAP_GROUP as AGENT_MAP
@@ -116,11 +116,8 @@ def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: 
                 item["preview"], {"artifact_id": item["artifact_id"], "layer": layer})
     found = None
     if query and query.strip():
-        # as of then, hits on records that took in later sources are dropped: ask for more
-        found = svc.search(query, branch=branch, limit=min(hits * 4, MAX_LIMIT) if as_of else hits, as_of=as_of)
-        if as_of:
-            with svc.reader(branch) as r:
-                found["hits"] = _as_of.hits(r, found["hits"], as_of)[:hits]
+        found = (_as_of.search(svc, query, branch=branch, limit=hits, instant=as_of) if as_of
+                 else svc.search(query, branch=branch, limit=hits))
         for hit in found["hits"]:
             add("hit", hit["title"] or hit["artifact_id"], hit["snippet"],
                 {"artifact_id": hit["artifact_id"], "layer": hit["layer"], "score": hit["score"],
