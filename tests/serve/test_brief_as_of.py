@@ -79,6 +79,7 @@ def _check_as_of(root, brief: dict) -> None:
     # after Mar–Apr took in April's rollup, which holds the quokka talk of 3 May)
     assert core["artifact_id"] is None and core["checkpoint"] == {"position": 2, "of": 8}
     assert _group_keys(root, core["sources"]) == ["2023-01", "2023-02"]
+    assert f"## core as of {T} (its state after 2 of 8 inputs) [{', '.join(core['sources'])}]" in brief["text"]
     cited = [s["artifact_id"] for s in brief["sections"] if s["artifact_id"]] + core["sources"]
     dates = _sources_until(root, cited)
     assert dates and all(d <= T for d in dates), dates

@@ -122,11 +122,16 @@ def brief(svc: MemoryService, query: str | None, *, branch: str, budget_tokens: 
             add("hit", hit["title"] or hit["artifact_id"], hit["snippet"],
                 {"artifact_id": hit["artifact_id"], "layer": hit["layer"], "score": hit["score"],
                  "sources": hit["sources"]})
-    text = "\n\n".join(f"## {s['title']} [{s['artifact_id'] or ', '.join(s['sources'])}]\n{s['text']}"
+    text = "\n\n".join(f"## {s['title']} [{s['artifact_id'] or _span(s['sources'])}]\n{s['text']}"
                        for s in sections)
     return {"query": query, "budget_tokens": budget_tokens, "tokens": used, **({"as_of": as_of} if as_of else {}),
             "sections": sections, "text": text,
             **({"notice": found["notice"]} if found and "notice" in found else {})}
+
+
+def _span(ids: list[str]) -> str:
+    """A checkpoint's sources in its heading: all of a few, else the first and the last."""
+    return ", ".join(ids) if len(ids) <= 3 else f"{ids[0]} … {ids[-1]}"
 
 
 def _level(m: dict, layer: str) -> int:
