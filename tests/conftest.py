@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import os
+
 import pytest
 
+from tests.support import corpus
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
 DEMO = REPO / "synix_assets" / "demo"
 
 
@@ -20,6 +23,41 @@ def pytest_addoption(parser):
     parser.addoption("--update-public-surface", action="store_true", default=False,
                      help="rewrite tests/python_api/public_surface.txt from the `synix` package "
                           "instead of comparing with it (review the diff)")
+    parser.addoption("--require-corpus", action="store_true", default=False,
+                     help="fail, never skip, a test marked `corpus` (the real-data corpus "
+                          "../shared); also on when CI=true")
+
+
+_CORPUS_REQUIRED = pytest.StashKey[bool]()
+
+
+def pytest_configure(config):
+    config.stash[_CORPUS_REQUIRED] = corpus.required(dict(os.environ), config.getoption("--require-corpus"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test asking for `shared_data` is a corpus test; without the corpus each is skipped with
+    one line (first, so it is the reason shown even where a parameter list read from the corpus
+    came out empty)."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("corpus"):
+            item.add_marker(pytest.mark.corpus)
+        if item.get_closest_marker("corpus") and not corpus.present():
+            item.add_marker(pytest.mark.skip(reason=corpus.SKIP_REASON), append=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Where the corpus is required, a corpus test that did not run is a failure, whatever
+    skipped it: CI must not pass on a run that left the real data out."""
+    report = (yield).get_result()
+    if (report.skipped and not hasattr(report, "wasxfail") and item.get_closest_marker("corpus")
+            and item.config.stash[_CORPUS_REQUIRED]):
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        why = why.removeprefix("Skipped: ")
+        report.outcome = "failed"
+        report.longrepr = (f"a corpus test was skipped where the corpus is required "
+                           f"(CI=true or --require-corpus): {why}")
 
 
 @pytest.fixture(autouse=True)
@@ -35,11 +73,11 @@ def _isolated_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path_factory.mktemp("dagster_home_unused")))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"test data folder {SHARED_DATA} is missing (../shared/data beside the repo)")
-    return SHARED_DATA
+    """../shared/data; asking for it marks the test `corpus` (skipped on a clone alone, a failure
+    under CI), so a new test reading the real data gets that by using this fixture."""
+    return corpus.DATA
 
 
 def _make_claude_export(path: Path, conversations: list[dict]) -> Path:

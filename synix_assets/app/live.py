@@ -119,13 +119,17 @@ class TenantServices:
     # ---- the brief ---------------------------------------------------------------------
 
     def brief(self, tenant: str, query: str | None = None, *, budget_tokens: int = 2000, hits: int = 5,
-              sessions: int = RECENT_SESSIONS, turns: int = RECENT_TURNS, as_of: str | None = None) -> dict:
+              sessions: int = RECENT_SESSIONS, turns: int = RECENT_TURNS, as_of: str | None = None,
+              session: str | None = None) -> dict:
         """Within `budget_tokens`: the recent turns of the sessions not built yet (open, or closed
         and waiting in the outbox; newest first, at most half the budget), so an agent sees what
         was said a minute ago even while the model is down, then the built memory's brief (core,
         recent rollups/episodes, hits with provenance) in the rest. `as_of` (ISO date/time):
-        what the memory held then (no unbuilt sessions: those are now's)."""
+        what the memory held then (no unbuilt sessions: those are now's). `session`: Tier 1's
+        session (a memory with a working window), default the latest."""
         at = as_of_instant(as_of)
+        if session is not None:
+            check_session_id(session)
         inbox = self.inboxes.get(tenant)
         live, blocks, live_tokens = [], [], 0
         for info in ([] if at else inbox.unbuilt_sessions(limit=sessions)):
@@ -147,11 +151,11 @@ class TenantServices:
         notice = None
         room = max(100, budget_tokens - live_tokens)
         try:  # Tier 1 (the inbox's and the built layers') comes within the memory's brief
-            memory = self.memory(tenant).brief(query, budget_tokens=room, hits=hits, as_of=at)
+            memory = self.memory(tenant).brief(query, budget_tokens=room, hits=hits, as_of=at, session=session)
             tier1 = memory.pop("tier1", None)
         except ArtifactNotFound as exc:  # nothing built yet: the live turns are the whole brief
             notice = exc.one_line()
-            tier1 = brief_tier1(self.home.paths(tenant), as_of=at)
+            tier1 = brief_tier1(self.home.paths(tenant), session, as_of=at)
             used = fit_tier1(tier1, room) if tier1 else 0
             memory = {"sections": [], "text": tier1["text"] if tier1 else "", "tokens": used}
         text = "\n\n".join(part for part in (memory.get("text", ""), *blocks) if part)

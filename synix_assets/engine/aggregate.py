@@ -7,7 +7,7 @@ from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store
                                           make_request, merged_pii, prompt_failed, record_of)
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
-from synix_assets.engine.periods import period_of
+from synix_assets.engine.periods import period_of, sources_until
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, date_of, version_changed
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import PromptError
@@ -103,8 +103,9 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             return call_prompt(step, recs, group)
 
         dates = [str(a.metadata.get("meta.time.created_at") or "") for a in members if a.metadata.get("meta.time.created_at")]
+        ends = [d for d in (sources_until(a.metadata) for a in members) if d]
         meta = {"meta.time.created_at": min(dates) if dates else None,
-                "meta.time.last_at": max(dates) if dates else None,
+                "meta.time.last_at": max(ends) if ends else None,
                 "meta.time.period" if step.config["period"] else "meta.custom.topic": w.group_key,
                 "meta.chat.conversation_count": len(members),
                 "meta.step.version_hash": ctx.version(layer)}

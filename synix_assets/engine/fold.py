@@ -10,6 +10,7 @@ from __future__ import annotations
 from synix_assets.engine.llm_step import apply_pii, failure_flags, call_prompt, make_request, merged_pii, record_of
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
+from synix_assets.engine.periods import sources_until
 from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
 from synix_assets.pipeline import builtin_prompts
 from synix_assets.pipeline.records import Record
@@ -142,7 +143,7 @@ class _Folder:
                 audit["reduced_inputs"] = self.reduced
         dates = [str(a.metadata.get("meta.time.created_at")) for a in arts if a.metadata.get("meta.time.created_at")]
         meta = {"meta.time.created_at": min(dates) if dates else None,
-                "meta.time.last_at": max(str(a.metadata.get("meta.time.last_at") or a.metadata.get("meta.time.created_at") or "") for a in arts) or None,
+                "meta.time.last_at": max((sources_until(a.metadata) or "" for a in arts), default="") or None,
                 "meta.step.sequence": len(arts), "meta.step.resumed_from": start,
                 "meta.step.version_hash": self.version, "meta.custom.groups": [a.group_key for a in arts],
                 "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model}

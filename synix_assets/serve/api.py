@@ -100,7 +100,7 @@ def context(request: Request, branch: str = BRANCH) -> dict:
 def brief(request: Request, query: str | None = None,
           budget_tokens: int = Query(2000, ge=100, le=200_000),
           hits: int = Query(5, ge=1, le=MAX_LIMIT), branch: str = BRANCH,
-          as_of: str | None = Query(None, description="ISO date/time: what the memory held then (records dated up to then, Tier 1 as it stood)."),
+          as_of: str | None = Query(None, description="ISO date/time: what the memory held then (records built from sources all dated up to then, Tier 1 as it stood)."),
           session: str | None = Query(None, description="Tier 1's session (synapse); default the latest.")) -> dict:
     return memory_for(request, branch).brief(query, branch=branch, budget_tokens=budget_tokens,
                                              hits=hits, as_of=as_of, session=session)

@@ -88,8 +88,9 @@ def live_api(services: TenantServices) -> FastAPI:
     @app.get("/v1/tenants/{tenant}/brief")
     def brief(tenant: str, query: str | None = None,
               budget_tokens: int = Query(2000, ge=100, le=200_000), hits: int = Query(5, ge=1, le=200),
-              as_of: str | None = None):
-        return services.brief(tenant, query, budget_tokens=budget_tokens, hits=hits, as_of=as_of)
+              as_of: str | None = None, session: str | None = None):
+        return services.brief(tenant, query, budget_tokens=budget_tokens, hits=hits, as_of=as_of,
+                              session=session)
 
     @app.exception_handler(SynixError)
     async def synix_error(request: Request, exc: SynixError):

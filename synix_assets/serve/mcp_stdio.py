@@ -3,9 +3,10 @@
 The SDK's stdio transport hands a line it cannot parse or validate to the server as an
 exception, which the server drops: a client that wrote malformed JSON, a batch, an id that is an
 object, a float or a bool, or a lone surrogate in its arguments (JSON can spell one as `\\ud800`)
-waited forever. `check_line` reads each line first and answers those itself — -32700 when the
-line is not JSON, -32600 when it is not a valid request, -32602 when its params are not — so only
-lines the SDK's own parser accepts reach it. Notifications and responses never get an answer
+waited forever; a lone surrogate in the id killed the server (the answer echoing it could not
+be written), so that id is answered as null. `check_line` reads each line first and answers
+those itself — -32700 when the line is not JSON, -32600 when it is not a valid request, -32602
+when its params are not — so only lines the SDK's own parser accepts reach it. Notifications and responses never get an answer
 (JSON-RPC forbids one); a bad one is logged and dropped.
 """
 from __future__ import annotations
@@ -94,6 +95,10 @@ def check_line(raw: bytes) -> tuple[str | None, types.JSONRPCError | None]:
 
 def _check_message(data: dict, text: str) -> tuple[str | None, types.JSONRPCError | None]:
     request_id = data.get("id")
+    if isinstance(request_id, str) and not is_valid_text(request_id):
+        # An answer echoing it could not be written as UTF-8 (the write killed the server); an
+        # id that cannot be read back is null in the answer, as JSON-RPC says.
+        request_id = None
     is_request = "id" in data and "method" in data
     is_reply = "method" not in data and ("result" in data or "error" in data)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Iterable
+from typing import Collection, Iterable
 
 import sqlite_utils
 
@@ -136,7 +136,8 @@ class SearchIndex:
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
                per: str = "artifact", leaves: bool = False, period: str | None = None,
-               conversation: str | None = None, dates: bool = True) -> SearchResults:
+               conversation: str | None = None, dates: bool = True,
+               exclude: Collection[str] = ()) -> SearchResults:
         """Ranked hits for `query`.
 
         `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
@@ -157,11 +158,13 @@ class SearchIndex:
         each conversation happened): the same search restricted to each period (padded by a
         few days) is fused ahead of the plain ranking; hits keep their own scores. `dates=False`
         ranks by the words alone (the raw-RAG baseline, which has no pipeline's dates to use).
+        `exclude`: artifact ids ranked as if not indexed (a brief as of a date leaves out the
+        records that took in later sources, and what lies below them surfaces).
         """
         return self._reader.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
                                    since=since, until=until, source=source, per=per,
                                    leaves=leaves, period=period, conversation=conversation,
-                                   dates=dates)
+                                   dates=dates, exclude=exclude)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:

@@ -8,7 +8,7 @@ import json
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Collection, Iterable, Iterator
 
 from synix_resources.errors import SearchError
 from synix_resources.search import fusion
@@ -60,7 +60,8 @@ class IndexReader:
                exact: bool = False, limit: int = 10, since: str | None = None,
                until: str | None = None, source: str | None = None,
                per: str = "artifact", leaves: bool = False, period: str | None = None,
-               conversation: str | None = None, dates: bool = True) -> SearchResults:
+               conversation: str | None = None, dates: bool = True,
+               exclude: Collection[str] = ()) -> SearchResults:
         """`SearchIndex.search`."""
         if mode not in MODES:
             raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
@@ -79,7 +80,7 @@ class IndexReader:
             parsed = parse_query(query)
             dedup = layer_list is None and not leaves
             scored, used, notice = self._scored(parsed, mode, filters, restrict=None)
-            hits = self._group(scored, parsed, per, limit, dedup)
+            hits = self._group(scored, parsed, per, limit, dedup, exclude)
             periods = named_periods(query) if dates and not (since or until or period) else []
             if periods and scored:
                 # the same ranking kept to each named period (padded); its hits are preferred
@@ -89,7 +90,7 @@ class IndexReader:
                     inside = self.rows.filter_units(
                         ids, dataclasses.replace(filters, since=lo, until=hi), hidden)
                     dated += self._group([(uid, sc) for uid, sc in scored if uid in inside],
-                                         parsed, per, limit, dedup)
+                                         parsed, per, limit, dedup, exclude)
                 hits = prefer_dated(hits, dated, per, limit)
             return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
 
@@ -176,12 +177,18 @@ class IndexReader:
         return scored, used, notice
 
     def _group(self, scored: list[tuple[int, float]], parsed: ParsedQuery, per: str,
-               limit: int, dedup: bool) -> list[Hit]:
-        """Unit scores → hits: best unit per artifact (or every unit), altitude dedup."""
+               limit: int, dedup: bool, exclude: Collection[str] = ()) -> list[Hit]:
+        """Unit scores → hits: best unit per artifact (or every unit), altitude dedup; the
+        artifacts in `exclude` are no candidates (so they hide nothing below them either)."""
         if not scored:
             return []
         unit_rows = self.rows.unit_rows([uid for uid, _ in scored])
         doc_of = {uid: r["doc_id"] for uid, r in unit_rows.items()}
+        if exclude:
+            heads = self.rows.doc_heads(set(doc_of.values()))
+            scored = [(uid, sc) for uid, sc in scored if heads[doc_of[uid]]["artifact_id"] not in exclude]
+            if not scored:
+                return []
         if per == "artifact":
             picked = fusion.aggregate_by_doc(scored, doc_of)
         else:

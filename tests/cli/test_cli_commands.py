@@ -264,6 +264,24 @@ def test_runs_list_and_detail(built):
     clean_error(invoke("runs", "ffffffffffff", cwd=root), "no run")
 
 
+def test_run_detail_in_text_mode_prints_its_layers_and_exits_zero(built):
+    root, first = built
+    result = invoke("runs", first["run_id"][:10], cwd=root)
+    assert result.exit_code == 0, result.output
+    assert f"run {first['run_id']}" in result.stdout and "episodes" in result.stdout
+
+
+def test_run_detail_in_text_mode_lists_each_failed_partition():
+    from rich.console import Console
+
+    from synix_assets.cli.render import run_details
+    out = Console(record=True, width=200)
+    run_details(out, {"run_id": "r1", "status": "failed", "started_at": "2026-01-01T00:00:00",
+                      "finished_at": None, "layers": {"episodes": {"built": 1, "failed": 1}},
+                      "failures": [{"layer": "episodes", "partition": "c-7", "error": "the prompt raised"}]})
+    assert "failed episodes/c-7: the prompt raised" in out.export_text()
+
+
 def test_project_option_on_group_and_command(built, tmp_path):
     root, _ = built
     a = as_json(invoke("-p", str(root), "status", "--json", cwd=tmp_path))

@@ -213,3 +213,27 @@ def test_tenant_delete_forgets_everything_and_its_token_stops_working(tmp_path):
             assert b"ZEBRA-SECRET" not in path.read_bytes(), path
     again = synix("tenant", "delete", "gone", "--home", str(home), "--json", check=False)
     assert again.returncode != 0 and "no tenant 'gone'" in again.stderr
+
+
+def test_a_tenant_brief_gives_tier1_of_the_session_the_request_names(tmp_path):
+    home = tmp_path / "h"
+    token = create_tenant(home, "win")
+    pipeline = home / "tenants" / "win" / "pipeline.py"
+    text = pipeline.read_text()
+    assert 'pipeline.source("live", kind="live")' in text
+    pipeline.write_text(text.replace('pipeline.source("live", kind="live")',
+                                     'pipeline.source("live", kind="live", window=4)'))
+    server = HomeServer(home, tmp_path / "serve.log", env={**ENV, "SYNIX_LIVE_IDLE_MINUTES": "60"})
+    try:
+        for sid, said in (("first", "I live in Porto"), ("second", "I live in Oslo")):
+            assert call(server.port, "POST", "/v1/tenants/win/ingest", token,
+                        {"session_id": sid, "turns": _turns(said, "Noted")})[0] == 200
+        latest = call(server.port, "GET", "/v1/tenants/win/brief", token)[1]
+        named = call(server.port, "GET", "/v1/tenants/win/brief?session=first", token)[1]
+        bad = call(server.port, "GET", "/v1/tenants/win/brief?session=a%0Ab", token)
+    finally:
+        server.stop()
+    assert latest["tier1"]["session_id"] == "second"
+    assert named["tier1"]["session_id"] == "first"
+    assert [t["content"] for t in named["tier1"]["working_memory"]] == ["I live in Porto", "Noted"]
+    assert bad[0] == 400 and "session" in bad[1]["error"]

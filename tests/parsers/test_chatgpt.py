@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import logging
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from synix_assets.parsers.detect import iter_conversations, parse_file
 from synix_assets.parsers.model import ParseReport
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = corpus.DATA
 CHATGPT = DATA / "chatgpt"
 TREE = CHATGPT / "librechat__chatgpt-tree.json"
 EXPORT = CHATGPT / "librechat__chatgpt-export.json"
@@ -30,6 +30,7 @@ PKUPPENS = CHATGPT / "pkuppens-my_chat_gpt__history_download_conversations.json"
     # 1,560 messages − 192 empty system messages − 9 off-branch (4 regenerations + …) → 1,359.
     (PKUPPENS, 192, 1359),
 ])
+@pytest.mark.corpus
 def test_real_chatgpt_files_give_expected_conversation_and_message_counts(path, conversations, messages):
     convs, report = parse_file(path)
     assert report.format == "chatgpt"
@@ -39,6 +40,7 @@ def test_real_chatgpt_files_give_expected_conversation_and_message_counts(path, 
     assert report.bytes == path.stat().st_size
 
 
+@pytest.mark.corpus
 def test_tree_file_resolves_both_branch_points_to_the_current_branch():
     [conv] = parse_file(TREE)[0]
     texts = [m.text for m in conv.messages]
@@ -53,11 +55,13 @@ def test_tree_file_resolves_both_branch_points_to_the_current_branch():
     assert "current_node_fallback" not in conv.metadata
 
 
+@pytest.mark.corpus
 def test_hidden_system_messages_are_dropped():
     [conv] = parse_file(TREE)[0]
     assert all(m.role != "system" for m in conv.messages)
 
 
+@pytest.mark.corpus
 def test_tool_chain_is_rendered_readably():
     convs, _ = parse_file(EXPORT)
     web = next(c for c in convs if "Web Search" in (c.title or ""))
@@ -70,6 +74,7 @@ def test_tool_chain_is_rendered_readably():
     assert "【" in web.transcript()  # \u3010 escapes decoded
 
 
+@pytest.mark.corpus
 def test_pkuppens_old_format_uses_id_decodes_escapes_and_renders_errors_and_plugins():
     convs, _ = parse_file(PKUPPENS)
     assert len({c.conversation_id for c in convs}) == 192
@@ -86,12 +91,14 @@ def test_pkuppens_old_format_uses_id_decodes_escapes_and_renders_errors_and_plug
     assert all(c.created_at and c.created_at.endswith("Z") for c in convs)
 
 
+@pytest.mark.corpus
 def test_epoch_times_become_utc_iso_strings():
     [conv] = parse_file(TREE)[0]
     assert (conv.created_at, conv.updated_at) == ("2024-05-01T17:37:11Z", "2024-05-01T17:37:40Z")
     assert all(m.created_at and len(m.created_at) == 20 for m in conv.messages)
 
 
+@pytest.mark.corpus
 def test_transcript_is_numbered_and_deterministic():
     first = parse_file(TREE)[0][0]
     second = parse_file(TREE)[0][0]

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from synix_assets.parsers.detect import parse_file
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = corpus.DATA
 SIMONW = DATA / "claude" / "simonw-claude-to-sqlite__tests_artifacts.json"
 NOW2AI = DATA / "claude" / "now2ai-claude-export-processor__data_conversations__PROCESSED.json"
 
@@ -17,6 +17,7 @@ NOW2AI = DATA / "claude" / "now2ai-claude-export-processor__data_conversations__
     (SIMONW, 1, 20, 0),   # 10 human + 10 assistant, old text-only format
     (NOW2AI, 1, 12, 1),   # conversation 1 has 12 messages; conversation 2 is empty
 ])
+@pytest.mark.corpus
 def test_real_claude_files_give_expected_conversation_and_message_counts(path, conversations, messages, skipped):
     convs, report = parse_file(path)
     assert report.format == "claude"
@@ -24,6 +25,7 @@ def test_real_claude_files_give_expected_conversation_and_message_counts(path, c
     assert sum(c.message_count for c in convs) == messages
 
 
+@pytest.mark.corpus
 def test_out_of_order_simonw_messages_are_sorted_with_human_first_ties():
     [conv] = parse_file(SIMONW)[0]
     stamps = [m.created_at for m in conv.messages]
@@ -36,6 +38,7 @@ def test_out_of_order_simonw_messages_are_sorted_with_human_first_ties():
     assert conv.messages[later].created_at == conv.messages[later + 1].created_at
 
 
+@pytest.mark.corpus
 def test_old_format_artifacts_and_thinking_are_handled_and_files_listed():
     [conv] = parse_file(SIMONW)[0]
     text = conv.transcript()
@@ -46,6 +49,7 @@ def test_old_format_artifacts_and_thinking_are_handled_and_files_listed():
     assert not conv.messages[1].text.startswith(" ")  # leading space of assistant text stripped
 
 
+@pytest.mark.corpus
 def test_wrapped_now2ai_file_is_read_and_its_empty_conversation_skipped():
     convs, report = parse_file(NOW2AI)
     assert [c.conversation_id for c in convs] == ["a0ac6e43-77dc-434a-8749-49ddc9bad978"]
@@ -55,6 +59,7 @@ def test_wrapped_now2ai_file_is_read_and_its_empty_conversation_skipped():
     assert [m.created_at for m in conv.messages] == sorted(m.created_at for m in conv.messages)
 
 
+@pytest.mark.corpus
 def test_content_blocks_tool_lines_and_attachment_text():
     [conv] = parse_file(NOW2AI)[0]
     text = conv.transcript()

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+import pytest
 
 from synix_assets.parsers.detect import detect_format, parse_file
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = corpus.DATA
 SAMPLE = DATA / "claude-code" / "polylogue__claude-normalization-main__SYNTHETIC.jsonl"
 
 
+@pytest.mark.corpus
 def test_sample_gives_two_sessions_with_expected_message_counts():
     convs, report = parse_file(SAMPLE)
     assert detect_format(SAMPLE) == "claude-code"
@@ -22,6 +25,7 @@ def test_sample_gives_two_sessions_with_expected_message_counts():
     assert (report.conversations, report.messages, report.skipped) == (2, 8, [])
 
 
+@pytest.mark.corpus
 def test_duplicate_uuid_keeps_first_and_meta_sidechain_queue_lines_are_ignored():
     main = next(c for c in parse_file(SAMPLE)[0] if c.conversation_id == "claude-normalization-main")
     text = main.transcript()
@@ -34,6 +38,7 @@ def test_duplicate_uuid_keeps_first_and_meta_sidechain_queue_lines_are_ignored()
     assert main.metadata["duplicate_uuids"] == 1
 
 
+@pytest.mark.corpus
 def test_parent_chain_is_followed_through_meta_lines_and_blocks_rendered():
     main = next(c for c in parse_file(SAMPLE)[0] if c.conversation_id == "claude-normalization-main")
     assert [m.role for m in main.messages] == ["user", "assistant", "tool", "user", "assistant", "tool"]

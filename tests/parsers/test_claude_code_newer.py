@@ -8,9 +8,12 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from synix_assets.parsers.detect import parse_file
+import pytest
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "claude-code"
+from synix_assets.parsers.detect import parse_file
+from tests.support import corpus
+
+DATA = corpus.DATA / "claude-code"
 PRIVATE = DATA / "codemie-ai-codemie-code__tests_integration_session_fixtures_claude_-tmp-private_4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"
 SESSION = DATA / "codemie-ai-codemie-code__tests_integration_session_fixtures_session-9eda1058.jsonl"
 SUBAGENT = DATA / "codemie-ai-codemie-code__tests_integration_session_fixtures_claude_incremental-subagents_turn-2_subagents_agent-a485154.jsonl"
@@ -24,6 +27,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.corpus
 def test_one_api_response_over_several_lines_is_one_assistant_message():
     [conv], report = parse_file(PRIVATE)
     roles = Counter(m.role for m in conv.messages)
@@ -34,6 +38,7 @@ def test_one_api_response_over_several_lines_is_one_assistant_message():
     assert conv.metadata["dropped_messages"] == 0
 
 
+@pytest.mark.corpus
 def test_replies_parented_on_system_lines_keep_the_whole_session_and_other_sessions_summaries_are_not_its_title():
     [conv], report = parse_file(SESSION)
     assert report.skipped == []  # the 16 summary lines no longer make an "unknown-session"
@@ -53,6 +58,7 @@ def test_replies_parented_on_system_lines_keep_the_whole_session_and_other_sessi
     assert _tools(conv.transcript()) == {"Task": 2, "Write": 1}
 
 
+@pytest.mark.corpus
 def test_a_subagent_transcript_is_its_own_conversation_with_every_parallel_tool_result():
     [conv], report = parse_file(SUBAGENT)
     parent = "e9fb405b-169f-40eb-9396-7e75076f045d"

@@ -11,8 +11,9 @@ import pytest
 
 from synix_assets.parsers.detect import detect_format, iter_conversations, parse_file
 from synix_resources.errors import ExportFormatError
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "codex-cli"
+DATA = corpus.DATA / "codex-cli"
 CLI = DATA / ("codemie-ai-codemie-code__tests_integration_metrics_fixtures_codex_sessions_2026_01_02_"
               "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl")
 DESKTOP = DATA / ("codemie-ai-codemie-code__src_agents_plugins_codex___tests___fixtures_"
@@ -24,6 +25,7 @@ def _tools(text: str) -> Counter:
     return Counter(re.findall(r"\[tool use: (\w+)\]", text))
 
 
+@pytest.mark.corpus
 def test_cli_rollout_is_one_session_with_one_typed_prompt_and_its_git_and_model():
     [conv], report = parse_file(CLI)
     assert detect_format(CLI) == "codex-cli" and report.format == "codex-cli"
@@ -43,6 +45,7 @@ def test_cli_rollout_is_one_session_with_one_typed_prompt_and_its_git_and_model(
     assert counted["encrypted reasoning"] == 2 and counted["token_count"] == 6
 
 
+@pytest.mark.corpus
 def test_cli_rollout_that_stops_mid_turn_keeps_calls_results_and_readable_reasoning():
     [conv], report = parse_file(CLI)
     assert (report.conversations, report.messages, report.skipped) == (1, 7, [])
@@ -57,6 +60,7 @@ def test_cli_rollout_that_stops_mid_turn_keeps_calls_results_and_readable_reason
     assert conv.messages[-1].role == "tool"  # no answer was ever written
 
 
+@pytest.mark.corpus
 def test_desktop_rollout_takes_its_prompts_from_user_message_events():
     [conv], report = parse_file(DESKTOP)
     users = [m for m in conv.messages if m.role == "user"]

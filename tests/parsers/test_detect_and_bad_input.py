@@ -10,9 +10,10 @@ import pytest
 from synix_assets.parsers.detect import detect_format, iter_conversations, parse_file
 from synix_assets.parsers.model import ParseReport
 from synix_resources.errors import ExportFormatError
+from tests.support import corpus
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / ".." / "shared" / "data"
+DATA = corpus.DATA
 DEMO = REPO / "synix_assets" / "demo"
 
 
@@ -34,6 +35,7 @@ def _conv(conv_id: str, text: str = "hello") -> dict:
     (DATA / "claude" / "now2ai-claude-export-processor__data_conversations__PROCESSED.json", "claude"),
     (DATA / "claude-code" / "polylogue__claude-normalization-main__SYNTHETIC.jsonl", "claude-code"),
 ])
+@pytest.mark.corpus
 def test_detect_format_recognises_each_real_file(path, expected):
     assert detect_format(path) == expected
 
@@ -96,6 +98,7 @@ def test_unknown_json_format_is_rejected(tmp_path):
     _assert_one_line_error(path, "unknown export format")
 
 
+@pytest.mark.corpus
 def test_real_locomo_file_is_an_unknown_export_format():
     _assert_one_line_error(DATA / "locomo" / "locomo10-dev-conv0-4.json", "unknown export format")
 
@@ -129,6 +132,7 @@ def test_invalid_utf8_deep_in_a_big_file_is_rejected(tmp_path):
     _assert_one_line_error(path, "not valid UTF-8")
 
 
+@pytest.mark.corpus
 def test_truncated_jsonl_is_rejected(tmp_path):
     src = (DATA / "claude-code" / "polylogue__claude-normalization-main__SYNTHETIC.jsonl").read_bytes()
     path = tmp_path / "session.jsonl"

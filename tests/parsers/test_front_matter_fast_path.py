@@ -2,13 +2,13 @@
 SafeLoader gives, or hands the front matter to PyYAML; and it does read Obsidian's shapes."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from synix_assets.parsers import frontmatter
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "notes-obsidian"
+DATA = corpus.DATA / "notes-obsidian"
 
 CASES = [
     "title: Hello\n", "date: 2023-09-12\n", "date: 2023-9-12\n", "date: 2023-02-30\n",
@@ -43,6 +43,7 @@ def test_front_matter_reads_the_same_with_and_without_the_fast_path(front, monke
     assert fast == _outcome(text)
 
 
+@pytest.mark.corpus
 def test_obsidian_property_shapes_are_read_without_pyyaml():
     texts = [p.read_text(encoding="utf-8") for p in sorted(DATA.iterdir())]
     fronts = [text[b[0]:b[1]] for text in texts if (b := frontmatter.front_bounds(text))]

@@ -13,13 +13,15 @@ from synix_assets.parsers.detect import detect_format, iter_conversations, parse
 from synix_assets.sources.model import summarise
 from synix_assets.sources.reader import dedupe
 from synix_resources.errors import ExportFormatError
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "gemini-cli"
+DATA = corpus.DATA / "gemini-cli"
 SESSION = DATA / "codemie-ai-codemie-code__tests_integration_metrics_fixtures_gemini_session-2025-12-01T21-45-5b959dae.json"
 LOGS = DATA / "codemie-ai-codemie-code__tests_integration_metrics_fixtures_gemini_logs.json"
 SID = "5b959dae-8655-4cd1-b10f-720b8c336ea2"
 
 
+@pytest.mark.corpus
 def test_recording_is_one_session_with_three_prompts_and_eleven_answers():
     [conv], report = parse_file(SESSION)
     assert detect_format(SESSION) == "gemini-cli" and conv.source_format == "gemini-cli"
@@ -34,6 +36,7 @@ def test_recording_is_one_session_with_three_prompts_and_eleven_answers():
     assert conv.messages[0].message_id == "aa4e1408-dfa9-4337-8768-70d6d3f17129"
 
 
+@pytest.mark.corpus
 def test_recording_keeps_every_tool_call_and_result_and_thoughts_out_of_the_text():
     [conv], _ = parse_file(SESSION)
     text = conv.transcript()
@@ -48,6 +51,7 @@ def test_recording_keeps_every_tool_call_and_result_and_thoughts_out_of_the_text
     assert not any(t.split(": ", 1)[0] in text for t in thoughts[:3])
 
 
+@pytest.mark.corpus
 def test_prompt_log_is_the_session_prompts_and_the_merge_prefers_the_recording():
     [log], report = parse_file(LOGS)
     assert detect_format(LOGS) == "gemini-cli" and report.format == "gemini-cli"

@@ -10,8 +10,9 @@ import pytest
 from synix_assets.parsers.detect import FORMATS, detect_format, parse_file
 from synix_assets.sources.reader import export_files
 from synix_resources.errors import ExportFormatError
+from tests.support import corpus
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = corpus.DATA
 ALL_FILES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name != "README.md")
 # folders whose files are a format this branch reads, and the name of that format
 KNOWN = {"chatgpt": "chatgpt", "claude": "claude", "claude-code": "claude-code",
@@ -20,6 +21,7 @@ KNOWN = {"chatgpt": "chatgpt", "claude": "claude", "claude-code": "claude-code",
 
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name[-40:]}")
+@pytest.mark.corpus
 def test_every_shared_file_is_its_own_format_or_refused_never_another_one(path):
     folder = path.parent.name
     expected = KNOWN.get(folder) or (folder if folder in FORMATS else None)
@@ -41,20 +43,20 @@ def _copy(src: Path, dest: Path) -> Path:
 
 
 @pytest.fixture
-def history(tmp_path) -> Path:
+def history(tmp_path, shared_data) -> Path:
     """A folder laid out as the tools lay theirs out, all mixed together."""
     root = tmp_path / "history"
-    codex = next((DATA / "codex-cli").glob("*T18-39-45*"))
+    codex = next((shared_data / "codex-cli").glob("*T18-39-45*"))
     _copy(codex, root / "codex" / "2026" / "01" / "02" / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl")
     gemini = root / "gemini" / "fb8e242a" / "chats"
-    _copy(next((DATA / "gemini-cli").glob("*session-*")), gemini / "session-2025-12-01T21-45-5b959dae.json")
-    _copy(next((DATA / "gemini-cli").glob("*logs.json")), gemini.parent / "logs.json")
+    _copy(next((shared_data / "gemini-cli").glob("*session-*")), gemini / "session-2025-12-01T21-45-5b959dae.json")
+    _copy(next((shared_data / "gemini-cli").glob("*logs.json")), gemini.parent / "logs.json")
     claude = root / "claude" / "-tmp-private"
-    _copy(next((DATA / "claude-code").glob("*9eda1058*")), claude / "9eda1058.jsonl")
-    _copy(next((DATA / "claude-code").glob("*agent-a485154*")), claude / "e9fb405b" / "subagents" / "agent-a485154.jsonl")
-    _copy(DATA / "chatgpt" / "librechat__chatgpt-tree.json", root / "conversations.json")
+    _copy(next((shared_data / "claude-code").glob("*9eda1058*")), claude / "9eda1058.jsonl")
+    _copy(next((shared_data / "claude-code").glob("*agent-a485154*")), claude / "e9fb405b" / "subagents" / "agent-a485154.jsonl")
+    _copy(shared_data / "chatgpt" / "librechat__chatgpt-tree.json", root / "conversations.json")
     (root / ".hidden").mkdir()
-    _copy(DATA / "chatgpt" / "librechat__chatgpt-tree.json", root / ".hidden" / "old.json")
+    _copy(shared_data / "chatgpt" / "librechat__chatgpt-tree.json", root / ".hidden" / "old.json")
     (root / "notes.txt").write_text("a note beside the sessions")
     (root / "settings.toml").write_text("not an export nor a note")
     return root

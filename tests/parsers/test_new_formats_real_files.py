@@ -2,15 +2,15 @@
 to the counts and fields its README states, and every shared file is detected as its own format."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from synix_assets.parsers.detect import FORMATS, detect_format, parse_file
 from synix_resources.errors import ExportFormatError
+from tests.support import corpus
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / ".." / "shared" / "data"
+pytestmark = pytest.mark.corpus
+DATA = corpus.DATA
 FOLDER_FORMAT = {"chatgpt": "chatgpt", "claude": "claude", "claude-code": "claude-code",
                  "openwebui": "openwebui", "copilot-chat": "copilot-chat", "cursor": "cursor",
                  "notes-obsidian": "notes", "codex-cli": "codex-cli", "gemini-cli": "gemini-cli"}

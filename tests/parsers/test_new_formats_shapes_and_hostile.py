@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -193,8 +192,8 @@ def test_specstory_and_notes_are_never_taken_for_each_other(tmp_path):
         list(iter_conversations(session, "notes"))
 
 
-def test_a_mixed_folder_reads_every_format_and_names_notes_by_their_path(tmp_path):
-    data = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+def test_a_mixed_folder_reads_every_format_and_names_notes_by_their_path(tmp_path, shared_data):
+    data = shared_data
     folder = tmp_path / "exports"
     (folder / "vault" / "Daily").mkdir(parents=True)
     (folder / "vault" / ".obsidian").mkdir()

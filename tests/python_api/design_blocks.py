@@ -11,11 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.corpus import DATA, DESIGN
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-CHATGPT = SHARED / "data" / "chatgpt" / "pkuppens-my_chat_gpt__history_download_conversations.json"
-CLAUDE = SHARED / "data" / "claude" / "simonw-claude-to-sqlite__tests_artifacts.json"
-LOCOMO = SHARED / "data" / "locomo" / "locomo10-dev-conv0-4.json"
+CHATGPT = DATA / "chatgpt" / "pkuppens-my_chat_gpt__history_download_conversations.json"
+CLAUDE = DATA / "claude" / "simonw-claude-to-sqlite__tests_artifacts.json"
+LOCOMO = DATA / "locomo" / "locomo10-dev-conv0-4.json"
 
 # Runs the script file argv[1] as __main__, echoing the value of each expression statement.
 DRIVER = r'''
@@ -34,7 +35,7 @@ for node in ast.parse(source, path).body:
 
 
 def design_text() -> str:
-    (doc,) = sorted((SHARED / "design").glob("000_*"))
+    (doc,) = sorted(DESIGN.glob("000_*"))
     return doc.read_text(encoding="utf-8")
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.python_api.design_blocks import (CHATGPT, CLAUDE, EXPORTS, REPO, block, run_script,
                                             small_locomo)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.corpus]
 
 # The prompt the design names but never writes, and the two improved ones of §4.5 and §8.4.
 MISSING_PROMPTS = '''

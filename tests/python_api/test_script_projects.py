@@ -42,6 +42,7 @@ def folder(tmp_path) -> Path:
     return root
 
 
+@pytest.mark.corpus
 def test_a_scripts_state_lives_next_to_it_and_relative_paths_resolve_there_not_in_the_cwd(folder, tmp_path):
     (folder / "memory.py").write_text(SCRIPT + "report = pipeline.run()\nprint('BUILT', report.total('built'))\n")
     elsewhere = tmp_path / "elsewhere"
@@ -59,6 +60,7 @@ def test_a_scripts_state_lives_next_to_it_and_relative_paths_resolve_there_not_i
     assert json.loads(stats.stdout)["steps"]["summaries"]["records"] > 150
 
 
+@pytest.mark.corpus
 def test_dagster_builds_the_scripts_pipeline_through_its_definitions(folder):
     (folder / "memory.py").write_text(SCRIPT + "print(pipeline.plan().steps)\n")
     proc = subprocess.run([sys.executable, str(folder / "memory.py")], env=_env(), capture_output=True,
@@ -78,6 +80,7 @@ def test_dagster_builds_the_scripts_pipeline_through_its_definitions(folder):
     assert synix.open(folder).stats()["steps"]["summaries"]["records"] > 150
 
 
+@pytest.mark.corpus
 def test_a_script_beside_another_projects_pipeline_py_is_refused_with_the_fix(folder):
     (folder / "pipeline.py").write_text(SCRIPT)
     proc = run_script(folder, "experiment.py", SCRIPT + "pipeline.plan()\n")
@@ -87,6 +90,7 @@ def test_a_script_beside_another_projects_pipeline_py_is_refused_with_the_fix(fo
     assert not (folder / ".synix").exists()
 
 
+@pytest.mark.corpus
 def test_a_pipeline_changed_after_its_first_action_is_refused(folder):
     proc = run_script(folder, "memory.py", SCRIPT + "pipeline.plan()\n"
                       "pipeline.aggregate('monthly', from_='summaries', period='month', prompt=summary)\n"

@@ -7,7 +7,6 @@ import re
 import shutil
 import sqlite3
 import threading
-from pathlib import Path
 
 import httpx2
 import pytest
@@ -58,12 +57,12 @@ def _owner_values(raw: str) -> tuple[set[str], set[str]]:
 
 
 @pytest.fixture(scope="module")
-def redacted_build(tmp_path_factory):
+def redacted_build(tmp_path_factory, shared_data):
     """The pkuppens export built with pii="redact" on the transcripts; every prompt recorded."""
     from synix_assets.project import ProjectPaths
     from synix_assets.app.init import init_project
     from synix_resources.llm.fake import FakeClient
-    source = Path(__file__).resolve().parents[3] / "shared" / "data" / PKUPPENS
+    source = shared_data / PKUPPENS
     paths = ProjectPaths(init_project(tmp_path_factory.mktemp("pii") / "mem"))
     shutil.copy2(source, paths.root / "exports" / "conversations.json")
     _pipeline(paths, "redact")

@@ -106,6 +106,13 @@ def test_unscoped_search_keeps_only_the_highest_altitude_hit_per_lineage(idx):
     assert "e-c1" not in ids and "t-c1" not in ids  # both below the monthly hit
 
 
+def test_an_excluded_artifact_is_no_hit_and_hides_nothing_below_it(idx):
+    ids = [h.artifact_id for h in idx.search("rust ownership", exclude={"m-2024-03"})]
+    assert "m-2024-03" not in ids and "e-c1" in ids  # the episode the monthly hit covered
+    assert "t-c1" not in ids  # still below the episode
+    assert [h.artifact_id for h in idx.search("rust ownership", exclude={"m-2024-03", "e-c1"})][0] == "t-c1"
+
+
 def test_drill_down_reaches_the_lower_hits(idx):
     parents = idx.drill_down("m-2024-03")
     assert [h.artifact_id for h in parents] == ["e-c1", "e-c2"]

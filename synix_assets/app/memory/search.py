@@ -1,7 +1,7 @@
 """Searching a built memory: ranked hits with provenance, or passages of the transcripts."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 from synix_assets.app.memory.params import MODES, BadRequest, check_limit
 from synix_assets.app.memory.readers import Reader
@@ -17,10 +17,12 @@ EVIDENCE_LEADS = 3  # memories whose transcripts an evidence search drills into
 
 def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | None, mode: str,
            since: str | None, until: str | None, limit: int, evidence: bool,
-           period: str | None = None, conversation: str | None = None) -> dict:
+           period: str | None = None, conversation: str | None = None,
+           exclude: Collection[str] = ()) -> dict:
     """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
     per matched passage (message range). The filters (`since`, `until`, `period`,
-    `conversation`) are those of `SearchIndex.search`, checked as a layer listing checks them."""
+    `conversation`) are those of `SearchIndex.search`, checked as a layer listing checks them;
+    `exclude`: record ids ranked as if not indexed (not in an evidence search)."""
     if not query or not query.strip():
         raise BadRequest("the query is empty — give some words to search for")
     if mode not in MODES:
@@ -34,7 +36,7 @@ def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | N
         if evidence:
             results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
         else:
-            results = r.index.search(query, layers=layers, mode=mode, limit=limit, **filters)
+            results = r.index.search(query, layers=layers, mode=mode, limit=limit, exclude=exclude, **filters)
     out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
     if results.notice:
         out["notice"] = results.notice

@@ -213,7 +213,8 @@ class MemoryService:
               hits: int = 5, recent: int = 3, as_of: str | None = None, session: str | None = None) -> dict:
         """Core memory, recent records and the top hits for `query`, within `budget_tokens`;
         Tier 1 first for a synapse memory (of `session`, default the latest). `as_of` (ISO
-        date/time): what the memory held then (records dated up to then, Tier 1 as it stood)."""
+        date/time): what the memory held then (records built from sources all dated up to then,
+        Tier 1 as it stood)."""
         branch = self.own(branch)
         if session is not None:
             check_session_id(session)

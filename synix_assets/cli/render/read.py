@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from synix_assets.cli.render.build import failures
 from synix_assets.cli.render.output import level_style, make_table, money, num
 from synix_assets.cli.render.text import markup, plain, safe
 
