@@ -77,14 +77,18 @@ def as_utc(when: datetime) -> datetime | None:
         return None
 
 
+def _iso(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def iso_utc(text: str) -> datetime | None:
     """An ISO 8601 date or date-time (`Z`/`z` or an offset; naive = UTC) in UTC, or None when it
     does not parse or is outside what UTC can hold."""
-    try:
-        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return as_utc(parsed)
+    parsed = _iso(text)
+    return as_utc(parsed) if parsed is not None else None
 
 
 def epoch_utc(seconds: float) -> datetime | None:
@@ -127,8 +131,10 @@ def instant(value: object, what: str) -> str:
     """A date or date-time parameter (`as_of`, `valid_from`) as a UTC `YYYY-MM-DDTHH:MM:SSZ` (a
     date is its midnight, a time without a zone is UTC), so instants compare as strings; else
     `InvalidTime` naming `what` and the accepted form."""
-    when = iso_utc(value) if isinstance(value, str) and value.strip() else None
+    parsed = _iso(value) if isinstance(value, str) and value.strip() else None
+    when = as_utc(parsed) if parsed is not None else None
     if when is None:
         shown = value[:40] if isinstance(value, str) else value
-        raise InvalidTime(f"{what} {shown!r} is not a date or date-time", hint=f"use {ISO_FORMS}")
+        why = "is not a date or date-time" if parsed is None else "is outside the years 0001-9999 in UTC"
+        raise InvalidTime(f"{what} {shown!r} {why}", hint=f"use {ISO_FORMS}")
     return when.strftime(UTC_FORMAT)
