@@ -154,6 +154,20 @@ def test_an_integer_of_5000_digits_as_an_id_or_a_count_skips_only_its_conversati
                                f"has a 5,000-digit integer in {field}")]
 
 
+def test_a_codex_tool_output_exiting_with_a_5000_digit_code_is_an_error_result_not_a_lost_session(tmp_path):
+    name, text = codex("s1", GOOD)
+    call = {"timestamp": "2024-01-01T00:00:01Z", "type": "response_item", "payload": {
+        "type": "function_call", "name": "shell", "call_id": "c1", "arguments": '{"command": ["make"]}'}}
+    out = {"timestamp": "2024-01-01T00:00:02Z", "type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "c1",
+        "output": f"Process exited with code {HUGE}\nOutput:\nmake: *** [all] Error 2\n"}}
+    path = tmp_path / name
+    path.write_text(text + json.dumps(call) + "\n" + json.dumps(out) + "\n")
+    [conv], report = parse_file(path)
+    assert report.skipped == []
+    assert "[tool result (error)] make: *** [all] Error 2" in conv.transcript()
+
+
 def _transcript_ids(paths) -> list[str]:
     store = ArtifactStore(paths.store)
     try:
