@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -79,24 +80,53 @@ def openwebui(cid: str, when: str) -> tuple[str, str]:
                                            "created_at": "@W@", "updated_at": "@W@"}], when)
 
 
+def copilot(cid: str, when: str) -> tuple[str, str]:
+    return f"{cid}.json", _raw({"version": 3, "requesterUsername": "me", "responderUsername": "GitHub Copilot",
+                                "sessionId": cid, "creationDate": "@W@", "lastMessageDate": "@W@",
+                                "requests": [{"requestId": "r1", "timestamp": "@W@",
+                                              "message": {"text": "rename foo"},
+                                              "response": [{"value": "Renamed it."}]}]}, when)
+
+
+def cursor(cid: str, when: str):
+    """A Cursor `state.vscdb` with one composer and its one bubble (written by `sqlite3`)."""
+    def make(path: Path) -> None:
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+        db.execute("CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+        db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"composerData:{cid}", _raw(
+            {"composerId": cid, "name": "Fix tests", "createdAt": "@W@", "lastUpdatedAt": "@W@",
+             "fullConversationHeadersOnly": [{"bubbleId": "b1", "type": 1}]}, when)))
+        db.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:{cid}:b1", _raw(
+            {"type": 1, "text": "why do tests fail?", "createdAt": "@W@"}, when)))
+        db.commit()
+        db.close()
+    return f"{cid}.vscdb", make
+
+
 def note(cid: str, when: str) -> tuple[str, str]:
     # front matter is YAML: the JSON string's quotes go, so YAML reads a timestamp or an int
     return f"{cid}.md", f"---\ncreated: {when.strip(chr(34))}\n---\nThe walnut trees went in.\n"
 
 
 PARSERS = {"chatgpt": chatgpt, "claude": claude, "claude-code": claude_code, "codex-cli": codex,
-           "gemini-cli": gemini, "openwebui": openwebui, "notes": note}
+           "gemini-cli": gemini, "openwebui": openwebui, "copilot-chat": copilot, "cursor": cursor,
+           "notes": note}
 # where each format's skip line finds the giant integer (the first date field of the file)
 HUGE_FIELD = {"chatgpt": "field create_time", "claude": "field created_at",
               "claude-code": "line 1 has a 5,000-digit integer in field timestamp",
               "codex-cli": "line 1 has a 5,000-digit integer in field timestamp",
-              "gemini-cli": "field startTime", "openwebui": "field chat.history.messages.m1.timestamp"}
+              "gemini-cli": "field startTime", "copilot-chat": "field creationDate",
+              "cursor": "field createdAt", "openwebui": "field chat.history.messages.m1.timestamp"}
 
 
 def _write(folder: Path, fmt: str, cid: str, when: str) -> Path:
-    name, text = PARSERS[fmt](cid, when)
+    name, content = PARSERS[fmt](cid, when)
     path = folder / name
-    path.write_text(text, encoding="utf-8")
+    if callable(content):
+        content(path)
+    else:
+        path.write_text(content, encoding="utf-8")
     return path
 
 
