@@ -83,6 +83,13 @@ def test_every_get_route_refuses_an_unusable_as_of_with_a_400_naming_it(project,
         assert "internal error" not in error
 
 
+def test_the_explorer_page_answers_an_unusable_as_of_with_its_error_page_not_a_500(server):
+    status, _, raw = request(server, "GET", f"/explore?q=bees&as_of={quote(ODD['9999-offset'])}")
+    page = raw.decode()
+    assert status == 400 and "internal error" not in page
+    assert "as_of &#39;9999-12-31T23:59:59-14:00&#39; is outside the years 0001-9999 in UTC" in page
+
+
 def test_post_memories_refuses_an_unusable_valid_from_and_logs_nothing(project, memory_id, server):
     before = _ops(project)
     for odd in ODD.values():
