@@ -14,11 +14,13 @@ argument. docs/configuration.md is rendered from these declarations
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
 from synix_resources.errors import LLMConfigError, SettingsError
+from synix_resources.values import small_int
 
 T = TypeVar("T")
 
@@ -106,9 +108,12 @@ def _llm_number(name: str) -> Callable[[str | None], float | None]:
         if not value:
             return None
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
-            raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2")
+            number = math.nan
+        if not math.isfinite(number):  # "inf", "nan", or digits past the largest float
+            raise LLMConfigError(f"{name}={value[:40]!r} is not a number", hint=f"set {name} to e.g. 0.2")
+        return number
     return parse
 
 
@@ -117,9 +122,10 @@ def _llm_count(name: str, minimum: int, what: str, hint: str) -> Callable[[str |
         value = (raw or "").strip()
         if not value:
             return None
-        if not value.isdigit() or int(value) < minimum:
-            raise LLMConfigError(f"{name}={value!r} is not {what}", hint=hint)
-        return int(value)
+        number = small_int(value) if value.isdecimal() else None  # "²" is a digit int() refuses
+        if not isinstance(number, int) or number < minimum:
+            raise LLMConfigError(f"{name}={value[:40]!r} is not {what}", hint=hint)
+        return number
     return parse
 
 
