@@ -22,7 +22,6 @@ from typing import Any
 
 from synix_resources.errors import InvalidTime
 
-UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 ISO_FORMS = "ISO 8601 between 0001 and 9999 in UTC, e.g. 2025-03-01 or 2025-03-01T09:30:00Z"
 # Epoch numbers above this are milliseconds (JS-style stamps): 1e11 seconds is the year 5138.
 _MILLISECONDS_FROM = 1e11
@@ -64,6 +63,12 @@ def load_json(text: str | bytes) -> Any:
         raise
     except ValueError:  # Python's integer length limit
         return json.loads(text, parse_int=small_int)
+
+
+def utc_text(when: datetime) -> str:
+    """A UTC datetime as `YYYY-MM-DDTHH:MM:SSZ`, the year always four digits (`strftime("%Y")`
+    drops the leading zeros of years before 1000 on Linux, and "999-…" sorts and parses wrong)."""
+    return when.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def as_utc(when: datetime) -> datetime | None:
@@ -124,7 +129,7 @@ def utc_iso(value: Any) -> str | None:
             return None
     else:
         return None
-    return when.strftime(UTC_FORMAT) if when is not None else None
+    return utc_text(when) if when is not None else None
 
 
 def instant(value: object, what: str) -> str:
@@ -137,4 +142,4 @@ def instant(value: object, what: str) -> str:
         shown = value[:40] if isinstance(value, str) else value
         why = "is not a date or date-time" if parsed is None else "is outside the years 0001-9999 in UTC"
         raise InvalidTime(f"{what} {shown!r} {why}", hint=f"use {ISO_FORMS}")
-    return when.strftime(UTC_FORMAT)
+    return utc_text(when)

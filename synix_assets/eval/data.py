@@ -19,7 +19,7 @@ from typing import Iterable
 
 from synix_resources.errors import ExportFormatError
 from synix_resources.text import is_valid_text, walk_json
-from synix_resources.values import HugeInt, load_json, small_int
+from synix_resources.values import HugeInt, load_json, small_int, utc_text
 
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "inference", "4": "single-hop"}
 # The category whose questions the design's "temporal accuracy" (000 §9.5) is measured on.
@@ -154,7 +154,7 @@ def locomo_date(raw: str | None) -> str | None:
     if not raw:
         return None
     try:
-        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:%SZ")
+        return utc_text(datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y"))
     except ValueError:
         return None
 
@@ -292,7 +292,7 @@ def longmemeval_date(raw: str | None) -> str | None:
     text = re.sub(r"\s*\([A-Za-z]{3}\)\s*", " ", str(raw)).strip()
     for fmt in ("%Y/%m/%d %H:%M", "%Y/%m/%d"):
         try:
-            return datetime.strptime(text, fmt).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return utc_text(datetime.strptime(text, fmt))
         except ValueError:
             continue
     return None

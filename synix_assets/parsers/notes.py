@@ -16,7 +16,7 @@ from datetime import date, datetime
 from typing import Any, Callable
 
 from synix_resources.errors import ConversationSkipped
-from synix_resources.values import UTC_FORMAT, as_utc, utc_iso
+from synix_resources.values import as_utc, utc_iso, utc_text
 
 from .frontmatter import split_front_matter
 from .model import Conversation, Message
@@ -125,7 +125,7 @@ def _date_of(front: dict, keys: tuple[str, ...]) -> str | None:
         if isinstance(value, datetime):  # past 9999 once in UTC: unknown, the next key decides
             stamp = as_utc(value)
             if stamp is not None:
-                return stamp.strftime(UTC_FORMAT)
+                return utc_text(stamp)
             continue
         if isinstance(value, date):
             return f"{value.isoformat()}T00:00:00Z"

@@ -16,7 +16,7 @@ from typing import Any
 from synix_resources.errors import LiveInputError, LiveInputTooLarge
 from synix_resources.names import check_live_id
 from synix_resources.text import escape_invalid, is_valid_text, walk_json
-from synix_resources.values import UTC_FORMAT, epoch_utc, iso_utc
+from synix_resources.values import epoch_utc, iso_utc, utc_text
 
 ROLES = ("user", "assistant", "tool", "system")
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -56,7 +56,7 @@ def _utc(value: Any, where: str) -> str:
     if parsed is None or parsed < FIRST_TS:
         raise LiveInputError(f"{where}.ts {str(value)[:40]!r} is not a time between 1970 and 9999 (UTC)",
                              hint="give ISO-8601 (2025-06-01T10:00:00Z) or epoch seconds, or leave it out")
-    return parsed.strftime(UTC_FORMAT)
+    return utc_text(parsed)
 
 
 class _BadNumber:

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from synix_resources.errors import SearchError
 from synix_resources.search.query import require_text
 from synix_resources.text import escape_invalid
-from synix_resources.values import as_utc
+from synix_resources.values import as_utc, utc_text
 
 # A date, a prefix of one (year, month), or a date and time with an optional UTC offset.
 _DATE = re.compile(r"(?P<date>\d{4}(?:-\d{2}(?:-\d{2})?)?)"
@@ -60,7 +60,7 @@ def check_date(value: object, what: str) -> str | None:
                            tzinfo=timezone(offset if zone[0] == "+" else -offset)))
     if when is None:
         raise SearchError(f"{what} '{text}' is outside the years 0001-9999 in UTC", hint=f"use {DATE_FORMS}")
-    return when.strftime("%Y-%m-%dT%H:%M:%S")[:11 + len(clock)]
+    return utc_text(when)[:11 + len(clock)]
 
 
 def calendar_problem(value: str) -> str | None:

@@ -216,6 +216,9 @@ def test_synix_run_builds_every_other_conversation_past_odd_dates_and_giant_inte
     for fmt in ("chatgpt", "claude", "claude-code", "gemini-cli", "openwebui"):
         _write(exports, fmt, f"{fmt}-late", LATE)
         _write(exports, fmt, f"{fmt}-huge", HUGE)
+    # the first and last instants UTC holds are dates like any other, down to rollups and search
+    _write(exports, "claude", "first-instant", '"0001-01-01T00:00:00Z"')
+    _write(exports, "claude", "last-instant", '"9999-12-31T23:59:59Z"')
     env = {**os.environ, "SYNIX_LLM_PROVIDER": "fake", "NO_COLOR": "1", "COLUMNS": "300"}
     env.pop("SYNIX_DEBUG", None)
     proc = subprocess.run([SYNIX, "-p", str(paths.root), "run"], env=env, capture_output=True,
@@ -225,4 +228,11 @@ def test_synix_run_builds_every_other_conversation_past_odd_dates_and_giant_inte
     skipped = sorted(line for line in proc.stderr.splitlines() if line.startswith("skipped conversation"))
     assert len(skipped) == 5 and all("5,000-digit integer" in line for line in skipped), proc.stderr
     assert _transcript_ids(paths) == sorted(["conv-0", "chatgpt-late", "claude-late", "claude-code-late",
-                                             "gemini-cli-late", "openwebui-late"])
+                                             "gemini-cli-late", "openwebui-late", "first-instant",
+                                             "last-instant"])
+    store = ArtifactStore(paths.store)
+    try:
+        periods = {a.metadata.get("meta.time.period") for a in store.list_layer("monthly")}
+    finally:
+        store.close()
+    assert {"0001-01", "9999-12", "undated"} <= periods, periods
