@@ -178,3 +178,13 @@ def test_python_api_raises_invalid_time_naming_the_parameter(project, memory_id)
     with pytest.raises(InvalidTime, match=r"^valid_from '0001-01-01T00:00:00\+14:00' is outside"):
         pipeline.create_memory("Sam sells honey", valid_from=ODD["0001-offset"])
     assert _ops(project) == before
+
+
+def test_cli_search_since_past_9999_in_utc_is_one_line_naming_the_option(project):
+    proc = subprocess.run(synix_cmd("-p", str(project.root), "search", "bees", "--since", ODD["9999-offset"]),
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SYNIX_LLM_PROVIDER": "fake"})
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == ("error: --since '9999-12-31T23:59:59-14:00' is outside the years 0001-9999 "
+                                   "in UTC — use YYYY, YYYY-MM, YYYY-MM-DD or an ISO date-time like "
+                                   "2024-03-05T14:30:00Z")
