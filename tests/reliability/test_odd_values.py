@@ -152,8 +152,14 @@ def test_a_date_at_the_edge_of_the_calendar_is_an_unknown_date_and_the_conversat
 def test_an_integer_of_5000_digits_as_a_timestamp_skips_that_conversation_naming_the_field(
         tmp_path, caplog, fmt):
     path = _write(tmp_path, fmt, "odd", HUGE)
-    with caplog.at_level(logging.WARNING, logger="synix.parsers"):
-        convs, report = parse_file(path)
+    # on the parsers' logger itself: once the CLI has run in this process it stops propagating
+    parsers_log = logging.getLogger("synix.parsers")
+    parsers_log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="synix.parsers"):
+            convs, report = parse_file(path)
+    finally:
+        parsers_log.removeHandler(caplog.handler)
     assert convs == [] and len(report.skipped) == 1
     conv_id, cause = report.skipped[0]
     assert "a 5,000-digit integer" in cause and HUGE_FIELD[fmt] in cause, cause
