@@ -27,7 +27,6 @@ TEMPORAL_CATEGORY = {"locomo": next(c for c, name in LOCOMO_CATEGORIES.items() i
                      "longmemeval": "temporal-reasoning"}
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"^D(\d+):0*(\d+)$")
-# Only an escaped surrogate can decode to a lone one, so files without one skip the walk.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -100,35 +99,40 @@ def _read_json(path: str | Path, what: str) -> tuple[Path, object]:
         raise ExportFormatError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file",
                                 hint=f"pass the {what} JSON file with --data")
     try:
-        text = path.read_text(encoding="utf-8")
-        try:
-            data, suspect = json.loads(text), _SURROGATE_ESCAPE.search(text) is not None
-        except json.JSONDecodeError:
-            raise
-        except ValueError:  # an integer longer than Python reads: decoded again to name it
-            data, suspect = load_json(text), True
+        data, suspect = _decode(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportFormatError(f"{path}: not a readable {what} JSON file ({exc})",
                                 hint=f"download the {what} file again") from exc
     except RecursionError as exc:  # the json module recurses once per nested array/object
         raise ExportFormatError(f"{path}: not {what} data — JSON nested too deeply to read",
                                 hint=f"download the {what} file again") from exc
-    if suspect:
-        _refuse_unstorable(path, what, data)
+    problem = _unstorable(data) if suspect else None
+    if problem is not None:
+        raise ExportFormatError(f"{path}: not {what} data — {problem}", hint=f"download the {what} file again")
     return path, data
 
 
-def _refuse_unstorable(path: Path, what: str, data: object) -> None:
-    """The file is refused at its first value nothing downstream can hold: text with a lone
-    surrogate (SQLite and the exports refuse it) or an integer too long to read."""
+def _decode(text: str) -> tuple[object, bool]:
+    """(the decoded file, whether it may hold a value `_unstorable` refuses): only an escaped
+    surrogate decodes to a lone one, and only a second, hooked decode keeps a giant integer."""
+    try:
+        return json.loads(text), _SURROGATE_ESCAPE.search(text) is not None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer longer than Python reads
+        return load_json(text), True
+
+
+def _unstorable(data: object) -> str | None:
+    """The first value of a benchmark file nothing downstream can hold, named by its path: text
+    with a lone surrogate (SQLite and the exports refuse it) or an integer too long to read."""
     for where, value, _depth in walk_json(data):
         if isinstance(value, str) and not is_valid_text(value):
             bad = next(c for c in value if "\ud800" <= c <= "\udfff")
-            raise ExportFormatError(f"{path}: not {what} data — {where}: has a lone surrogate "
-                                    f"escape \\u{ord(bad):04x}", hint=f"download the {what} file again")
+            return f"{where}: has a lone surrogate escape \\u{ord(bad):04x}"
         if isinstance(value, HugeInt):
-            raise ExportFormatError(f"{path}: not {what} data — {where}: {value}, longer than Python reads",
-                                    hint=f"download the {what} file again")
+            return f"{where}: {value}, longer than Python reads"
+    return None
 
 
 def _bad(path: Path, what: str, where: str, problem: str) -> ExportFormatError:
@@ -174,15 +178,22 @@ def normalise_evidence(raw: Iterable, valid: set[str]) -> tuple[list[str], int]:
         for part in re.split(r"[;\s]+", str(item)):
             if not part:
                 continue
-            m = _DIA_ID.match(part)
-            numbers = [small_int(n) for n in m.groups()] if m else []
-            dia = f"D{numbers[0]}:{numbers[1]}" if m and not any(isinstance(n, HugeInt) for n in numbers) else None
+            dia = _dia_id(part)
             if dia in valid:
                 if dia not in ids:
                     ids.append(dia)
             else:
                 dropped += 1
     return ids, dropped
+
+
+def _dia_id(part: str) -> str | None:
+    """`D01:003` → `D1:3`; None when it is not a dialogue id (or numbers one too long to exist)."""
+    m = _DIA_ID.match(part)
+    numbers = [small_int(n) for n in m.groups()] if m else []
+    if not m or any(isinstance(n, HugeInt) for n in numbers):
+        return None
+    return f"D{numbers[0]}:{numbers[1]}"
 
 
 def locomo_samples(path: str | Path) -> tuple[Path, list[dict]]:
