@@ -34,7 +34,7 @@ def decode_entry(entry: RawEntry) -> Any:
         at = entry.offset + len(text[:exc.pos].encode("utf-8"))
         raise ConversationSkipped(f"is not valid JSON ({exc.msg} near byte {at:,})") from None
     except ValueError:  # an integer too long for Python: decoded again to name its field
-        raise ConversationSkipped(entry_problem(load_json(text))) from None
+        raise ConversationSkipped(entry_problem(load_json(text)) or "holds a number Python cannot read") from None
     if _SURROGATE_ESCAPE.search(entry.data):
         problem = entry_problem(value)
         if problem:
