@@ -173,7 +173,9 @@ def test_an_integer_of_5000_digits_as_a_timestamp_skips_that_conversation_naming
 def test_a_5000_digit_integer_in_a_notes_front_matter_keeps_the_note_and_names_the_problem(tmp_path):
     [conv], report = parse_file(_write(tmp_path, "notes", "odd", HUGE))
     assert report.skipped == []
-    assert "front matter has a value YAML cannot read" in conv.metadata["front_matter_error"]
+    assert conv.metadata["front_matter_error"] == (
+        "front matter has a value YAML cannot read (Exceeds the limit (4300 digits) for integer "
+        "string conversion: value has 5000 digits)")
     assert "The walnut trees went in." in conv.transcript()
 
 
