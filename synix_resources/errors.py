@@ -217,7 +217,8 @@ class MemoryNotFound(ArtifactNotFound):
 
 
 class InvalidTime(SynixError):
-    """A date/time argument (`as_of`, `valid_from`) is not an ISO 8601 date or date-time."""
+    """A date/time argument (`as_of`, `valid_from`) is not an ISO 8601 date or date-time, or
+    leaves the years 0001-9999 once moved to UTC (synix_resources/values.py)."""
 
 
 class InvalidMemoryId(InvalidName, MemoryOpRefused):

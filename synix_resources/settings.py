@@ -14,11 +14,13 @@ argument. docs/configuration.md is rendered from these declarations
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
 from synix_resources.errors import LLMConfigError, SettingsError, SynixError
+from synix_resources.values import small_int
 
 T = TypeVar("T")
 
@@ -154,7 +156,9 @@ def _llm_number(name: str, bounds: Bounds, default: str) -> Callable[[str | None
         try:
             number = float(value)
         except ValueError:
-            raise LLMConfigError(f"{name}={value!r} is not a number", hint=f"set {name} to e.g. 0.2") from None
+            number = math.nan
+        if math.isnan(number):  # infinity is a number, and out of range below
+            raise LLMConfigError(f"{name}={value[:40]!r} is not a number", hint=f"set {name} to e.g. 0.2")
         if not bounds.holds(number):
             raise out_of_range(name, value, bounds, LLMConfigError, default)
         return number
@@ -167,11 +171,12 @@ def _llm_count(name: str, bounds: Bounds, what: str, hint: str,
         value = (raw or "").strip()
         if not value:
             return None
-        if not value.isdigit():
-            raise LLMConfigError(f"{name}={value!r} is not {what}", hint=hint)
-        if not bounds.holds(int(value)):
+        number = small_int(value) if value.isdecimal() else None  # "²" is a digit int() refuses
+        if not isinstance(number, int):
+            raise LLMConfigError(f"{name}={value[:40]!r} is not {what}", hint=hint)
+        if not bounds.holds(number):
             raise out_of_range(name, value, bounds, LLMConfigError, default)
-        return int(value)
+        return number
     return parse
 
 

@@ -110,6 +110,21 @@ def test_a_bad_value_fails_only_where_it_is_read_with_the_readers_message_and_ty
             settings({"SYNIX_FORGET_WAIT_S": raw}).forget_wait_s
 
 
+@pytest.mark.parametrize("name, raw", [
+    ("SYNIX_LLM_CONCURRENCY", "7" * 5000), ("SYNIX_LLM_CONCURRENCY", "²"),
+    ("SYNIX_LLM_CONTEXT_TOKENS", "9" * 4301), ("SYNIX_FAKE_LATENCY_S", "1.5.2"),
+    ("SYNIX_FAKE_LATENCY_S", "nan"), ("SYNIX_LLM_MAX_REQUESTS_PER_S", "7" * 5000),
+])
+def test_an_llm_number_past_what_python_reads_is_one_line_naming_the_variable(name, raw):
+    attr = name.removeprefix("SYNIX_").lower()
+    with pytest.raises(LLMConfigError) as info:
+        getattr(settings({name: raw}), attr)
+    line = info.value.one_line()
+    # digits past the largest float read as infinity: a number, out of range
+    assert line.startswith((f"{name}={raw[:40]!r} is not ", f"{name}={raw[:40]!r} is out of range")), line
+    assert len(line) < 200, line
+
+
 def test_switch_and_number_parsing_keep_what_each_reader_did():
     assert [settings({"SYNIX_DEBUG": v}).debug for v in ("", "0", "1", "yes")] == [False, False, True, True]
     assert settings({}).llm_concurrency is None and settings({"SYNIX_LLM_CONCURRENCY": " 4 "}).llm_concurrency == 4

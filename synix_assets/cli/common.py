@@ -1,5 +1,5 @@
 """Helpers shared by the command modules: the per-command -p/--project option, project lookup,
-`--json` and its output, the debug switch."""
+`--json` and its output, date/time options, the debug switch."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,9 @@ from typing import Any, Callable
 
 import click
 
+from synix_resources.errors import InvalidTime
 from synix_resources.settings import settings
+from synix_resources.values import instant
 
 
 def _remember_project(ctx: click.Context, param, value):
@@ -40,6 +42,23 @@ def project_option(fn):
 def json_option(help: str):
     """`--json` (as `as_json`) on a command; each command says what its JSON holds."""
     return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+class When(click.ParamType):
+    """A date or date-time option (`--as-of`, `--valid-from`), checked as it is parsed: a value
+    Synix cannot use (not ISO 8601, or outside years 0001-9999 once in UTC) is a usage error
+    naming the option and the accepted form."""
+
+    name = "when"
+
+    def convert(self, value, param, ctx):
+        try:
+            return instant(value, "the value")
+        except InvalidTime as exc:
+            self.fail(exc.one_line(), param, ctx)
+
+
+WHEN = When()
 
 
 def echo_json(data: Any, *, ascii: bool = True, indent: int | None = 2,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
+from synix_assets.cli.common import WHEN, echo_json, json_option, project_option, project_paths
 
 EVIDENCE = click.option("--evidence", "evidence", metavar="RECORD_ID", multiple=True,
                         help="A record the memory is drawn from (repeat for several).")
-VALID_FROM = click.option("--valid-from", metavar="WHEN", help="When it became true (ISO date/time; default now).")
-AS_OF = click.option("--as-of", metavar="WHEN", help="What was held at that time (ISO date/time).")
+VALID_FROM = click.option("--valid-from", type=WHEN, metavar="WHEN", help="When it became true (ISO date/time; default now).")
+AS_OF = click.option("--as-of", type=WHEN, metavar="WHEN", help="What was held at that time (ISO date/time).")
 
 
 @click.group("memory")

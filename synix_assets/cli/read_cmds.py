@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
+from synix_assets.cli.common import WHEN, echo_json, json_option, project_option, project_paths
 
 
 @click.command()
@@ -69,7 +69,7 @@ def stats(ctx, as_json) -> None:
               help="Only artifacts of this period (YYYY-MM, YYYY-Www or YYYY-Qn), e.g. a month's rollup.")
 @click.option("--conversation", metavar="ID",
               help="Only artifacts built from this conversation (its transcript, episode, rollups).")
-@click.option("--as-of", metavar="WHEN",
+@click.option("--as-of", type=WHEN, metavar="WHEN",
               help="What the memory held then (ISO date/time): agent memories valid at that time, records dated up to it.")
 @json_option("Print the hits as JSON.")
 @project_option
@@ -140,7 +140,7 @@ def lineage(ctx, artifact_id, as_json) -> None:
 
 @click.command()
 @click.argument("artifact_id")
-@click.option("--as-of", metavar="WHEN", help="The version current then (ISO date/time); a memory id (mem-…) gives the agent memory.")
+@click.option("--as-of", type=WHEN, metavar="WHEN", help="The version current then (ISO date/time); a memory id (mem-…) gives the agent memory.")
 @json_option("Print the artifact as JSON.")
 @project_option
 @click.pass_context

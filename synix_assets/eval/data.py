@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Iterable
 
 from synix_resources.errors import ExportFormatError
+from synix_resources.text import is_valid_text, walk_json
+from synix_resources.values import HugeInt, load_json, small_int, utc_text
 
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "inference", "4": "single-hop"}
 # The category whose questions the design's "temporal accuracy" (000 §9.5) is measured on.
@@ -25,6 +27,7 @@ TEMPORAL_CATEGORY = {"locomo": next(c for c, name in LOCOMO_CATEGORIES.items() i
                      "longmemeval": "temporal-reasoning"}
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"^D(\d+):0*(\d+)$")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -96,13 +99,40 @@ def _read_json(path: str | Path, what: str) -> tuple[Path, object]:
         raise ExportFormatError(f"{path}: no such file" if not path.exists() else f"{path}: is not a file",
                                 hint=f"pass the {what} JSON file with --data")
     try:
-        return path, json.loads(path.read_text(encoding="utf-8"))
+        data, suspect = _decode(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportFormatError(f"{path}: not a readable {what} JSON file ({exc})",
                                 hint=f"download the {what} file again") from exc
     except RecursionError as exc:  # the json module recurses once per nested array/object
         raise ExportFormatError(f"{path}: not {what} data — JSON nested too deeply to read",
                                 hint=f"download the {what} file again") from exc
+    problem = _unstorable(data) if suspect else None
+    if problem is not None:
+        raise ExportFormatError(f"{path}: not {what} data — {problem}", hint=f"download the {what} file again")
+    return path, data
+
+
+def _decode(text: str) -> tuple[object, bool]:
+    """(the decoded file, whether it may hold a value `_unstorable` refuses): only an escaped
+    surrogate decodes to a lone one, and only a second, hooked decode keeps a giant integer."""
+    try:
+        return json.loads(text), _SURROGATE_ESCAPE.search(text) is not None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer longer than Python reads
+        return load_json(text), True
+
+
+def _unstorable(data: object) -> str | None:
+    """The first value of a benchmark file nothing downstream can hold, named by its path: text
+    with a lone surrogate (SQLite and the exports refuse it) or an integer too long to read."""
+    for where, value, _depth in walk_json(data):
+        if isinstance(value, str) and not is_valid_text(value):
+            bad = next(c for c in value if "\ud800" <= c <= "\udfff")
+            return f"{where}: has a lone surrogate escape \\u{ord(bad):04x}"
+        if isinstance(value, HugeInt):
+            return f"{where}: {value}, longer than Python reads"
+    return None
 
 
 def _bad(path: Path, what: str, where: str, problem: str) -> ExportFormatError:
@@ -128,7 +158,7 @@ def locomo_date(raw: str | None) -> str | None:
     if not raw:
         return None
     try:
-        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:%SZ")
+        return utc_text(datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y"))
     except ValueError:
         return None
 
@@ -148,14 +178,22 @@ def normalise_evidence(raw: Iterable, valid: set[str]) -> tuple[list[str], int]:
         for part in re.split(r"[;\s]+", str(item)):
             if not part:
                 continue
-            m = _DIA_ID.match(part)
-            dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+            dia = _dia_id(part)
             if dia in valid:
                 if dia not in ids:
                     ids.append(dia)
             else:
                 dropped += 1
     return ids, dropped
+
+
+def _dia_id(part: str) -> str | None:
+    """`D01:003` → `D1:3`; None when it is not a dialogue id (or numbers one too long to exist)."""
+    m = _DIA_ID.match(part)
+    numbers = [small_int(n) for n in m.groups()] if m else []
+    if not m or any(isinstance(n, HugeInt) for n in numbers):
+        return None
+    return f"D{numbers[0]}:{numbers[1]}"
 
 
 def locomo_samples(path: str | Path) -> tuple[Path, list[dict]]:
@@ -176,8 +214,13 @@ def locomo_sessions(sample: dict, path: Path) -> list[Session]:
     conv = sample["conversation"]
     speaker_a = conv.get("speaker_a")
     out = []
-    for n in sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.match(k))):
-        raw = conv[f"session_{n}"]
+    numbers = {k: small_int(m.group(1)) for k in conv if (m := _SESSION_KEY.match(k))}
+    huge = next((n for n in numbers.values() if isinstance(n, HugeInt)), None)
+    if huge is not None:
+        raise _bad(path, "LoCoMo", f"sample {sample.get('sample_id')!r}",
+                   f"a session key is numbered with {huge}")
+    for key, n in sorted(numbers.items(), key=lambda kv: kv[1]):
+        raw = conv[key]
         if not raw:
             continue
         if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
@@ -239,7 +282,11 @@ def _locomo_qa(path: Path, sample_id: str, sample: dict) -> list[dict]:
         category = q.get("category")
         if isinstance(category, bool) or str(category) not in {"1", "2", "3", "4", "5"}:
             raise _bad(path, "LoCoMo", f"sample {sample_id!r} question {q_index}",
-                       f"category {category!r} is not 1-5")
+                       f"category {str(category)[:40]!r} is not 1-5")
+        evidence = q.get("evidence")
+        if evidence is not None and not isinstance(evidence, list):
+            raise _bad(path, "LoCoMo", f"sample {sample_id!r} question {q_index}",
+                       f"evidence {str(evidence)[:40]!r} is not a list of dialogue ids (D1:3)")
     return qa
 
 
@@ -256,7 +303,7 @@ def longmemeval_date(raw: str | None) -> str | None:
     text = re.sub(r"\s*\([A-Za-z]{3}\)\s*", " ", str(raw)).strip()
     for fmt in ("%Y/%m/%d %H:%M", "%Y/%m/%d"):
         try:
-            return datetime.strptime(text, fmt).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return utc_text(datetime.strptime(text, fmt))
         except ValueError:
             continue
     return None
@@ -286,11 +333,11 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None,
             break
         qid = str(item.get("question_id") or f"q{index}")
         abstention = qid.endswith("_abs")
-        if abstention and not include_abstention:
+        text = str(item.get("question") or "").strip()
+        if (abstention and not include_abstention) or not text:  # no text: nothing to ask, as in LoCoMo
             bench.skipped_questions += 1
             continue
-        ids = list(item.get("haystack_session_ids") or [])
-        dates = list(item.get("haystack_dates") or [])
+        ids, dates = _lme_list(path, qid, item, "haystack_session_ids"), _lme_list(path, qid, item, "haystack_dates")
         sessions, gold_turns = [], []
         for s_index, raw in enumerate(_lme_sessions(path, qid, item)):
             sid = str(ids[s_index]) if s_index < len(ids) else f"session-{s_index}"
@@ -306,13 +353,13 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None,
         # oracle files list sessions unsorted; a memory is built in time order
         sessions.sort(key=lambda s: s.date or "")
         known = {s.session_id for s in sessions}
-        gold_sessions = tuple(s for s in item.get("answer_session_ids") or [] if str(s) in known)
+        gold_sessions = tuple(s for s in _lme_list(path, qid, item, "answer_session_ids") if str(s) in known)
         if not gold_sessions and not abstention:
             bench.skipped_questions += 1
             continue
         # evidence turns are the `has_answer` turns of the evidence sessions
         gold_turns = [t for t in gold_turns if t.rsplit("_", 1)[0] in set(map(str, gold_sessions))]
-        question = Question(qid, str(item.get("question") or "").strip(),
+        question = Question(qid, text,
                             str(item.get("question_type") or "unknown"), str(item.get("answer", "")),
                             tuple(map(str, gold_sessions)), tuple(gold_turns),
                             longmemeval_date(item.get("question_date")), abstention)
@@ -320,6 +367,16 @@ def load_longmemeval(path: str | Path, *, limit: int | None = None,
     if not bench.questions:
         raise _no_questions(path, "LongMemEval", bench.skipped_questions, narrowed=False)
     return bench
+
+
+def _lme_list(path: Path, qid: str, item: dict, key: str) -> list:
+    """A list field of the instance (missing = empty), or the one-line refusal naming it."""
+    value = item.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _bad(path, "LongMemEval", f"question {qid!r}", f"'{key}' is {str(value)[:40]!r}, not a list")
+    return value
 
 
 def _lme_sessions(path: Path, qid: str, item: dict) -> list[list[dict]]:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from synix_assets.eval.data import Case, Session
+from synix_resources.values import utc_text
 
 EPOCH = "2000-01-01T00:00:00Z"  # the date of a session the benchmark does not date
 
@@ -37,7 +38,10 @@ def session_title(session: Session) -> str:
 
 
 def _stamp(base: datetime, offset: int) -> str:
-    return (base + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return utc_text(base + timedelta(seconds=offset))
+    except OverflowError:  # a session dated in the last minute of 9999: its later turns share it
+        return utc_text(datetime.max)
 
 
 def session_conversation(case_id: str, session: Session) -> dict:

@@ -11,9 +11,9 @@ import re
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
+from synix_resources.values import utc_iso
 
-from .model import (Conversation, Message, checked_entry_id, checked_time, entry_id,
-                    text_or_none, to_utc_iso)
+from .model import Conversation, Message, checked_entry_id, checked_time, entry_id, text_or_none
 
 FORMAT = "claude"
 ROOT_SENTINEL = "00000000-0000-4000-8000-000000000000"
@@ -62,7 +62,7 @@ def parse_conversation(raw: Any, source_path: str) -> Conversation:
 
 
 def _sort_key(raw_msg: dict, index: int) -> tuple:
-    stamp = to_utc_iso(raw_msg.get("created_at")) or ""
+    stamp = utc_iso(raw_msg.get("created_at")) or ""
     # Full-precision string keeps microsecond order; the normalised stamp is the fallback.
     precise = raw_msg.get("created_at") if isinstance(raw_msg.get("created_at"), str) else stamp
     human_first = 0 if raw_msg.get("sender") == "human" else 1

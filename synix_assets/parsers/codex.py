@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from synix_resources.errors import ConversationSkipped
+from synix_resources.values import HugeInt, small_int
 
 from . import render
 from .lines import read_lines
@@ -238,10 +239,11 @@ def _output_line(output: Any) -> str:
         exit_line = _EXIT.search(output)
         body = _OUTPUT.search(output)
         if exit_line and body:
-            code, output = int(exit_line.group(1)), output[body.end():]
+            code, output = small_int(exit_line.group(1)), output[body.end():]
     elif output is not None:
         output = json.dumps(output, ensure_ascii=False)
-    return render.tool_result(output, error=isinstance(code, int) and code != 0)
+    # a code too long to read as a number is no success either
+    return render.tool_result(output, error=isinstance(code, HugeInt) or (isinstance(code, int) and code != 0))
 
 
 def parse_rollout(r: Rollout, source_path: str) -> Conversation:

@@ -3,8 +3,9 @@ that conversation is skipped.
 
 Bytes that are not UTF-8 are the file's fault (`UnicodeDecodeError` propagates: the caller
 refuses the file). Everything else is local to the entry: nesting deeper than `MAX_NESTING`,
-JSON that does not parse, a lone surrogate escape — each raises `ConversationSkipped` with the
-real cause, and `entry_label` names the entry from its top-level id fields without decoding it.
+JSON that does not parse, a lone surrogate escape, an integer of more digits than Python reads
+(4,300) — each raises `ConversationSkipped` with the real cause, and `entry_label` names the
+entry from its top-level id fields without decoding it.
 """
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import re
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
+from synix_resources.values import load_json
 from .jsonscan import RawEntry, top_level_fields
 from .model import MAX_NESTING, entry_problem, spell_surrogates
 
 # Only an escaped surrogate can decode to a lone one (the UTF-8 decoder refuses encoded ones),
 # so entries without such an escape skip the walk over every string.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LABEL_CHARS = 200
 
 
 def decode_entry(entry: RawEntry) -> Any:
@@ -34,6 +37,8 @@ def decode_entry(entry: RawEntry) -> Any:
             raise ConversationSkipped(f"line {entry.line} is not valid JSON ({exc.msg})") from None
         at = entry.offset + len(text[:exc.pos].encode("utf-8"))
         raise ConversationSkipped(f"is not valid JSON ({exc.msg} near byte {at:,})") from None
+    except ValueError:  # an integer too long for Python: decoded again to name its field
+        raise ConversationSkipped(entry_problem(load_json(text)) or "holds a number Python cannot read") from None
     if _SURROGATE_ESCAPE.search(entry.data):
         problem = entry_problem(value)
         if problem:
@@ -43,11 +48,12 @@ def decode_entry(entry: RawEntry) -> Any:
 
 def entry_label(entry: RawEntry, id_keys: tuple[str, ...]) -> str:
     """The entry's id from its top-level fields (the first of `id_keys` that has one), found
-    without decoding the entry, else `#<position>`."""
+    without decoding the entry, else `#<position>` (also for an id too long to print on one
+    line: a 5,000-digit number is the damage, not a name)."""
     if entry.data[:1] == b"{":
         found = {k: v for k, v in top_level_fields(entry.data) if k in id_keys and v}
         for key in id_keys:
-            if found.get(key):
+            if found.get(key) and len(found[key]) <= _LABEL_CHARS:
                 return spell_surrogates(found[key])
     return f"#{entry.number}"
 
@@ -61,7 +67,7 @@ def decode_whole(data: bytes) -> Any:
     except UnicodeDecodeError as exc:
         return f"is not valid UTF-8 (bad byte near byte {exc.start:,})"
     try:
-        value = json.loads(text)
+        value = load_json(text)
     except json.JSONDecodeError as exc:
         return f"is not valid JSON ({exc.msg} near character {exc.pos:,})"
     except RecursionError:

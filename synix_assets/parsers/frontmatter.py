@@ -71,8 +71,9 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
             return {}, text, f"front matter is not valid YAML{line}"
         except RecursionError:
             return {}, text, "front matter is nested too deeply"
-        except ValueError as exc:  # SafeLoader's date constructor: `2022-02-30` is no day
-            return {}, text, f"front matter has a value YAML cannot read ({exc})"
+        except ValueError as exc:  # `2022-02-30` is no day; an int of over 4,300 digits
+            # Python's advice after the ';' (raise the digit limit) is not the note writer's fix
+            return {}, text, f"front matter has a value YAML cannot read ({str(exc).split(';')[0]})"
     if data is None:
         return {}, text[bounds[2]:], None
     if not isinstance(data, dict):

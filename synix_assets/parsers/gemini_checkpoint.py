@@ -24,9 +24,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from synix_resources.errors import ConversationSkipped
+from synix_resources.values import utc_iso
 
 from . import render
-from .model import Conversation, Message, to_utc_iso
+from .model import Conversation, Message
 
 FORMAT = "gemini-cli"
 LAYOUT = "gemini-checkpoint"
@@ -64,7 +65,7 @@ def parse_checkpoint(raw: Any, source_path: str) -> Conversation:
     if not messages:
         raise ConversationSkipped("empty conversation")
     try:
-        created = to_utc_iso(path.stat().st_mtime)
+        created = utc_iso(path.stat().st_mtime)
     except OSError:
         created = None
     first_user = next((m.text for m in messages if m.role == "user"), "")

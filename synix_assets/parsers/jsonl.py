@@ -13,6 +13,7 @@ import json
 from typing import IO
 
 from synix_resources.errors import ExportFormatError
+from synix_resources.values import load_json
 
 from .jsonscan import top_level_fields
 from .model import MAX_NESTING, entry_problem
@@ -44,7 +45,7 @@ def read_session_lines(stream: IO[bytes], name: str) -> tuple[list[dict], dict[s
                 f"{name}: line {number} is not valid UTF-8; re-save the file as UTF-8") from exc
         line, problem = None, None
         try:
-            line = json.loads(text)
+            line = load_json(text)
         except RecursionError:
             problem = f"is nested more than {MAX_NESTING} levels deep"
         except json.JSONDecodeError as exc:

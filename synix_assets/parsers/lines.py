@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import IO, Iterator
 
 from synix_resources.errors import ExportFormatError
+from synix_resources.values import load_json
 
 from .model import MAX_NESTING, entry_problem
 
@@ -40,7 +41,7 @@ def read_lines(stream: IO[bytes], name: str) -> Iterator[Line]:
             raise ExportFormatError(
                 f"{name}: line {number} is not valid UTF-8; the file is damaged, copy it again") from exc
         try:
-            value = json.loads(text)
+            value = load_json(text)
         except RecursionError:
             yield Line(number, None, f"line {number} is nested more than {MAX_NESTING} levels deep")
             continue

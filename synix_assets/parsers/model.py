@@ -11,12 +11,12 @@ import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
 from synix_resources.fingerprints import content_hash
 from synix_resources.text import escape_invalid, is_valid_text
+from synix_resources.values import HugeInt, utc_iso
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -47,10 +47,11 @@ def checked_entry_id(raw: Any, *keys: str) -> str:
 
 def entry_problem(value: Any, limit: int = MAX_NESTING) -> str | None:
     """Why a decoded export entry cannot be stored safely, or None: lists/objects nested more
-    than `limit` levels (json, repr and the store would overflow Python's recursion limit), or
+    than `limit` levels (json, repr and the store would overflow Python's recursion limit),
     text with a lone surrogate (JSON may escape one, e.g. "\\udcff", in a file that is valid
-    UTF-8; SQLite cannot store it). Iterative, so a 10,000-level value does not overflow the
-    stack while being measured. The field is named by its path, e.g. `mapping.a.message`."""
+    UTF-8; SQLite cannot store it), or an integer too long for Python to read (`HugeInt`, from
+    `load_json`). Iterative, so a 10,000-level value does not overflow the stack while being
+    measured. The field is named by its path, e.g. `mapping.a.message`."""
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
         item, depth, where = stack.pop()
@@ -59,6 +60,8 @@ def entry_problem(value: Any, limit: int = MAX_NESTING) -> str | None:
             if bad:
                 return f"has a lone surrogate escape \\u{ord(bad.group()):04x} in {field_name(where)}"
             continue
+        if isinstance(item, HugeInt):
+            return f"has {item} in {field_name(where)}"
         if depth > limit:
             return f"is nested more than {limit} levels deep"
         # pushed last to first, so the first problem in the file's order is the one reported
@@ -93,12 +96,14 @@ def field_name(where: Any) -> str:
 
 
 def checked_time(value: Any, name: str) -> str | None:
-    """`to_utc_iso` of a date field, except that NaN or Infinity (Python writes them into JSON)
-    is a damaged date, not a missing one: `ConversationSkipped` naming the field."""
+    """`utc_iso` of a date field: a date that does not parse or that UTC cannot hold (past 9999,
+    before 1970 as epoch seconds) is unknown, as a missing one is; NaN or Infinity (Python writes
+    them into JSON) is damage: `ConversationSkipped` naming the field. (An integer too long to
+    read is damage too, found in the whole entry by `entry_problem`.)"""
     if isinstance(value, float) and not math.isfinite(value):
         spelled = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
         raise ConversationSkipped(f"{name} is {spelled}, not a date")
-    return to_utc_iso(value)
+    return utc_iso(value)
 
 
 def text_or_none(value: Any) -> str | None:
@@ -118,41 +123,6 @@ def printable_path(path: Any) -> str:
 
 def name_is_utf8(path: Any) -> bool:
     return is_valid_text(os.fspath(path))
-
-
-def to_utc_iso(value: Any) -> str | None:
-    """Epoch seconds (or milliseconds) or an ISO-8601 string → `YYYY-MM-DDTHH:MM:SSZ`, else None."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        try:
-            number = float(text)
-        except ValueError:
-            number = None  # not epoch seconds: read it as ISO-8601 below
-        if number is not None:
-            return to_utc_iso(number)
-        try:
-            parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:  # exports write UTC; a naive stamp is UTC without the suffix
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(seconds) or seconds < 0:
-        return None
-    if seconds > 1e11:  # milliseconds since the epoch (JS-style stamps)
-        seconds /= 1000.0
-    try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 @dataclass

@@ -12,13 +12,14 @@ body, so a meeting's people and topics are searchable; wikilinks and tags are li
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from typing import Any, Callable
 
 from synix_resources.errors import ConversationSkipped
+from synix_resources.values import as_utc, utc_iso, utc_text
 
 from .frontmatter import split_front_matter
-from .model import Conversation, Message, to_utc_iso
+from .model import Conversation, Message
 
 FORMAT = "notes"
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
@@ -62,7 +63,7 @@ def parse_note(text: str, note_id: str, stem: str, source_path: str,
     if created is None:
         modified = mtime()
         if modified is not None:
-            created, date_source = to_utc_iso(modified), "file modification time"
+            created, date_source = utc_iso(modified), "file modification time"
     if created is not None:
         metadata["date_source"] = date_source
     updated = updated or created
@@ -121,13 +122,15 @@ def _date_of(front: dict, keys: tuple[str, ...]) -> str | None:
             return f"{value.isoformat()}T00:00:00Z"
         if isinstance(value, list) and value:
             value = value[0]
-        if isinstance(value, datetime):
-            stamp = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-            return stamp.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if isinstance(value, datetime):  # past 9999 once in UTC: unknown, the next key decides
+            stamp = as_utc(value)
+            if stamp is not None:
+                return utc_text(stamp)
+            continue
         if isinstance(value, date):
             return f"{value.isoformat()}T00:00:00Z"
         if isinstance(value, str):
-            found = to_utc_iso(value)
+            found = utc_iso(value)
             if found is None:
                 day = _NAME_DATE.search(value)
                 found = _valid_day(day) if day else None

@@ -16,8 +16,9 @@ import re
 from typing import Any
 
 from synix_resources.errors import ConversationSkipped
+from synix_resources.values import utc_iso
 
-from .model import Conversation, Message, to_utc_iso
+from .model import Conversation, Message
 
 FORMAT = "cursor"
 # What tells a SpecStory file from a note (looked for in the first bytes).
@@ -160,7 +161,7 @@ def _stamp(value: str | None) -> str | None:
     found = re.search(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(?::(\d{2}))?Z?", value)
     if not found:
         return None
-    return to_utc_iso(f"{found.group(1)}T{found.group(2)}:{found.group(3) or '00'}+00:00")
+    return utc_iso(f"{found.group(1)}T{found.group(2)}:{found.group(3) or '00'}+00:00")
 
 
 def _clip(text: str, limit: int = _ONE_LINE) -> str:

@@ -19,9 +19,10 @@ so `lifecycle_at` answers what the lifecycle was at any time. Retired memories a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 
-from synix_resources.errors import InvalidTime, MemoryNotFound, MemoryOpRefused
+from synix_resources.errors import MemoryNotFound, MemoryOpRefused
+from synix_resources.values import instant
 
 MAX_CONTENT_CHARS = 20_000
 MAX_REASON_CHARS = 2_000
@@ -41,22 +42,6 @@ def lifecycle_at(reinforced: list, t: str | None = None, dormant_days: int = DOR
         if (now - last).days >= dormant_days:
             return "dormant"
     return "soft" if strength < 2 else "active" if strength < 4 else "solid"
-
-
-def instant(value: object, what: str) -> str:
-    """An ISO 8601 date or date-time as a UTC `YYYY-MM-DDTHH:MM:SSZ` (a date is its midnight;
-    a time without a zone is UTC), so instants compare as strings."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidTime(f"{what} {value!r} is not a date or date-time",
-                          hint="use ISO 8601, e.g. 2025-03-01 or 2025-03-01T09:30:00Z")
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InvalidTime(f"{what} {value[:40]!r} is not a date or date-time",
-                          hint="use ISO 8601, e.g. 2025-03-01 or 2025-03-01T09:30:00Z") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def text(value: object, what: str, limit: int) -> str:

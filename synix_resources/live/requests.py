@@ -16,6 +16,7 @@ from typing import Any
 from synix_resources.errors import LiveInputError, LiveInputTooLarge
 from synix_resources.names import check_live_id
 from synix_resources.text import escape_invalid, is_valid_text, walk_json
+from synix_resources.values import epoch_utc, iso_utc, utc_text
 
 ROLES = ("user", "assistant", "tool", "system")
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -45,22 +46,17 @@ class IngestRequest:
 
 
 def _utc(value: Any, where: str) -> str:
-    """ISO-8601 (naive = UTC) or epoch seconds → `YYYY-MM-DDTHH:MM:SSZ`, between 1970 and 9999."""
+    """ISO-8601 (naive = UTC) or epoch seconds (milliseconds above 1e11) → `YYYY-MM-DDTHH:MM:SSZ`,
+    between 1970 and 9999 (synix_resources/values.py converts)."""
     parsed = None
-    try:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            parsed = datetime.fromtimestamp(value, tz=timezone.utc) if value >= 0 else None
-        elif isinstance(value, str):
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=timezone.utc)
-            parsed = parsed.astimezone(timezone.utc)
-    except (ValueError, OverflowError, OSError):  # not ISO-8601, or past what a date can hold
-        parsed = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        parsed = epoch_utc(value)
+    elif isinstance(value, str):
+        parsed = iso_utc(value)
     if parsed is None or parsed < FIRST_TS:
         raise LiveInputError(f"{where}.ts {str(value)[:40]!r} is not a time between 1970 and 9999 (UTC)",
                              hint="give ISO-8601 (2025-06-01T10:00:00Z) or epoch seconds, or leave it out")
-    return parsed.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_text(parsed)
 
 
 class _BadNumber:

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from synix_resources.errors import SearchError
 from synix_resources.search.query import require_text
 from synix_resources.text import escape_invalid
+from synix_resources.values import as_utc, utc_text
 
 # A date, a prefix of one (year, month), or a date and time with an optional UTC offset.
 _DATE = re.compile(r"(?P<date>\d{4}(?:-\d{2}(?:-\d{2})?)?)"
@@ -55,9 +56,11 @@ def check_date(value: object, what: str) -> str | None:
     parts = [int(p) for p in clock.split(":")]
     zone = m["zone"].replace(":", "")
     offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5]))
-    when = datetime(*map(int, m["date"].split("-")), *parts,
-                    tzinfo=timezone(offset if zone[0] == "+" else -offset))
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")[:11 + len(clock)]
+    when = as_utc(datetime(*map(int, m["date"].split("-")), *parts,
+                           tzinfo=timezone(offset if zone[0] == "+" else -offset)))
+    if when is None:
+        raise SearchError(f"{what} '{text}' is outside the years 0001-9999 in UTC", hint=f"use {DATE_FORMS}")
+    return utc_text(when)[:11 + len(clock)]
 
 
 def calendar_problem(value: str) -> str | None:

@@ -113,7 +113,19 @@ def _sample(**changes) -> dict:
      "no LoCoMo question to evaluate (1 skipped"),
     (json.dumps([_sample(conversation={**SAMPLE["conversation"], "session_2": ["a turn as a string"]})]),
      "sample 'conv-cli' session_2: expected a list of turn objects"),
-])
+    (json.dumps([_sample(qa=[{**SAMPLE["qa"][0], "evidence": 5}])]),
+     "sample 'conv-cli' question 0: evidence '5' is not a list of dialogue ids (D1:3)"),
+    (json.dumps([_sample(qa=[{**SAMPLE["qa"][0], "category": "@HUGE@"}])]).replace('"@HUGE@"', "4" * 5000),
+     "[0].qa[0].category: a 5,000-digit integer, longer than Python reads"),
+    (json.dumps([_sample(qa=[{**SAMPLE["qa"][0], "evidence": ["D" + "1" * 5000 + ":1"]}])]),
+     "no LoCoMo question to evaluate (1 skipped"),
+    (json.dumps([_sample(conversation={**SAMPLE["conversation"], "session_" + "2" * 5000: []})]),
+     "sample 'conv-cli': a session key is numbered with a 5,000-digit integer"),
+    (json.dumps([_sample(conversation={**SAMPLE["conversation"], "session_1": [
+        {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a kitten \udcff"}]})]),
+     "[0].conversation.session_1[0].text: has a lone surrogate escape \\udcff"),
+], ids=["deep", "qa-none", "qa-missing", "category-word", "evidence-unknown", "turn-string", "evidence-int",
+        "category-5000-digits", "evidence-5000-digits", "session-key-5000-digits", "turn-surrogate"])
 def test_malformed_locomo_file_is_one_line_naming_the_file_and_records_no_run(tmp_path, content, needle):
     path = tmp_path / "bad-locomo.json"
     path.write_text(content)
@@ -152,6 +164,37 @@ def test_malformed_longmemeval_file_is_one_line_naming_the_file(tmp_path, sessio
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}: ") and needle in lines[0], lines
     assert not (tmp_path / "results.db").exists()
+
+
+def _lme_run(tmp_path, items: list, *extra):
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(json.dumps(items))
+    return path, run("longmemeval", "--data", str(path), "--no-memory", "--baseline", "raw-rag",
+                     "--results", str(tmp_path / "results.db"), "--modes", "fts", *extra)
+
+
+def test_a_longmemeval_item_without_a_question_is_skipped_and_counted_not_searched(tmp_path):
+    good = json.loads(_lme([[{"role": "user", "content": "I bought a kayak.", "has_answer": True}]]))[0]
+    silent = {k: v for k, v in good.items() if k != "question"} | {"question_id": "q2"}
+    path, result = _lme_run(tmp_path, [good, silent], "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["questions"] == 1
+    from synix_assets.eval.data import load_longmemeval
+    assert load_longmemeval(path).skipped_questions == 1
+    _, result = _lme_run(tmp_path, [silent])
+    assert result.exit_code == 1 and "search query is empty" not in result.stderr
+    assert "no LongMemEval question to evaluate (1 skipped for missing evidence or text)" in result.stderr
+
+
+@pytest.mark.parametrize("key, value", [("haystack_dates", 5), ("haystack_session_ids", "s1"),
+                                        ("answer_session_ids", 7)])
+def test_a_longmemeval_list_field_that_is_not_a_list_is_one_line_naming_it(tmp_path, key, value):
+    item = json.loads(_lme([[{"role": "user", "content": "I bought a kayak.", "has_answer": True}]]))[0]
+    path, result = _lme_run(tmp_path, [{**item, key: value}])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == (f"error: {path}: not LongMemEval data — question 'q1': '{key}' is "
+                                     f"{str(value)!r}, not a list — pass longmemeval_s.json, "
+                                     "longmemeval_m.json or longmemeval_oracle.json")
 
 
 def test_well_formed_longmemeval_turns_still_evaluate(tmp_path):

@@ -71,3 +71,18 @@ def test_each_session_becomes_a_dated_conversation_whose_messages_map_back_to_tu
     session, turns = turn_map(case)["conv-t/session_2"]
     assert session == "session_2" and turns[3] == "D2:4"  # message #4 of the transcript
     assert "[#4 2023-03-20 10:00 UTC] User:\nAlice: Biscuit chewed" in second.transcript()
+
+
+def test_sessions_dated_before_1000_or_in_the_last_minute_of_9999_export_as_readable_dates(tmp_path):
+    from synix_assets.eval.data import Case, Session, Turn, locomo_date
+
+    early, late = locomo_date("1:56 pm on 8 May, 0999"), locomo_date("11:59 pm on 31 December, 9999")
+    assert (early, late) == ("0999-05-08T13:56:00Z", "9999-12-31T23:59:00Z")  # four-digit years
+    turns = tuple(Turn(f"D2:{i}", "Ana", "user", f"turn {i}") for i in range(1, 71))
+    case = Case("odd", [Session("session_1", early, turns[:2]), Session("session_2", late, turns)], [])
+    path = tmp_path / "sessions.json"
+    write_export(case, path)
+    convs, report = parse_file(path)
+    assert report.skipped == [] and [c.created_at for c in convs] == [early, late]
+    stamps = [m.created_at for m in convs[1].messages]
+    assert stamps[0] == late and stamps[-1] == "9999-12-31T23:59:59Z" and len(stamps) == 70

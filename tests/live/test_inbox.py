@@ -158,6 +158,7 @@ def test_turns_stored_with_nan_before_the_door_refused_it_read_back_as_json(inbo
     ('"ts": -1', "turns[0].ts"),
     ('"ts": "1969-12-31T23:59:59Z"', "turns[0].ts"),
     ('"ts": "0001-01-01T00:00:00+14:00"', "turns[0].ts"),
+    ('"ts": "9999-12-31T23:59:59-14:00"', "turns[0].ts"),
     ('"metadata": {"n": ' + "1" * 41 + "}", "turns[0].metadata.n"),
     ('"metadata": {"odd key": {"x": NaN}}', "turns[0].metadata['odd key'].x"),
 ])
@@ -175,6 +176,11 @@ def test_times_and_numbers_at_the_limits_are_kept():
     first, second = parse_ingest(raw).turns
     assert first.ts == "9999-12-31T23:59:59Z" and first.metadata == {"n": -int("9" * 40), "f": 1.5e300}
     assert second.ts == "1970-01-01T00:00:00Z"
+
+
+def test_an_epoch_ts_in_milliseconds_is_read_as_javascript_sends_it():
+    raw = b'{"turns": [{"role": "user", "content": "x", "ts": 1714585031148}]}'
+    assert parse_ingest(raw).turns[0].ts == "2024-05-01T17:37:11Z"
 
 
 def test_session_id_in_the_request_metadata_names_the_session(inbox):

@@ -237,3 +237,14 @@ def test_a_tenant_brief_gives_tier1_of_the_session_the_request_names(tmp_path):
     assert named["tier1"]["session_id"] == "first"
     assert [t["content"] for t in named["tier1"]["working_memory"]] == ["I live in Porto", "Noted"]
     assert bad[0] == 400 and "session" in bad[1]["error"]
+
+
+@pytest.mark.parametrize("odd", ["9999-12-31T23:59:59-14:00", "7" * 5000])
+def test_a_tenant_brief_as_of_past_9999_in_utc_or_not_a_date_is_a_400_naming_as_of(served, odd):
+    from urllib.parse import quote
+
+    home, server, tokens = served
+    status, answer = call(server.port, "GET", f"/v1/tenants/bravo/brief?as_of={quote(odd)}", tokens["bravo"])
+    assert status == 400, answer
+    assert answer["error"].startswith(f"as_of {odd[:40]!r} is ") and "0001 and 9999 in UTC" in answer["error"]
+    assert call(server.port, "GET", "/v1/tenants/bravo/brief?as_of=2025-03-01", tokens["bravo"])[0] == 200

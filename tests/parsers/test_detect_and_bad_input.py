@@ -205,9 +205,9 @@ def test_truncated_zip_is_rejected(tmp_path):
 
 
 def test_timestamps_accept_epoch_seconds_milliseconds_and_iso_forms():
-    from synix_assets.parsers.model import to_utc_iso
-    assert to_utc_iso(1714585031.148505) == "2024-05-01T17:37:11Z"
-    assert to_utc_iso(1714585031148) == "2024-05-01T17:37:11Z"
-    assert to_utc_iso("2025-07-06T03:10:13.076141Z") == "2025-07-06T03:10:13Z"
-    assert to_utc_iso("2025-07-06T05:10:13+02:00") == "2025-07-06T03:10:13Z"
-    assert to_utc_iso(None) is None and to_utc_iso("yesterday") is None and to_utc_iso(float("nan")) is None
+    from synix_resources.values import utc_iso
+    assert utc_iso(1714585031.148505) == "2024-05-01T17:37:11Z"
+    assert utc_iso(1714585031148) == "2024-05-01T17:37:11Z"
+    assert utc_iso("2025-07-06T03:10:13.076141Z") == "2025-07-06T03:10:13Z"
+    assert utc_iso("2025-07-06T05:10:13+02:00") == "2025-07-06T03:10:13Z"
+    assert utc_iso(None) is None and utc_iso("yesterday") is None and utc_iso(float("nan")) is None

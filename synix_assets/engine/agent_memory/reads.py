@@ -6,11 +6,12 @@ from __future__ import annotations
 import sqlite3
 
 from synix_resources.agent_memory import LINK_LAYER, MEMORY_LAYER
-from synix_resources.agent_memory.replay import instant, lifecycle_at
+from synix_resources.agent_memory.replay import lifecycle_at
 from synix_resources.store.connection import utc_now
 from synix_resources.errors import MemoryNotFound
 from synix_resources.names import check_memory_id
 from synix_resources.search.query import fts_match, parse_query
+from synix_resources.values import instant
 
 PREVIEW_CHARS = 160
 

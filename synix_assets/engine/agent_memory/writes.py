@@ -15,12 +15,12 @@ import uuid
 from synix_assets.engine.agent_memory.records import sync
 from synix_assets.project import ProjectPaths
 from synix_resources.agent_memory.log import MemoryLog
-from synix_resources.agent_memory.replay import (MAX_CONTENT_CHARS, MAX_EVIDENCE, MAX_REASON_CHARS,
-                                                 instant, text)
+from synix_resources.agent_memory.replay import MAX_CONTENT_CHARS, MAX_EVIDENCE, MAX_REASON_CHARS, text
 from synix_resources.errors import MemoryOpRefused, StoreLockedError
 from synix_resources.names import MAIN, check_memory_id
 from synix_resources.process.locking import project_lock
 from synix_resources.text import escape_invalid, is_valid_text
+from synix_resources.values import instant
 
 APPLY_WAIT_S = 5.0
 
