@@ -73,6 +73,23 @@ def _isolated_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path_factory.mktemp("dagster_home_unused")))
 
 
+@pytest.fixture(autouse=True)
+def _synix_loggers_restored():
+    """The CLI run in-process takes over the `synix` loggers (its own handler, no propagation,
+    quieter parsers); a later test's caplog must see them as the library leaves them."""
+    import logging
+
+    names = ("synix", "synix.ingest", "synix.parsers")
+    saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).propagate,
+                 logging.getLogger(n).level) for n in names}
+    yield
+    for name, (handlers, propagate, level) in saved.items():
+        log = logging.getLogger(name)
+        log.handlers[:] = handlers
+        log.propagate = propagate
+        log.setLevel(level)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """../shared/data; asking for it marks the test `corpus` (skipped on a clone alone, a failure
