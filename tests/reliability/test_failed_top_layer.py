@@ -13,6 +13,8 @@ from pathlib import Path
 
 import dagster as dg
 
+import synix
+from synix_assets.app.memory.service import MemoryService
 from synix_assets.dagster_defs.graph import layer_key
 
 PY = sys.executable
@@ -64,6 +66,14 @@ def test_a_refused_core_leaves_the_built_layers_searchable_and_writes_no_context
     assert "core/all" in answer["incomplete"] and "synix run" in answer["incomplete"]
     shown = _cli(paths, "search", "topic1")
     assert "the memory is incomplete" in shown.stdout and "core/all" in shown.stdout
+    # the same answer through the Python API and the service HTTP and MCP search call
+    assert synix.open(paths.root).search("topic1").incomplete == answer["incomplete"]
+    service = MemoryService(paths)
+    try:
+        served = service.search("topic1")
+    finally:
+        service.close()
+    assert served["hits"] and served["incomplete"] == answer["incomplete"]
 
     status = json.loads(_cli(paths, "status", "--json").stdout)
     assert status["layers"]["core"]["failed"] == 1 and status["last_run"]["status"] == "failed"
@@ -85,5 +95,6 @@ def test_a_refused_core_leaves_the_built_layers_searchable_and_writes_no_context
     assert "Drawn from core (1 artifact" in (paths.root / "context.md").read_text()
     again = json.loads(_cli(paths, "search", "topic1", "--json").stdout)
     assert "incomplete" not in again and again["hits"]
+    assert synix.open(paths.root).search("topic1").incomplete is None
     assert _materialized(paths, "core") and _materialized(paths, "context")
     assert json.loads(_cli(paths, "status", "--json").stdout)["failures"] == []
