@@ -165,9 +165,13 @@ def run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> No
     skipped = [n for n in stale if launch.names.layer(n) not in {ev.asset_key for ev in events}]
     if deferred is not None and skipped:
         events += launch.run(pipeline, skipped).get_asset_materialization_events()
-    # each projection records whether it rewrote its file/index in its `changed` metadata
+    # each projection records whether it rewrote its file/index in its `changed` metadata; one
+    # that records nothing wrote nothing (a context document of a layer that holds nothing)
+    recorded = {ev.asset_key for ev in events}
     written = {ev.asset_key for ev in events
                if ev.materialization.metadata.get("changed", MetadataValue.bool(True)).value}
     for name in stale:
-        report.projections[name] = {"changed": launch.names.layer(name) in written}
+        key = launch.names.layer(name)
+        report.projections[name] = {"changed": key in written,
+                                    **({} if key in recorded else {"not_written": True})}
     notify("projections", "done", report.projections)

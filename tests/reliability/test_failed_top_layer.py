@@ -56,7 +56,8 @@ def test_a_refused_core_leaves_the_built_layers_searchable_and_writes_no_context
     assert first.returncode == 1, first.stdout + first.stderr
     line = " ".join(first.stderr.split())
     assert "core/all" in line and "refused" in line and "Traceback" not in line
-    assert "memory-index" in first.stdout  # "Projections updated: memory-index"
+    assert "Projections updated: memory-index" in first.stdout
+    assert "Not written: context" in " ".join(first.stdout.split())
     assert not (paths.root / "context.md").exists()  # never drawn from no core
 
     found = _cli(paths, "search", "topic1", "--json")
@@ -92,6 +93,7 @@ def test_a_refused_core_leaves_the_built_layers_searchable_and_writes_no_context
     fixed = _cli(paths, "run", "--json")
     assert fixed.returncode == 0, fixed.stderr
     assert json.loads(fixed.stdout)["layers"]["core"]["built"] == 1
+    assert json.loads(fixed.stdout)["projections"]["context"] == {"changed": True}
     assert "Drawn from core (1 artifact" in (paths.root / "context.md").read_text()
     again = json.loads(_cli(paths, "search", "topic1", "--json").stdout)
     assert "incomplete" not in again and again["hits"]

@@ -34,6 +34,10 @@ def run_summary(out: Console, report, pipeline=None) -> None:
     changed = [n for n, v in report.projections.items() if v.get("changed")]
     if changed:
         out.print(f"Projections updated: {safe(', '.join(changed))}")
+    unwritten = [n for n, v in report.projections.items() if v.get("not_written")]
+    if unwritten:
+        out.print(f"[yellow]Not written:[/] {safe(', '.join(unwritten))} — the layer it draws from "
+                  "holds nothing yet; it is written once that layer is built", soft_wrap=True)
 
 
 def provider_line(out: Console, identity: str) -> None:
