@@ -105,9 +105,9 @@ def _every_piece(sources: list[tuple[str, str]]) -> list[Sentence]:
 
 
 def request_sentences(request: LLMRequest) -> list[Sentence]:
-    """The sentences of the sources, or of the prompt when no source has any text."""
-    sources = [(sid, text) for sid, text in request.sources if text.strip()]
-    return sentences_of(sources or [(request.label or "prompt", request.prompt)])
+    """The sentences of the sources (of the prompt for a request without any); sources that
+    are all blank give none: the prompt's instructions are no summary of them."""
+    return sentences_of(list(request.sources) or [(request.label or "prompt", request.prompt)])
 
 
 def topic_line(texts: list[str], most: int = 5) -> str:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+from synix_resources.errors import LLMRefusal
 from synix_resources.llm.extractive import ExtractiveClient, target_words
 from synix_resources.llm.types import LLMRequest
 
@@ -116,8 +119,8 @@ def test_input_of_headings_and_source_markers_alone_still_gives_its_text():
         assert "Lisbon trip" in resp.text, shape
 
 
-def test_blank_sources_summarise_the_prompt_instead():
-    resp = ExtractiveClient().complete(LLMRequest(
-        "Summarise in at most 40 words.\n\nMaria booked a small apartment in Alfama near the castle.",
-        sources=[("c", "  \n ")]))
-    assert resp.text == "Maria booked a small apartment in Alfama near the castle."
+def test_blank_sources_are_refused_not_summarised_from_the_instructions():
+    with pytest.raises(LLMRefusal, match="returned empty output for episodes/c"):
+        ExtractiveClient().complete(LLMRequest(
+            "Summarise in at most 40 words. Maria booked a small apartment in Alfama.",
+            sources=[("c", "  \n ")], label="episodes/c"))
