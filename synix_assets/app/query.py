@@ -28,6 +28,20 @@ def open_store(paths: ProjectPaths):
         store.close()
 
 
+def incomplete_note(store) -> str | None:
+    """What a search answer says while partitions failed and are not built (so not searchable):
+    the hits come from the layers that were built (design §10.2)."""
+    failures = store.failures()
+    if not failures:
+        return None
+    shown = store.partition_names({f.group_key for f in failures})
+    names = ", ".join(f"{f.layer}/{shown.get(f.group_key, f.group_key)}" for f in failures[:3])
+    more = f" and {len(failures) - 3} more" if len(failures) > 3 else ""
+    return (f"the memory is incomplete: {len(failures)} partition(s) failed to build ({names}{more}) "
+            "and are not searchable; these results come from what was built — `synix status` "
+            "shows the failures, `synix run` retries them")
+
+
 def checked_ref(ref: str, what: str = "artifact id") -> str:
     """An id typed by the user; bytes that are not UTF-8 can name nothing in the store."""
     if not is_valid_text(ref):
@@ -157,7 +171,8 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
                 until: str | None = None, source: str | None = None, trees: bool = True,
                 leaves: bool = False, period: str | None = None,
                 conversation: str | None = None) -> dict:
-    """{"hits": [...], "mode": used mode, "notice"?: why semantic fell back to FTS}.
+    """{"hits": [...], "mode": used mode, "notice"?: why semantic fell back to FTS,
+    "incomplete"?: which partitions failed to build (`incomplete_note`)}.
 
     `leaves=True` ranks the source transcripts themselves, below every summary, one hit per
     matched message ("leaf bypass": the words as they were said). The filters are
@@ -188,9 +203,11 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
         index.close()
     notice = notice or results.notice
     hits = [hit_dict(hit) for hit in results]
-    if trees and hits and paths.has_store():
+    incomplete = None
+    if paths.has_store():
         with open_store(paths) as store:
-            for item in hits:
+            incomplete = incomplete_note(store)
+            for item in hits if trees else ():
                 found = store.find(item["artifact_id"])
                 item["tree"] = focus_tree(tree_of(store.lineage(found.artifact_id)), query) if found else None
                 if item["tree"] and not item["tree"]["parents"] and item["sources"]:
@@ -198,6 +215,8 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
     out = {"query": query, "mode": results.mode, "hits": hits}
     if notice:
         out["notice"] = notice
+    if incomplete:
+        out["incomplete"] = incomplete
     return out
 
 
@@ -210,7 +229,7 @@ def search_json(view: dict) -> dict:
     it: the query, the mode used, its notice, and each hit without its provenance tree."""
     out = {"query": view["query"], "mode": view["mode"],
            "hits": [{k: h.get(k) for k in SEARCH_HIT_KEYS} for h in view["hits"]]}
-    for key in ("notice", "memories", "as_of"):
+    for key in ("notice", "incomplete", "memories", "as_of"):
         if key in view:
             out[key] = view[key]
     return out

@@ -5,7 +5,8 @@ from synix_assets.project import ProjectPaths
 
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
-    """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...}}."""
+    """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...},
+    "failures": [...]}."""
     from synix_assets.forget import pending_forget
     from synix_assets.app.plan import make_plan
     from synix_assets.orchestration.runs import settle_abandoned_runs
@@ -16,6 +17,8 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
         settle_abandoned_runs(paths, store)  # a killed build's last run shows as interrupted
         stored = store.layers()
         runs = store.list_runs(limit=1)
+        failures = store.failures()
+        shown = store.partition_names({f.group_key for f in failures})
     finally:
         store.close()
     forgetting = pending_forget(paths)
@@ -25,6 +28,10 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
            "projections": plan.projections, "sources": plan.sources,
            "last_run": {"run_id": last.run_id, "status": last.status, "started_at": last.started_at,
                         "finished_at": last.finished_at} if last else None,
+           # partitions whose last build failed: not built (nor searchable) until a build retries them
+           "failures": [{"layer": f.layer, "group_key": f.group_key,
+                         "partition": shown.get(f.group_key, f.group_key), "error": f.error,
+                         "run_id": f.run_id} for f in failures],
            # a forget that did not finish: the conversation may still be in some file
            "pending_forget": {"target": forgetting, "finish_with": "synix forget"}
            if forgetting is not None else None}

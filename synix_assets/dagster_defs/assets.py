@@ -335,12 +335,17 @@ def projection_asset(pipeline, paths, name: str, versions: dict[str, str],
     def _run(context, store, llm):
         ctx = _context(pipeline, paths, context, store, llm)
         empty = [p.name for p in ups if not ctx.store.current_index(p.name)]
-        if empty and context.run.tags.get(EMIT_TAG) != "changed":  # `synix run` reports its own
+        # only when every layer is empty: one failed or blocked leaves the others searchable;
+        # `synix run` reports its own
+        if len(empty) == len(ups) and context.run.tags.get(EMIT_TAG) != "changed":
             raise dg.Failure(description=(
                 f"{name}: nothing to project yet — layer(s) {', '.join(empty)} have no artifacts. "
                 f"Build the memory first: `synix run`, or the `synix_build_all` job "
                 f"(`dagster job execute -j synix_build_all …`)."))
         result = run_projection(ctx, name)
+        if "not_written" in result.detail:  # no document drawn from a layer that holds nothing
+            context.log.info(f"{name}: {result.detail['not_written']}")
+            return
         # Recorded even when unchanged: `synix run` launches a projection only after a layer it
         # reads was rebuilt, and Dagster would otherwise keep showing it behind those inputs.
         yield dg.MaterializeResult(metadata={**result.detail, "changed": result.changed},

@@ -281,12 +281,14 @@ def write_context_doc(ctx, name: str) -> ProjectionResult:
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
     key = _context_key(path, text)
-    if not arts and path.exists():  # nothing current to draw from (blocked, retired): the
-        # agent keeps the memory it had; a document is only written from no artifact when there
-        # is none yet (a first build whose core is blocked)
+    if not arts:  # nothing current to draw from (failed, blocked, retired): a document drawn
+        # from nothing would tell the agent it remembers nothing, so the one it had is kept and
+        # none is written on a first build
         return ProjectionResult(name, "context_doc", False, {
             "path": str(path), "artifacts": 0,
-            "kept": f"{proj.from_} has no current artifact; the document was left as it was"})
+            "kept" if path.exists() else "not_written":
+                f"{proj.from_} has no current artifact; the document was "
+                + ("left as it was" if path.exists() else "not written")})
     if path.exists() and ctx.store.get_meta(f"projection:{name}:key") == key:
         return ProjectionResult(name, "context_doc", False, {"path": str(path), "artifacts": len(arts)})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -325,8 +327,8 @@ def projection_stale(ctx, name: str) -> bool:
         return ctx.store.get_meta(f"projection:{name}:key") != key or not ctx.paths.search.exists()
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
-    if not arts:  # an existing document is never replaced by one drawn from nothing
-        return not path.exists()
+    if not arts:  # a document is never drawn from nothing (write_context_doc)
+        return False
     return ctx.store.get_meta(f"projection:{name}:key") != _context_key(path, text) or \
         not path.exists()
 
@@ -338,5 +340,12 @@ def output_path(ctx, name: str):
 
 
 def outputs_exist(ctx) -> bool:
-    """Every projection's file is there (a deleted search.db or context.md must be rebuilt)."""
-    return all(output_path(ctx, name).exists() for name in ctx.pipeline.projections)
+    """Every projection's file is there (a deleted search.db or context.md must be rebuilt),
+    but a context document whose layer holds nothing, which is never written."""
+    return all(output_path(ctx, name).exists() or _drawn_from_nothing(ctx, name)
+               for name in ctx.pipeline.projections)
+
+
+def _drawn_from_nothing(ctx, name: str) -> bool:
+    proj = ctx.pipeline.projections[name]
+    return proj.kind == "context_doc" and ctx.store.current_count(proj.from_) == 0

@@ -155,14 +155,23 @@ def run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> No
     names = ([deferred[0]] if deferred is not None else []) + stale
     launched = time.monotonic()
     try:
-        result = launch.run(pipeline, names)
+        events = launch.run(pipeline, names).get_asset_materialization_events()
     finally:
         if deferred is not None:
             collect(report, ctx, deferred[0], deferred[1], scan, time.monotonic() - launched)
             notify(deferred[0], "done", report.layers[deferred[0]])
-    # each projection records whether it rewrote its file/index in its `changed` metadata
-    written = {ev.asset_key for ev in result.get_asset_materialization_events()
+    # Dagster skips the projections after a lead layer whose partition failed (recorded, not
+    # fatal): they run again on their own, so the layers that were built are searchable (§10.2)
+    skipped = [n for n in stale if launch.names.layer(n) not in {ev.asset_key for ev in events}]
+    if deferred is not None and skipped:
+        events += launch.run(pipeline, skipped).get_asset_materialization_events()
+    # each projection records whether it rewrote its file/index in its `changed` metadata; one
+    # that records nothing wrote nothing (a context document of a layer that holds nothing)
+    recorded = {ev.asset_key for ev in events}
+    written = {ev.asset_key for ev in events
                if ev.materialization.metadata.get("changed", MetadataValue.bool(True)).value}
     for name in stale:
-        report.projections[name] = {"changed": launch.names.layer(name) in written}
+        key = launch.names.layer(name)
+        report.projections[name] = {"changed": key in written,
+                                    **({} if key in recorded else {"not_written": True})}
     notify("projections", "done", report.projections)

@@ -83,13 +83,15 @@ class Hit:
 
 
 class SearchResults(list[Hit]):
-    """The hits, best first, with the mode actually used and its notice (a fallback)."""
+    """The hits, best first, with the mode actually used, its notice (a fallback) and what
+    failed to build (`incomplete`)."""
 
     def __init__(self, view: dict[str, Any], reader: "Reader"):
         super().__init__(Hit(h, reader) for h in view["hits"])
         self.view = view
         self.mode: str = view["mode"]
         self.notice: str | None = view.get("notice")
+        self.incomplete: str | None = view.get("incomplete")  # partitions that failed to build
         self.memories: list[dict[str, Any]] | None = view.get("memories")  # with as_of
 
     def to_json(self) -> dict[str, Any]:

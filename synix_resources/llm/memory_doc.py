@@ -42,7 +42,8 @@ class _Item:
 
 
 def memory_document(request: LLMRequest, budget: int) -> tuple[str, tuple[str, ...]]:
-    """The document and the ids of the sources its lines come from."""
+    """The document and the ids of the sources its lines come from; ("", ()) when the inputs
+    are too thin to lay one out."""
     items, topic_dates, origin = _read(request)
     if not items:
         return "", ()
@@ -56,6 +57,8 @@ def memory_document(request: LLMRequest, budget: int) -> tuple[str, tuple[str, .
     sections = [(WHO, [_line(i) for i in who]), (TOPICS, topic_lines),
                 (RECENT + (f" ({latest})" if latest else ""), [_line(i) for i in recent]),
                 (OPEN, [_line(i) for i in still_open])]
+    if not any(lines for _, lines in sections):  # no sentence fits a section's share: the
+        return "", ()  # caller selects (and cuts) sentences instead of returning a bare note
     body = [NOTE]
     for title, lines in sections:
         if lines:

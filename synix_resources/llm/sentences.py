@@ -60,12 +60,13 @@ def target_words(request: LLMRequest) -> int:
 
 
 def unwrap(text: str) -> str:
-    """Join hard-wrapped prose lines so a wrapped sentence is not cut at the line break."""
+    """Join hard-wrapped prose lines so a wrapped sentence is not cut at the line break (a
+    heading is never continued: the text after it would be dropped with it)."""
     out: list[str] = []
     for line in text.split("\n"):
         previous = out[-1].rstrip() if out else ""
         if (len(previous) >= 30 and line.strip() and previous[-1] not in ".!?:;"
-                and not _LINE_START.match(line)):
+                and not previous.lstrip().startswith("#") and not _LINE_START.match(line)):
             out[-1] = f"{previous} {line.strip()}"
         else:
             out.append(line)
@@ -74,7 +75,14 @@ def unwrap(text: str) -> str:
 
 def sentences_of(sources: list[tuple[str, str]]) -> list[Sentence]:
     """The content sentences of each source, in order (headings, length instructions, transcript
-    markup and the `[source_id]` markers of an earlier summary are not content)."""
+    markup and the `[source_id]` markers of an earlier summary are not content). Input that is
+    all such lines gives them back as they are: a summary of non-blank input is never empty."""
+    found = _content_sentences(sources)
+    substantial = [s for s in found if s.words >= MIN_WORDS]
+    return substantial or found or _every_piece(sources)
+
+
+def _content_sentences(sources: list[tuple[str, str]]) -> list[Sentence]:
     found: list[Sentence] = []
     for index, (source_id, text) in enumerate(sources):
         lines = "\n".join(_MARKER.sub("", line) for line in unwrap(text).split("\n"))
@@ -84,11 +92,21 @@ def sentences_of(sources: list[tuple[str, str]]) -> list[Sentence]:
                     or _LIMIT.search(sentence) or _MARKUP.match(sentence):
                 continue
             found.append(Sentence(index, position, source_id, sentence, len(sentence.split())))
-    substantial = [s for s in found if s.words >= MIN_WORDS]
-    return substantial or found
+    return found
+
+
+def _every_piece(sources: list[tuple[str, str]]) -> list[Sentence]:
+    found: list[Sentence] = []
+    for index, (source_id, text) in enumerate(sources):
+        for position, raw in enumerate(_SPLIT.split(text)):
+            if piece := " ".join(raw.split()):
+                found.append(Sentence(index, position, source_id, piece, len(piece.split())))
+    return found
 
 
 def request_sentences(request: LLMRequest) -> list[Sentence]:
+    """The sentences of the sources (of the prompt for a request without any); sources that
+    are all blank give none: the prompt's instructions are no summary of them."""
     return sentences_of(list(request.sources) or [(request.label or "prompt", request.prompt)])
 
 

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+from synix_resources.errors import LLMRefusal
 from synix_resources.llm.extractive import ExtractiveClient, target_words
 from synix_resources.llm.types import LLMRequest
 
@@ -87,3 +90,37 @@ def test_prompt_without_sources_skips_instructions():
     resp = ExtractiveClient().complete(LLMRequest(
         "Summarise this conversation in 30-60 words.\n\n" + COMPILER, label="conv-x"))
     assert "Summarise" not in resp.text and resp.source_ids == ("conv-x",)
+
+
+# A rollup of a conversation that is all code: one `# Topics:` line, then one run of statements
+# with no sentence end in 150 words (the shape of a real one-conversation Claude export's month).
+CODE_ROLLUP = "# Topics: llm pricing calculator, input, output\n" + " ".join(
+    f"const cost{i} = parseFloat(document.getElementById('cost{i}').value) || 0;" for i in range(40))
+
+
+def test_a_fold_over_a_rollup_of_code_alone_is_never_empty():
+    resp = ExtractiveClient().complete(LLMRequest(
+        "Fold this month into the memory.", sources=[("monthly-2024-10", CODE_ROLLUP)],
+        shape="memory", source_dates={"monthly-2024-10": "2024-10"}, label="core/2024-10"))
+    assert "parseFloat(document.getElementById('cost0')" in resp.text
+    assert "empty_output" not in resp.flags
+
+
+def test_a_heading_does_not_swallow_the_line_after_it():
+    text = "# Topics: rust, compilers and parsers\nThe parser uses Pratt parsing for precedence today"
+    resp = ExtractiveClient().complete(LLMRequest("x", sources=[("c", text)], max_words=40))
+    assert resp.text == "The parser uses Pratt parsing for precedence today"
+
+
+def test_input_of_headings_and_source_markers_alone_still_gives_its_text():
+    for shape in ("", "rollup", "memory"):
+        resp = ExtractiveClient().complete(LLMRequest(
+            "x", sources=[("c", "# Lisbon trip\n[episodes-0123456789abcdef]")], shape=shape))
+        assert "Lisbon trip" in resp.text, shape
+
+
+def test_blank_sources_are_refused_not_summarised_from_the_instructions():
+    with pytest.raises(LLMRefusal, match="returned empty output for episodes/c"):
+        ExtractiveClient().complete(LLMRequest(
+            "Summarise in at most 40 words. Maria booked a small apartment in Alfama.",
+            sources=[("c", "  \n ")], label="episodes/c"))

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Collection
 
 from synix_assets.app.memory.params import MODES, BadRequest, check_limit
 from synix_assets.app.memory.readers import Reader
-from synix_assets.app.query import NOT_BUILT_HINT, hit_dict
+from synix_assets.app.query import NOT_BUILT_HINT, hit_dict, incomplete_note
 from synix_resources.errors import SearchError
 from synix_resources.search.filters import check_conversation, check_date, check_period
 
@@ -37,9 +37,12 @@ def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | N
             results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
         else:
             results = r.index.search(query, layers=layers, mode=mode, limit=limit, exclude=exclude, **filters)
+        incomplete = incomplete_note(r.store)
     out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
     if results.notice:
         out["notice"] = results.notice
+    if incomplete:
+        out["incomplete"] = incomplete
     return out
 
 

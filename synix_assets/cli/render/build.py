@@ -34,6 +34,10 @@ def run_summary(out: Console, report, pipeline=None) -> None:
     changed = [n for n, v in report.projections.items() if v.get("changed")]
     if changed:
         out.print(f"Projections updated: {safe(', '.join(changed))}")
+    unwritten = [n for n, v in report.projections.items() if v.get("not_written")]
+    if unwritten:
+        out.print(f"[yellow]Not written:[/] {safe(', '.join(unwritten))} — the layer it draws from "
+                  "holds nothing yet; it is written once that layer is built", soft_wrap=True)
 
 
 def provider_line(out: Console, identity: str) -> None:
@@ -70,6 +74,8 @@ def plan_table(out: Console, plan: dict) -> None:
             why = ", ".join(x for x in (why, f"{v['retire']} removed") if x)
         if v["blocked"]:
             why = ", ".join(x for x in (why, f"{v['blocked']} blocked by failures") if x)
+        if v.get("failed"):  # recorded failures a build retries
+            why = ", ".join(x for x in (why, f"{v['failed']} failed before, retried") if x)
         table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", num(v["stale"]), num(v["cached"]),
                       num(v["llm_calls"]), num(v["tokens_in"]), num(v["tokens_out"]), money(v["cost_usd"]),
                       safe(why or "-"))
@@ -125,6 +131,7 @@ def status_table(out: Console, status: dict) -> None:
                   f"{safe((r['finished_at'] or r['started_at'])[:19])}")
     else:
         out.print("No build yet — run: synix run")
+    failures(out, status.get("failures", []))
     pending = status.get("pending_forget")
     if pending:
         out.print(f"[yellow]forget of {safe(pending['target'], one_line=True)} is not finished[/] "

@@ -43,8 +43,9 @@ def lineage_tree(node: dict, limit: int | None = None) -> Tree:
 
 
 def search_results(out: Console, result: dict) -> None:
-    if result.get("notice"):
-        out.print(f"[yellow]note:[/yellow] {safe(result['notice'], one_line=True)}")
+    for key in ("notice", "incomplete"):
+        if result.get(key):
+            out.print(f"[yellow]note:[/yellow] {safe(result[key], one_line=True)}", soft_wrap=True)
     if not result["hits"]:
         out.print(f"No results for {safe(repr(result['query']), one_line=True)}.")
         return
