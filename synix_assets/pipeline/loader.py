@@ -2,20 +2,16 @@
 `Pipeline`, synix_assets.pipeline.api, is one)."""
 from __future__ import annotations
 
-import contextlib
-import os
 import runpy
-import sys
 import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
-from synix_resources.process import interrupts
+from synix_resources.process import endings, interrupts
 
 
 class DeclarationEnds(BaseException):
@@ -74,7 +70,7 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
     action = None
     _depth.n = getattr(_depth, "n", 0) + 1
     try:
-        with _process_kept():
+        with endings.kept():
             namespace = runpy.run_path(str(path), run_name="__synix_pipeline__")
     except DeclarationEnds as end:
         namespace, action = dict(end.namespace, pipeline=end.pipeline), end.action
@@ -87,7 +83,7 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
         raise PipelineDefinitionError(
             f"{path}:{_user_frame(exc, path)}: the pipeline file called sys.exit({exc.code!r}) while loading",
             hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the exit") from None
-    except ProcessEnding as exc:
+    except endings.ProcessEnding as exc:
         raise PipelineDefinitionError(
             f"{path}:{_user_frame(exc, path)}: the pipeline file called {exc} while loading",
             hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the call") from None
@@ -114,57 +110,6 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
     elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
     return Declaration(pipeline.validate(), namespace, action)
-
-
-class ProcessEnding(BaseException):
-    """pipeline.py tried to end or replace the process while loading (a BaseException, so the
-    file's own `except Exception` cannot swallow it)."""
-
-
-# os._exit ends the process with the status it is given, skipping every handler; exec replaces
-# the program (whose status then stands for synix's). Every os.exec* goes through execv/execve.
-_ENDINGS = ("_exit", "execv", "execve")
-
-
-_loading: dict[tuple[int, int], int] = {}  # (pid, thread) → loads under way there (they can nest)
-_saved: list[tuple[ModuleType, str, Callable[..., Any]]] = []
-_guard_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _process_kept() -> Iterator[None]:
-    """While pipeline.py runs in this process, its calls that would end the process raise
-    ProcessEnding instead: `os._exit(0)` would otherwise end `synix run` as a success with nothing
-    built. Only loading threads are guarded: other threads' calls, and those of a child the file
-    forks (multiprocessing ends its children with os._exit), go through. Concurrent loads (the
-    server's threads) share one set of guards, removed when the last load ends."""
-    key = (os.getpid(), threading.get_ident())
-    with _guard_lock:
-        if not _loading:
-            modules = {os, sys.modules.get(os.name, os)}  # `posix._exit` is os._exit
-            _saved[:] = [(m, name, getattr(m, name)) for m in modules for name in _ENDINGS if hasattr(m, name)]
-            for module, name, real in _saved:
-                setattr(module, name, _guarded(name, real))
-        _loading[key] = _loading.get(key, 0) + 1
-    try:
-        yield
-    finally:
-        with _guard_lock:
-            _loading[key] -= 1
-            if not _loading[key]:
-                del _loading[key]
-            if not _loading:
-                for module, name, real in _saved:
-                    setattr(module, name, real)
-
-
-def _guarded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if (os.getpid(), threading.get_ident()) not in _loading:
-            return real(*args, **kwargs)
-        shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-        raise ProcessEnding(f"os.{name}({shown})")
-    return call
 
 
 def _user_frame(exc: BaseException, path: Path) -> str:
