@@ -180,4 +180,4 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
         tokens_out=result.output_tokens + int(call.extra_audit.get("extra_tokens_out", 0)),
         cost_usd=result.cost_usd + float(call.extra_audit.get("extra_cost_usd", 0.0)),
         input_count=call.input_count, content_hash=art.content_hash,
-        preview=result.text[:PREVIEW_CHARS], flags=tuple(result.flags))
+        preview=result.text[:PREVIEW_CHARS], flags=tuple(result.flags), from_response_cache=calls == 0)
