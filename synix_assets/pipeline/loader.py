@@ -2,6 +2,8 @@
 `Pipeline`, synix_assets.pipeline.api, is one)."""
 from __future__ import annotations
 
+import copy
+import hashlib
 import runpy
 import threading
 import traceback
@@ -48,6 +50,30 @@ class Declaration:
         """The file's own names (functions, imports, constants), for code that extends it."""
         return {k: v for k, v in self.namespace.items() if not k.startswith("__") and k != "pipeline"}
 
+    def copy(self) -> "Declaration":
+        """A pipeline the caller may change (remove a step, set base_dir) without changing the
+        one kept for the next load; prompt functions stay the same objects."""
+        return Declaration(copy.deepcopy(self.pipeline), dict(self.namespace), self.action)
+
+
+# A pipeline file is run once per process for each content it has (of it and of the pipeline
+# files it loads, e.g. a branch's declaration.py): every action of a script loads its pipeline,
+# and running the script's top level again each time would repeat its side effects (a print
+# before the first action ran dozens of times per script run). A changed file is run again.
+_loaded: dict[tuple[Path, Path | None], tuple[tuple[tuple[Path, str], ...], Declaration]] = {}
+_loaded_lock = threading.Lock()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _unchanged(files: tuple[tuple[Path, str], ...]) -> bool:
+    try:
+        return all(_digest(p) == d for p, d in files)
+    except OSError:  # a file read by that load is gone: load again (and report it then)
+        return False
+
 
 def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> PipelineSpec:
     """Run the file and return its module-level `pipeline`; relative paths resolve next to it,
@@ -67,6 +93,33 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
     if not path.is_file():
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
                                       hint="run `synix init DIR` to create one")
+    key = (path, Path(base_dir).resolve() if base_dir is not None else None)
+    outer = getattr(_depth, "files", None)  # the files read by the load this one is nested in
+    with _loaded_lock:
+        kept = _loaded.get(key)
+    if kept is not None and _unchanged(kept[0]):
+        if outer is not None:
+            outer.extend(kept[0])
+        return kept[1].copy()
+    files = [(path, _digest(path))]
+    _depth.files = files
+    try:
+        declaration = _run(path, base_dir)
+    finally:
+        _depth.files = outer
+    if outer is not None:
+        outer.extend(files)
+    try:
+        kept_copy = declaration.copy()
+    except (TypeError, copy.Error):  # an object the file declared cannot be copied: not kept
+        return declaration
+    with _loaded_lock:
+        _loaded[key] = (tuple(files), kept_copy)
+    return declaration
+
+
+def _run(path: Path, base_dir: str | Path | None) -> Declaration:
+    """Run the pipeline file (up to its first action) and validate what it declared."""
     action = None
     _depth.n = getattr(_depth, "n", 0) + 1
     try:
