@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 import runpy
 import threading
 import traceback
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synix_assets.pipeline import file_reads
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
 from synix_resources.process import endings, interrupts
@@ -56,23 +56,12 @@ class Declaration:
         return Declaration(copy.deepcopy(self.pipeline), dict(self.namespace), self.action)
 
 
-# A pipeline file is run once per process for each content it has (of it and of the pipeline
-# files it loads, e.g. a branch's declaration.py): every action of a script loads its pipeline,
-# and running the script's top level again each time would repeat its side effects (a print
-# before the first action ran dozens of times per script run). A changed file is run again.
-_loaded: dict[tuple[Path, Path | None], tuple[tuple[tuple[Path, str], ...], Declaration]] = {}
+# A pipeline file is run once per process for each content of the files it read (itself, a
+# branch's declaration.py it loads, a TOML: pipeline/file_reads.py): every action of a script
+# loads its pipeline, and running the script's top level again each time would repeat its side
+# effects (a print before the first action ran dozens of times per script run).
+_loaded: dict[tuple[Path, Path | None], tuple[file_reads.Reads, Declaration]] = {}
 _loaded_lock = threading.Lock()
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _unchanged(files: tuple[tuple[Path, str], ...]) -> bool:
-    try:
-        return all(_digest(p) == d for p, d in files)
-    except OSError:  # a file read by that load is gone: load again (and report it then)
-        return False
 
 
 def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> PipelineSpec:
@@ -94,27 +83,20 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
                                       hint="run `synix init DIR` to create one")
     key = (path, Path(base_dir).resolve() if base_dir is not None else None)
-    outer = getattr(_depth, "files", None)  # the files read by the load this one is nested in
     with _loaded_lock:
         kept = _loaded.get(key)
-    if kept is not None and _unchanged(kept[0]):
-        if outer is not None:
-            outer.extend(kept[0])
+    if kept is not None and file_reads.unchanged(kept[0]):
+        file_reads.note_all(kept[0])  # a load this one is nested in read them too
         return kept[1].copy()
-    files = [(path, _digest(path))]
-    _depth.files = files
-    try:
+    with file_reads.recording() as reads:
+        file_reads.note(path)
         declaration = _run(path, base_dir)
-    finally:
-        _depth.files = outer
-    if outer is not None:
-        outer.extend(files)
     try:
         kept_copy = declaration.copy()
     except (TypeError, copy.Error):  # an object the file declared cannot be copied: not kept
         return declaration
     with _loaded_lock:
-        _loaded[key] = (tuple(files), kept_copy)
+        _loaded[key] = (tuple(reads), kept_copy)
     return declaration
 
 

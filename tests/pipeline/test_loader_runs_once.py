@@ -59,3 +59,15 @@ def test_a_wrapper_whose_loaded_file_changed_is_run_again(tmp_path):
     assert "transcripts" in load_pipeline(wrapper).steps
     assert load_declaration(wrapper).pipeline.steps.keys() == {"transcripts"}
     assert _runs(decl) == 2
+
+
+def test_a_pipeline_declared_from_toml_is_run_again_when_the_toml_changes(tmp_path):
+    path = tmp_path / "pipeline.py"
+    path.write_text(HEAD)
+    toml = tmp_path / "pipeline.toml"
+    load_pipeline(path).to_toml(toml)
+    path.write_text(HEAD.replace('pipeline = Pipeline("p")\npipeline.source("exports", path="exports")\n',
+                                 'pipeline = Pipeline.from_toml("pipeline.toml")\n'))
+    assert list(load_pipeline(path).sources) == ["exports"]
+    toml.write_text(toml.read_text().replace('"exports"', '"chats"'))
+    assert list(load_pipeline(path).sources) == ["chats"]
