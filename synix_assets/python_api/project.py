@@ -24,21 +24,21 @@ log = logging.getLogger("synix.python")
 
 
 def register(root: Path, declared_in: Path) -> None:
-    """Make `declared_in` the pipeline file of the project at `root` (a no-op for pipeline.py)."""
+    """Make `declared_in` the pipeline file of the project at `root` (pipeline.py is, unless a
+    promote replaced it: then it is again)."""
     root, declared_in = root.resolve(), declared_in.resolve()
-    if declared_in == root / PIPELINE_FILE:
-        return
-    if (root / PIPELINE_FILE).is_file():
+    own = declared_in == root / PIPELINE_FILE
+    if not own and (root / PIPELINE_FILE).is_file():
         raise PipelineDefinitionError(
             f"{root} is the project of its pipeline.py, and {declared_in.name} declares another pipeline there",
             hint=f"declare it in its own folder, or open that project: synix.open({str(root)!r})")
     name = str(declared_in.relative_to(root)) if declared_in.is_relative_to(root) else str(declared_in)
     configured = project_config(root).get("pipeline")
-    if configured == name:
+    if configured == name or (own and configured is None):
         return
     if configured:
         log.warning("%s now declares the pipeline of %s (it was %s)", declared_in.name, root, configured)
-    set_project_config(root, "pipeline", name)
+    set_project_config(root, "pipeline", None if own else name)
     set_project_config(root, SUPERSEDED, None)  # edited since a promote: the script leads again
 
 

@@ -80,25 +80,27 @@ def _main_prompt(folder: Path) -> str:
     return synix.open(folder).steps["summaries"].prompt.__name__
 
 
-def test_after_a_promote_the_script_goes_on_with_main_as_promoted_not_the_old_prompt(folder):
-    proc = _run(folder, "memory.py", FLOW)
+@pytest.mark.parametrize("name", ["memory.py", "pipeline.py"])
+def test_after_a_promote_the_script_goes_on_with_main_as_promoted_not_the_old_prompt(folder, name):
+    proc = _run(folder, name, FLOW)
     after = json.loads(_line(proc, "AFTER"))
     assert after["built"] == 0 and after["cached"] == 10  # nothing rebuilt with the old prompt
     assert _line(proc, "PROMPT") == "better"  # the script's pipeline is main's promoted one
     assert "acting on main's promoted definition" in proc.stderr
     assert _main_prompt(folder) == "better"
     # run again, unchanged: main stays the promoted definition and nothing is rebuilt
-    again = _run(folder, "memory.py")
+    again = _run(folder, name)
     assert json.loads(_line(again, "AFTER"))["built"] == 0
     assert _main_prompt(folder) == "better"
     # an edited script is main's definition again (as before any promote)
-    (folder / "memory.py").write_text(HEAD + "pipeline.plan()\n")
-    edited = _run(folder, "memory.py")
+    (folder / name).write_text(HEAD + "pipeline.plan()\n")
+    edited = _run(folder, name)
     assert "now declares the pipeline" in edited.stderr
     assert _main_prompt(folder) == "summary"
     from synix_assets.project import project_config
 
-    assert project_config(folder)["pipeline"] == "memory.py" and "superseded" not in project_config(folder)
+    config = project_config(folder)
+    assert config.get("pipeline") == (None if name == "pipeline.py" else name) and "superseded" not in config
 
 
 def test_a_scripts_top_level_runs_once_per_load_not_once_per_action(folder):
