@@ -1,5 +1,6 @@
 """Load a user's pipeline.py into a validated pipeline (a PipelineSpec; the file's own
-`Pipeline`, synix_assets.pipeline.api, is one)."""
+`Pipeline`, synix_assets.pipeline.api, is one). A file is run once per process while it (and
+what it read) is unchanged; each load gets its own copy of the pipeline."""
 from __future__ import annotations
 
 import copy
