@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import runpy
+import sys
 import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from synix_assets.pipeline import file_reads
@@ -99,6 +101,44 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
     with _loaded_lock:
         _loaded[key] = (tuple(reads), kept_copy)
     return declaration
+
+
+def keep_running_script(path: str | Path, base_dir: str | Path | None, pipeline: PipelineSpec,
+                        action: str) -> None:
+    """The script this process runs (`python memory.py`), at its first action, is what loading
+    it would declare: running it again to stop at the same action would repeat its top level
+    (a print before `sync()` printed twice). Kept as its declaration when that is certain: the
+    file still holds the code that runs, and that code never reads `__name__` (a
+    `if __name__ == "__main__":` block runs as a script but not as a loaded pipeline file)."""
+    path = Path(path).resolve()
+    main = sys.modules.get("__main__")
+    if main is None or not getattr(main, "__file__", None) or Path(main.__file__).resolve() != path:
+        return
+    key = (path, Path(base_dir).resolve() if base_dir is not None else None)
+    with _loaded_lock:
+        if key in _loaded:
+            return
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return
+    try:
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return
+    if code != frame.f_code or _reads_name(code):
+        return
+    spec = copy.deepcopy(pipeline)
+    spec.base_dir = key[1] or spec.base_dir or path.parent
+    declaration = Declaration(spec.validate(), dict(vars(main), pipeline=spec), action)
+    with _loaded_lock:
+        _loaded.setdefault(key, (((path, file_reads.digest(path)),), declaration))
+
+
+def _reads_name(code: CodeType) -> bool:
+    return "__name__" in code.co_names or any(
+        isinstance(c, CodeType) and _reads_name(c) for c in code.co_consts)
 
 
 def _run(path: Path, base_dir: str | Path | None) -> Declaration:

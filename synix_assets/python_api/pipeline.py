@@ -9,7 +9,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from synix_assets.pipeline.loader import DeclarationEnds, loading
+from synix_assets.pipeline.loader import DeclarationEnds, keep_running_script, loading
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.python_api.actions import Actions
@@ -108,6 +108,7 @@ class Pipeline(PipelineSpec, Actions):
                 self._adopt(paths)
             else:
                 register(root, self.declared_in)
+                keep_running_script(self.declared_in, paths.root, self, action)
         check_same(self, paths.load_pipeline(), paths.pipeline_file)
         return paths
 

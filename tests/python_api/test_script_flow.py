@@ -113,8 +113,32 @@ pipeline.search("sourdough")
 pipeline.stats()
 pipeline.sync()
 ''')
-    # once as the script itself, once when its first action loads its declaration
+    # once: the script itself, taken as its declaration at its first action (not run again)
+    assert proc.stdout.count("TOP LEVEL RAN") == 1
+
+
+def test_a_script_reading_dunder_name_is_loaded_once_more_to_find_its_declaration(folder):
+    proc = _run(folder, "memory.py", HEAD + '''
+if __name__ == "__main__":
+    pipeline.sync()
+    pipeline.run()
+    pipeline.status()
+''')
+    # as a loaded file it skips the block, so its declaration comes from one load of its own
     assert proc.stdout.count("TOP LEVEL RAN") == 2
+
+
+def test_a_script_changed_after_its_first_action_is_still_refused(folder):
+    script = folder / "memory.py"
+    script.write_text(HEAD + "pipeline.plan()\n"
+                      "pipeline.aggregate('monthly', from_='summaries', period='month', prompt=summary)\n"
+                      "pipeline.plan()\n")
+    env = {**os.environ, "SYNIX_LLM_PROVIDER": "fake", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, str(script)], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "differs from what memory.py declares before its first action (step monthly)" in proc.stderr
+    assert proc.stdout.count("TOP LEVEL RAN") == 1
 
 
 DRIVER = '''import sys
