@@ -10,7 +10,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 from synix_assets.pipeline import file_reads
@@ -112,13 +112,14 @@ def keep_running_script(path: str | Path, base_dir: str | Path | None, pipeline:
     `if __name__ == "__main__":` block runs as a script but not as a loaded pipeline file)."""
     path = Path(path).resolve()
     main = sys.modules.get("__main__")
-    if main is None or not getattr(main, "__file__", None) or Path(main.__file__).resolve() != path:
+    main_file = getattr(main, "__file__", None)
+    if main is None or not main_file or Path(main_file).resolve() != path:
         return
     key = (path, Path(base_dir).resolve() if base_dir is not None else None)
     with _loaded_lock:
         if key in _loaded:
             return
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
         frame = frame.f_back
     if frame is None:
