@@ -10,7 +10,9 @@ takes over the script's names (its prompt functions and imports), then applies t
 
 Promoting into such a project never writes over the user's script: main's definition becomes
 `.synix/main/` (the branch's files), recorded as the project's pipeline file in
-`.synix/config.toml`; running the script again makes it main's definition once more.
+`.synix/config.toml`, with the script as it was then (`superseded`). The script's own
+`pipeline`, acting again (the rest of the same run, or the script run again unchanged), acts on
+main's promoted definition; once the script is edited it is main's definition again.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from synix_assets.pipeline.loader import load_declaration
 from synix_assets.project import PIPELINE_FILE, ProjectPaths
-from synix_assets.project.config import set_project_config
+from synix_assets.project.config import SUPERSEDED, script_mark, set_project_config
 
 DECLARATION = "declaration.py"
 PROMOTED_DIR = "main"
@@ -87,5 +89,9 @@ def promote_definition(main: ProjectPaths, source: ProjectPaths) -> None:
         write_atomic(own, files[PIPELINE_FILE])
         return
     folder = main.state_dir / PROMOTED_DIR
+    if not main.pipeline_file.resolve().is_relative_to(main.state_dir.resolve()):
+        # the user's own file stops defining main: remembered as it is now, so that running it
+        # again unchanged does not put the pre-promotion definition back
+        set_project_config(main.root, SUPERSEDED, script_mark(main.root, main.pipeline_file))
     write_definition(folder, files)
     set_project_config(main.root, "pipeline", str((folder / PIPELINE_FILE).relative_to(main.root)))

@@ -151,6 +151,7 @@ def _run_dict(run) -> dict:
             "started_at": run.started_at, "finished_at": run.finished_at,
             "seconds": stats.get("seconds"),
             "built": sum(v.get("built", 0) for v in layers.values()),
+            "from_response_cache": sum(v.get("from_response_cache", 0) for v in layers.values()),
             "cached": sum(v.get("cached", 0) for v in layers.values()),
             "failed": sum(v.get("failed", 0) for v in layers.values()),
             "llm_calls": stats.get("llm_calls", sum(v.get("llm_calls", 0) for v in layers.values())),

@@ -73,15 +73,21 @@ class BuildReport:
         mark = "✓ Completed" if self.status == "completed" else f"✗ {self.status.title()}"
         minutes, seconds = divmod(round(self.seconds), 60)
         took = f"{minutes}m {seconds}s" if minutes else f"{self.seconds:.1f}s"
-        return (f"{mark} in {took}\n  Records: {int(self.total('built')):,} created\n"
+        reused = int(self.total("from_response_cache"))
+        answered = f" ({reused:,} answered from the LLM response cache)" if reused else ""
+        return (f"{mark} in {took}\n  Records: {int(self.total('built')):,} created{answered}\n"
+                f"  LLM calls: {int(self.total('llm_calls')):,}\n"
                 f"  Tokens: {int(self.total('tokens_in')):,} input / {int(self.total('tokens_out')):,} output")
 
     __repr__ = __str__
 
     def to_json(self) -> dict:
         return {"run_id": self.run_id, "branch": self.branch, "status": self.status,
-                "layers": {k: {"built": v.get("built", 0), "cached": v.get("cached", 0),
-                               "failed": v.get("failed", 0),
+                # built: records made this run, of which from_response_cache took every answer
+                # from the LLM response cache (no model call); cached: records already current
+                "layers": {k: {"built": v.get("built", 0),
+                               "from_response_cache": v.get("from_response_cache", 0),
+                               "cached": v.get("cached", 0), "failed": v.get("failed", 0),
                                **({"unfinished": v["unfinished"]} if v.get("unfinished") else {})}
                            for k, v in self.layers.items()},
                 "llm_calls": int(self.total("llm_calls")), "tokens_in": int(self.total("tokens_in")),

@@ -38,11 +38,14 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
     for layer, est in plan.layers.items():
         info = stored.get(layer, {})
         ran = last_layers.get(layer) or {}
-        built, cached = ran.get("built", 0), ran.get("cached", 0)
+        built, cached, reused = ran.get("built", 0), ran.get("cached", 0), ran.get("from_response_cache", 0)
         out["layers"][layer] = {
             "level": est.level, "kind": est.kind, "artifacts": info.get("artifacts", 0),
             "stale": est.stale, "retire": est.retire, "blocked": est.blocked,
             "failed": est.failed,
             "last_built": info.get("last_built"),
-            "cache_hit_ratio": round(cached / (built + cached), 3) if built + cached else None}
+            # the last build's partitions that needed no model call: records already current, and
+            # records built from answers the LLM response cache served
+            "last_run": {"built": built, "from_response_cache": reused, "cached": cached} if ran else None,
+            "cache_hit_ratio": round((cached + reused) / (built + cached), 3) if built + cached else None}
     return out

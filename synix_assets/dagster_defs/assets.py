@@ -78,7 +78,11 @@ def _same_model(used: str, identity: str, layer: str) -> None:
 
 
 def _outcome_metadata(outcome) -> dict:
-    md = {STATUS_KEY: outcome.status, "cache": "hit" if outcome.status == "cached" else "built",
+    # "hit": the record was current, nothing done; "response cache": built anew from answers the
+    # LLM response cache served (no model call); "built": the model was called
+    cache = ("hit" if outcome.status == "cached"
+             else "response cache" if outcome.from_response_cache else "built")
+    md = {STATUS_KEY: outcome.status, "cache": cache, "from_response_cache": outcome.from_response_cache,
           "provider": outcome.provider, "model": outcome.model,
           "llm_calls": outcome.llm_calls, "tokens_in": outcome.tokens_in,
           "tokens_out": outcome.tokens_out, "cost_usd": float(outcome.cost_usd),

@@ -158,7 +158,8 @@ class _Folder:
             GROUP, "built", artifact_id=art.artifact_id, reason=f"resumed at item {start + 1} of {len(arts)}",
             provider=ctx.llm.provider, model=ctx.llm.model, llm_calls=totals["calls"],
             tokens_in=totals["in"], tokens_out=totals["out"], cost_usd=totals["cost"],
-            input_count=len(arts), content_hash=art.content_hash, preview=text[:600])
+            input_count=len(arts), content_hash=art.content_hash, preview=text[:600],
+            from_response_cache=self.last is not None and not totals["calls"])
 
 
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:

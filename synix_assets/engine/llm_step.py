@@ -10,7 +10,7 @@ from synix_assets.pipeline.prompts import prompt_identity, prompt_name
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import LLMError, LLMRefusal, PromptError, SynixError
 from synix_resources.llm.types import LLMRequest, LLMResponse
-from synix_resources.process import progress
+from synix_resources.process import endings, interrupts, progress
 from synix_resources.settings import settings
 
 INHERITED_PREFIXES = ("meta.time.", "meta.chat.", "meta.source.")
@@ -57,16 +57,27 @@ def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], di
 
 
 def call_prompt(step, *args) -> str:
-    """The step's prompt rendered for one partition. A prompt is user code: whatever it raises,
-    or anything but a valid str it returns, becomes a PromptError that fails this partition only."""
+    """The step's prompt rendered for one partition. A prompt is user code: whatever it raises
+    (an exit included: sys.exit, os._exit, exec), or anything but a valid str it returns,
+    becomes a PromptError that fails this partition only."""
     name = prompt_name(step.prompt)
     try:
-        text = step.prompt(*args)
+        with endings.kept():  # os._exit(0) here would end the build as a silent success
+            text = step.prompt(*args)
     except SynixError:
         raise  # already one line naming what is wrong (e.g. an unreadable template file)
     except Exception as exc:  # any error of the user's function is this partition's failure
         raise PromptError(f"prompt {name} raised {type(exc).__name__}: {exc}",
                           hint=f"fix {name} in the pipeline file") from exc
+    except (SystemExit, endings.ProcessEnding) as exc:
+        called = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else str(exc)
+        raise PromptError(f"prompt {name} called {called}",
+                          hint=f"a prompt must return its text; remove the exit from {name}") from None
+    except KeyboardInterrupt as exc:
+        if interrupts.received():
+            raise  # a real Ctrl-C / SIGTERM while the prompt ran: the build stops
+        raise PromptError(f"prompt {name} raised KeyboardInterrupt",
+                          hint=f"remove the raise from {name}") from exc
     if not isinstance(text, str):
         raise PromptError(f"prompt {name} returned {type(text).__name__}, expected str",
                           hint=f"make {name} return the prompt text")
@@ -169,4 +180,4 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
         tokens_out=result.output_tokens + int(call.extra_audit.get("extra_tokens_out", 0)),
         cost_usd=result.cost_usd + float(call.extra_audit.get("extra_cost_usd", 0.0)),
         input_count=call.input_count, content_hash=art.content_hash,
-        preview=result.text[:PREVIEW_CHARS], flags=tuple(result.flags))
+        preview=result.text[:PREVIEW_CHARS], flags=tuple(result.flags), from_response_cache=calls == 0)

@@ -22,6 +22,10 @@ class PartitionOutcome:
     content_hash: str = ""
     preview: str = ""
     flags: tuple[str, ...] = ()
+    # built, but every answer it needed was served by the LLM response cache: a new record (e.g.
+    # a prompt reverted to one answered before) that cost no model call. "cached" is different:
+    # the record already existed and nothing was done.
+    from_response_cache: bool = False
 
 
 
@@ -32,7 +36,8 @@ def built_outcome(group_key: str, stored, llm, spend: dict, *, reason: str, inpu
                             provider=llm.provider, model=llm.model, input_count=input_count,
                             llm_calls=spend.get("llm_calls", 0), tokens_in=spend.get("input_tokens", 0),
                             tokens_out=spend.get("output_tokens", 0), cost_usd=spend.get("cost_usd", 0.0),
-                            content_hash=stored.content_hash, preview=preview[:600])
+                            content_hash=stored.content_hash, preview=preview[:600],
+                            from_response_cache=spend.get("llm_calls") == 0)  # {}: made without a model
 
 @dataclass
 class LayerResult:
@@ -50,6 +55,8 @@ class LayerResult:
 
     def totals(self) -> dict[str, Any]:
         return {"built": self.count("built"), "cached": self.count("cached"),
+                "from_response_cache": sum(1 for o in self.outcomes
+                                           if o.status == "built" and o.from_response_cache),
                 "failed": self.count("failed"), "blocked": self.count("blocked"),
                 "permanent_failures": sum(1 for o in self.failed if "permanent" in o.flags),
                 "retired": self.retired,

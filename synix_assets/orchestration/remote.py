@@ -194,7 +194,7 @@ class RemoteLauncher(LocalLauncher):
         (each chunk's own totals would overwrite one another's)."""
         import dagster as dg
 
-        totals = dict.fromkeys(STAT_KEYS, 0)
+        totals = dict.fromkeys((*STAT_KEYS, "from_response_cache"), 0)
         for result in results:
             for entry in self.instance.all_logs(result.run_id,
                                                 of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
@@ -205,6 +205,7 @@ class RemoteLauncher(LocalLauncher):
                 for key in STAT_KEYS:
                     if key in md:
                         totals[key] += md[key].value
+                totals["from_response_cache"] += bool("from_response_cache" in md and md["from_response_cache"].value)
         # what this build stored, also by a worker that died before its step recorded it
         built = self.ctx.store.built_in_run(self.ctx.run_id).get(layer, 0)
         failed = len(self.ctx.store.failures(layer=layer, run_id=self.ctx.run_id))

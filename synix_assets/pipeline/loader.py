@@ -1,21 +1,22 @@
 """Load a user's pipeline.py into a validated pipeline (a PipelineSpec; the file's own
-`Pipeline`, synix_assets.pipeline.api, is one)."""
+`Pipeline`, synix_assets.pipeline.api, is one). A file is run once per process while it (and
+what it read) is unchanged; each load gets its own copy of the pipeline."""
 from __future__ import annotations
 
-import contextlib
-import os
+import copy
 import runpy
 import sys
 import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Iterator
+from types import CodeType, FrameType
+from typing import Any
 
+from synix_assets.pipeline import file_reads
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
-from synix_resources.process import interrupts
+from synix_resources.process import endings, interrupts
 
 
 class DeclarationEnds(BaseException):
@@ -52,6 +53,19 @@ class Declaration:
         """The file's own names (functions, imports, constants), for code that extends it."""
         return {k: v for k, v in self.namespace.items() if not k.startswith("__") and k != "pipeline"}
 
+    def copy(self) -> "Declaration":
+        """A pipeline the caller may change (remove a step, set base_dir) without changing the
+        one kept for the next load; prompt functions stay the same objects."""
+        return Declaration(copy.deepcopy(self.pipeline), dict(self.namespace), self.action)
+
+
+# A pipeline file is run once per process for each content of the files it read (itself, a
+# branch's declaration.py it loads, a TOML: pipeline/file_reads.py): every action of a script
+# loads its pipeline, and running the script's top level again each time would repeat its side
+# effects (a print before the first action ran dozens of times per script run).
+_loaded: dict[tuple[Path, Path | None], tuple[file_reads.Reads, Declaration]] = {}
+_loaded_lock = threading.Lock()
+
 
 def load_pipeline(path: str | Path, *, base_dir: str | Path | None = None) -> PipelineSpec:
     """Run the file and return its module-level `pipeline`; relative paths resolve next to it,
@@ -74,10 +88,69 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
     if not path.is_file():
         raise PipelineDefinitionError(f"pipeline file {path} does not exist",
                                       hint="run `synix init DIR` to create one")
+    key = (path, Path(base_dir).resolve() if base_dir is not None else None)
+    with _loaded_lock:
+        kept = _loaded.get(key)
+    if kept is not None and file_reads.unchanged(kept[0]):
+        file_reads.note_all(kept[0])  # a load this one is nested in read them too
+        return kept[1].copy()
+    with file_reads.recording() as reads:
+        file_reads.note(path)
+        declaration = _run(path, base_dir)
+    try:
+        kept_copy = declaration.copy()
+    except (TypeError, copy.Error):  # an object the file declared cannot be copied: not kept
+        return declaration
+    with _loaded_lock:
+        _loaded[key] = (tuple(reads), kept_copy)
+    return declaration
+
+
+def keep_running_script(path: str | Path, base_dir: str | Path | None, pipeline: PipelineSpec,
+                        action: str) -> None:
+    """The script this process runs (`python memory.py`), at its first action, is what loading
+    it would declare: running it again to stop at the same action would repeat its top level
+    (a print before `sync()` printed twice). Kept as its declaration when that is certain: the
+    file still holds the code that runs, and that code never reads `__name__` (a
+    `if __name__ == "__main__":` block runs as a script but not as a loaded pipeline file)."""
+    path = Path(path).resolve()
+    main = sys.modules.get("__main__")
+    main_file = getattr(main, "__file__", None)
+    if main is None or not main_file or Path(main_file).resolve() != path:
+        return
+    key = (path, Path(base_dir).resolve() if base_dir is not None else None)
+    with _loaded_lock:
+        if key in _loaded:
+            return
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return
+    try:
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return
+    if code != frame.f_code or _reads_name(code):
+        return
+    spec = copy.deepcopy(pipeline)
+    spec.base_dir = key[1] or spec.base_dir or path.parent
+    declaration = Declaration(spec.validate(), dict(vars(main), pipeline=spec), action)
+    with _loaded_lock:
+        _loaded.setdefault(key, (((path, file_reads.digest(path)),), declaration))
+
+
+def _reads_name(code: CodeType) -> bool:
+    return "__name__" in code.co_names or any(
+        isinstance(c, CodeType) and _reads_name(c) for c in code.co_consts)
+
+
+def _run(path: Path, base_dir: str | Path | None) -> Declaration:
+    """Run the pipeline file (up to its first action) and validate what it declared."""
     action = None
     _depth.n = getattr(_depth, "n", 0) + 1
     try:
-        with _process_kept():
+        with endings.kept():
             namespace = runpy.run_path(str(path), run_name="__synix_pipeline__")
     except DeclarationEnds as end:
         namespace, action = dict(end.namespace, pipeline=end.pipeline), end.action
@@ -90,7 +163,7 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
         raise PipelineDefinitionError(
             f"{path}:{_user_frame(exc, path)}: the pipeline file called sys.exit({exc.code!r}) while loading",
             hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the exit") from None
-    except ProcessEnding as exc:
+    except endings.ProcessEnding as exc:
         raise PipelineDefinitionError(
             f"{path}:{_user_frame(exc, path)}: the pipeline file called {exc} while loading",
             hint="a pipeline file must only define `pipeline = Pipeline(...)`; remove the call") from None
@@ -117,57 +190,6 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
     elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
     return Declaration(pipeline.validate(), namespace, action)
-
-
-class ProcessEnding(BaseException):
-    """pipeline.py tried to end or replace the process while loading (a BaseException, so the
-    file's own `except Exception` cannot swallow it)."""
-
-
-# os._exit ends the process with the status it is given, skipping every handler; exec replaces
-# the program (whose status then stands for synix's). Every os.exec* goes through execv/execve.
-_ENDINGS = ("_exit", "execv", "execve")
-
-
-_loading: dict[tuple[int, int], int] = {}  # (pid, thread) → loads under way there (they can nest)
-_saved: list[tuple[ModuleType, str, Callable[..., Any]]] = []
-_guard_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _process_kept() -> Iterator[None]:
-    """While pipeline.py runs in this process, its calls that would end the process raise
-    ProcessEnding instead: `os._exit(0)` would otherwise end `synix run` as a success with nothing
-    built. Only loading threads are guarded: other threads' calls, and those of a child the file
-    forks (multiprocessing ends its children with os._exit), go through. Concurrent loads (the
-    server's threads) share one set of guards, removed when the last load ends."""
-    key = (os.getpid(), threading.get_ident())
-    with _guard_lock:
-        if not _loading:
-            modules = {os, sys.modules.get(os.name, os)}  # `posix._exit` is os._exit
-            _saved[:] = [(m, name, getattr(m, name)) for m in modules for name in _ENDINGS if hasattr(m, name)]
-            for module, name, real in _saved:
-                setattr(module, name, _guarded(name, real))
-        _loading[key] = _loading.get(key, 0) + 1
-    try:
-        yield
-    finally:
-        with _guard_lock:
-            _loading[key] -= 1
-            if not _loading[key]:
-                del _loading[key]
-            if not _loading:
-                for module, name, real in _saved:
-                    setattr(module, name, real)
-
-
-def _guarded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if (os.getpid(), threading.get_ident()) not in _loading:
-            return real(*args, **kwargs)
-        shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-        raise ProcessEnding(f"os.{name}({shown})")
-    return call
 
 
 def _user_frame(exc: BaseException, path: Path) -> str:

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Self, Sequence
 
-from synix_assets.pipeline import validation
+from synix_assets.pipeline import file_reads, validation
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
 from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
@@ -333,6 +333,7 @@ class PipelineSpec:
                 file = Path(caller["__file__"]).resolve().parent / file
             try:
                 text = file.read_text(encoding="utf-8")
+                file_reads.note(file)  # a pipeline file declared from it loads again once it changes
             except OSError as exc:
                 raise PipelineDefinitionError(f"pipeline TOML {file} cannot be read: {exc.strerror}",
                                               hint="give the path of a file written by to_toml()") from None

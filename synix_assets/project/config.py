@@ -3,12 +3,15 @@
 architecture."""
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from pathlib import Path
 
 from synix_resources.errors import StoreError
 
 CONFIG_FILE = "config.toml"
+# The user's script that defined main until a branch was promoted, as it was then (script_mark)
+SUPERSEDED = "superseded"
 
 
 def project_config(root: Path) -> dict:
@@ -25,9 +28,18 @@ def project_config(root: Path) -> dict:
                          hint='fix it, e.g. store = "postgresql://user@host/db"') from err
 
 
-def set_project_config(root: Path, key: str, value: str) -> Path:
-    """Set one deployment setting in `.synix/config.toml`, keeping the others (0600: the store
-    URL there may hold a password)."""
+def script_mark(root: Path, script: Path) -> str:
+    """A script by its name in the project and its exact content: a promote records the one it
+    replaces as main's definition, and running that script again unchanged acts on the promoted
+    definition instead of putting the old one back (python_api/project.superseded)."""
+    root, script = Path(root).resolve(), Path(script).resolve()
+    name = str(script.relative_to(root)) if script.is_relative_to(root) else str(script)
+    return f"{name} sha256:{hashlib.sha256(script.read_bytes()).hexdigest()}"
+
+
+def set_project_config(root: Path, key: str, value: str | None) -> Path:
+    """Set one deployment setting in `.synix/config.toml` (None removes it), keeping the others
+    (0600: the store URL there may hold a password)."""
     import os
 
     import tomli_w
@@ -35,7 +47,7 @@ def set_project_config(root: Path, key: str, value: str) -> Path:
     state = Path(root) / ".synix"
     state.mkdir(parents=True, exist_ok=True)
     path = state / CONFIG_FILE
-    config = {**project_config(root), key: value}
+    config = {k: v for k, v in {**project_config(root), key: value}.items() if v is not None}
     tmp = path.with_name(f".{CONFIG_FILE}.tmp-{os.getpid()}")
     tmp.write_text("# This project's deployment settings (docs/configuration.md).\n" + tomli_w.dumps(config),
                    encoding="utf-8")

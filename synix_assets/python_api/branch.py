@@ -11,10 +11,13 @@ pipeline (the branch's file has that file's names); a `template(...)` prompt fil
 """
 from __future__ import annotations
 
+import ast
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, overload
 
 from synix_assets.app import branches
@@ -48,17 +51,52 @@ def _prompt_code(fn: Any, imports: list[str]) -> str:
     return alias + ("." + qualname.split(".", 1)[1] if "." in qualname else "")
 
 
-def _embedded(fn: Any, name: str, code: list[str]) -> str:
-    """A top-level function of the declaring script, written into the branch file by its source
-    (decorators included, so its prompt identity is unchanged)."""
+def _embedded(fn: Any, name: str, code: list[str], seen: set[str] | None = None) -> str:
+    """A top-level function of a script, written into the branch file by its source
+    (decorators included, so its prompt identity is unchanged), after the names it uses from
+    its script: the branch file is a copy of the project's pipeline file, which need not have
+    them (`def f(record: Record)` there would fail with NameError: 'Record')."""
     try:
         source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
         raise PipelineDefinitionError(
             f"prompt {name} has no readable source to write into the branch's pipeline.py",
             hint="define it in a module next to the pipeline and import it") from None
+    seen = seen if seen is not None else set()
+    seen.add(name)
+    used = {n.id for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for used_name in sorted(used - seen):
+        if used_name in fn.__globals__:
+            _bind(used_name, fn.__globals__[used_name], name, code, seen)
     code.append("\n" + source.rstrip("\n") + "\n")
     return name
+
+
+def _bind(name: str, value: Any, user: str, code: list[str], seen: set[str]) -> None:
+    """A line giving `name` the value it has in the script of function `user`: an import, the
+    source of another top-level function of that script, or a plain constant."""
+    seen.add(name)
+    if isinstance(value, ModuleType):
+        code.append(f"import {value.__name__}" if value.__name__ == name else f"import {value.__name__} as {name}")
+        return
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if callable(value) and module in ("__main__", "__synix_pipeline__") and qualname == name:
+        _embedded(value, name, code, seen)
+        return
+    if (callable(value) and module and module not in _NOT_IMPORTABLE and qualname
+            and getattr(sys.modules.get(module), qualname, None) is value):
+        code.append(f"from {module} import {qualname}" + ("" if qualname == name else f" as {name}"))
+        return
+    try:
+        literal = ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError, TypeError):
+        literal = False
+    if not literal:
+        raise PipelineDefinitionError(
+            f"prompt {user} uses {name} ({type(value).__name__}), which cannot be written into the "
+            "branch's pipeline.py", hint=f"define {name} in a module next to the pipeline and import it")
+    code.append(f"{name} = {value!r}")
 
 
 def _value_code(value: Any, imports: list[str]) -> str:
@@ -136,9 +174,11 @@ class PipelineBranch(Actions):
             raise PipelineDefinitionError("main's pipeline is edited in its own file",
                                           hint="branch first: pipeline.branch('experiment')")
         before = self.paths.pipeline_file.read_text(encoding="utf-8")
+        code = override_code(method, name, kwargs)
+        if before.rstrip("\n").endswith(code.rstrip("\n")):
+            return self  # already the last override: a script run again does not grow the file
         header = "" if OVERRIDE_HEADER in before else f"\n\n{OVERRIDE_HEADER}\n"
-        branches.write_branch_pipeline(self.paths, before.rstrip("\n") + "\n" + header +
-                                       override_code(method, name, kwargs))
+        branches.write_branch_pipeline(self.paths, before.rstrip("\n") + "\n" + header + code)
         return self
 
     def transform(self, name: str, **kwargs: Any) -> "PipelineBranch":

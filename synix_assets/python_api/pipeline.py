@@ -9,11 +9,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from synix_assets.pipeline.loader import DeclarationEnds, loading
+from synix_assets.pipeline.loader import DeclarationEnds, keep_running_script, loading
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.python_api.actions import Actions
-from synix_assets.python_api.project import check_same, open_paths, register
+from synix_assets.python_api.project import check_same, log, open_paths, register, superseded
 from synix_assets.python_api.results import PurgeResult
 from synix_resources.errors import PipelineDefinitionError
 
@@ -103,10 +103,26 @@ class Pipeline(PipelineSpec, Actions):
                 "could not load it", hint="declare it in a .py file, or open a project: synix.open('mem')")
         else:
             root = self.base_dir or self.declared_in.parent
-            register(root, self.declared_in)
             paths = ProjectPaths(root, MAIN)
+            if superseded(root, self.declared_in):
+                self._adopt(paths)
+            else:
+                register(root, self.declared_in)
+                keep_running_script(self.declared_in, paths.root, self, action)
         check_same(self, paths.load_pipeline(), paths.pipeline_file)
         return paths
+
+    def _adopt(self, paths: ProjectPaths) -> None:
+        """A branch was promoted since this script was last edited: this pipeline becomes
+        main's definition (the promoted one) and acts on it from now on."""
+        promoted = paths.load_pipeline()
+        declared_in = self.declared_in
+        assert declared_in is not None  # only a pipeline declared in a file has a script to supersede
+        log.warning("%s is unchanged since a branch was promoted into %s: acting on main's promoted "
+                    "definition (%s); edit %s to make it main's definition again", declared_in.name,
+                    paths.root, paths.pipeline_file.relative_to(paths.root), declared_in.name)
+        self.__dict__.update(vars(promoted))
+        self.declared_in, self._opened = declared_in, paths
 
     @property
     def project(self) -> Path:

@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     import sqlite3
 
 # Meta keys whose value belongs to one branch's build, not to the project as a whole.
-BRANCH_SCOPED_META = ("build:", "layer:", "projection:")
+# "pipeline:": the definition `synix sync` compares with is each branch's own (a branch build must
+# not make main report its steps changed)
+BRANCH_SCOPED_META = ("build:", "layer:", "projection:", "pipeline:")
+
+
 def _delete_meta_under(conn, prefix: str) -> None:
     # An exact prefix, not LIKE: '_' in a branch name is a LIKE wildcard (and SQLite's LIKE
     # ignores case), so deleting branch a_b would also delete the meta of a-b and A_B.

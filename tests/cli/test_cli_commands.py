@@ -104,10 +104,10 @@ def test_a_no_op_run_loads_neither_dagster_nor_the_other_commands(built):
 def test_run_json_schema_and_counts(built):
     _, first = built
     assert set(first) >= {"run_id", "layers", "llm_calls", "tokens_in", "tokens_out", "cost_usd", "seconds"}
-    assert first["layers"] == {"transcripts": {"built": 24, "cached": 0, "failed": 0},
-                               "episodes": {"built": 24, "cached": 0, "failed": 0},
-                               "monthly": {"built": 6, "cached": 0, "failed": 0},
-                               "core": {"built": 1, "cached": 0, "failed": 0}}
+    assert first["layers"] == {"transcripts": {"built": 24, "from_response_cache": 0, "cached": 0, "failed": 0},
+                               "episodes": {"built": 24, "from_response_cache": 0, "cached": 0, "failed": 0},
+                               "monthly": {"built": 6, "from_response_cache": 0, "cached": 0, "failed": 0},
+                               "core": {"built": 1, "from_response_cache": 0, "cached": 0, "failed": 0}}
     assert first["llm_calls"] == 36 and first["cost_usd"] == 0
 
 

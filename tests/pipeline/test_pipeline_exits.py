@@ -59,32 +59,32 @@ def test_process_ending_calls_work_again_after_loading_and_in_other_threads(tmp_
     import json
     import threading
 
-    from synix_assets.pipeline import loader
+    from synix_resources.process import endings
 
     real_exit, real_execv = os._exit, os.execv
     path = tmp_path / "pipeline.py"
     seen = tmp_path / "seen.json"
     # while the file loads, a thread it starts sees the guard, which lets that thread's calls through
     path.write_text(HEAD + f"""import json, os, threading
-from synix_assets.pipeline import loader
+from synix_resources.process import endings
 seen = {{}}
 def look():
     seen["guarded"] = os._exit.__name__ != "_exit"
-    seen["passes"] = (os.getpid(), threading.get_ident()) not in loader._loading
+    seen["passes"] = (os.getpid(), threading.get_ident()) not in endings.guarded_threads
 t = threading.Thread(target=look)
 t.start(); t.join()
 open({str(seen)!r}, "w").write(json.dumps(seen))
 """)
     load_pipeline(path)
     assert json.loads(seen.read_text()) == {"guarded": True, "passes": True}
-    assert os._exit is real_exit and os.execv is real_execv and not loader._loading
+    assert os._exit is real_exit and os.execv is real_execv and not endings.guarded_threads
 
     calls = []
-    guard = loader._guarded("_exit", calls.append)
+    guard = endings.guarded("_exit", calls.append)
     worker = threading.Thread(target=lambda: guard(5))
-    with loader._process_kept():
+    with endings.kept():
         worker.start()
         worker.join()
-        with pytest.raises(loader.ProcessEnding, match=r"os\._exit\(6\)"):
+        with pytest.raises(endings.ProcessEnding, match=r"os\._exit\(6\)"):
             guard(6)
     assert calls == [5] and os._exit is real_exit

@@ -16,19 +16,25 @@ def run_summary(out: Console, report, pipeline=None) -> None:
         total = sum(v.get("cached", 0) for v in report.layers.values())
         out.print(f"[bold]Nothing changed[/bold] — all {total} artifacts are cached; "
                   "no LLM calls, no Dagster runs launched.")
-    table = make_table("layer", "built", "cached", "failed", "calls", "tok in", "tok out", "cost", "time",
-                       title=None if report.noop else "Build summary")
+    table = make_table("layer", "built", "reused", "cached", "failed", "calls", "tok in", "tok out",
+                       "cost", "time", title=None if report.noop else "Build summary")
     for layer, v in report.layers.items():
         level = pipeline.level(layer) if pipeline is not None and layer in pipeline.steps else None
-        table.add_row(f"[{level_style(level)}]{safe(layer)}[/]", num(v.get("built")), num(v.get("cached")),
+        table.add_row(f"[{level_style(level)}]{safe(layer)}[/]", num(v.get("built")),
+                      num(v.get("from_response_cache")), num(v.get("cached")),
                       num(v.get("failed")), num(v.get("llm_calls")), num(v.get("tokens_in")),
                       num(v.get("tokens_out")), money(v.get("cost_usd")),
                       f"{v['seconds']:.2f}s" if v.get("seconds") is not None else "-")
     j = report.to_json()
-    table.add_row("[bold]total[/]", num(report.total("built")), num(report.total("cached")),
+    table.add_row("[bold]total[/]", num(report.total("built")), num(report.total("from_response_cache")),
+                  num(report.total("cached")),
                   num(report.total("failed")), num(j["llm_calls"]), num(j["tokens_in"]),
                   num(j["tokens_out"]), money(j["cost_usd"]), f"{report.seconds:.2f}s")
     out.print(table)
+    reused = int(report.total("from_response_cache"))
+    if reused:  # built, yet no model was asked: say so rather than let it pass for fresh work
+        out.print(f"reused: {reused:,} of the {int(report.total('built')):,} records built took every "
+                  "answer from the LLM response cache (no model call); cached: records already current")
     out.print(f"Branch: {safe(report.branch)}")
     provider_line(out, report.provider)
     changed = [n for n, v in report.projections.items() if v.get("changed")]
@@ -111,16 +117,21 @@ def stats_table(out: Console, stats: dict) -> None:
 
 
 def status_table(out: Console, status: dict) -> None:
-    table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "cache hits",
+    table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "built", "reused",
+                       "cache hits",
                        title=f"Status of {safe(status['pipeline'], one_line=True)} "
                              f"(branch {safe(status.get('branch', 'main'), one_line=True)})",
                        left=("layer", "last built (UTC)"))
     for layer, v in status["layers"].items():
         ratio = "-" if v["cache_hit_ratio"] is None else f"{v['cache_hit_ratio']:.0%}"
+        ran = v["last_run"]
         table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", num(v["artifacts"]),
                       num(v["stale"]), num(v["failed"]),
-                      (v["last_built"] or "never")[:19].replace("T", " "), ratio)
+                      (v["last_built"] or "never")[:19].replace("T", " "),
+                      *((num(ran["built"]), num(ran["from_response_cache"])) if ran else ("-", "-")), ratio)
     out.print(table)
+    out.print("last build: built = records made, reused = of them answered from the LLM response "
+              "cache (no model call); cache hits = partitions that needed no model call")
     for name, p in status["projections"].items():
         where = f" → {p['path']}" if p.get("path") else ""
         out.print(f"projection {safe(name)} ({safe(p['kind'])}): "

@@ -24,9 +24,14 @@ class PlainProgress:
             return
         total = data.get("built", 0) + data.get("cached", 0) + data.get("failed", 0)
         self.out.print(f"{safe(layer):<12} {data.get('built', 0) + data.get('cached', 0)}/{total}  "
-                       f"built {data.get('built', 0)}  cached {data.get('cached', 0)}  "
+                       f"built {data.get('built', 0)}{_reused(data)}  cached {data.get('cached', 0)}  "
                        f"failed {data.get('failed', 0)}  tokens {num(data.get('tokens_in'))}/"
                        f"{num(data.get('tokens_out'))}  {money(data.get('cost_usd'))}")
+
+
+def _reused(data: dict) -> str:
+    n = data.get("from_response_cache", 0)
+    return f" ({n} from response cache)" if n else ""
 
 
 class BarProgress:
@@ -75,5 +80,6 @@ class BarProgress:
         elif event == "done":
             total = data.get("built", 0) + data.get("cached", 0) + data.get("failed", 0)
             self.progress.update(task, total=total or 1, completed=total or 1, detail=(
-                f"built {data.get('built', 0)} cached {data.get('cached', 0)} failed {data.get('failed', 0)}"
+                f"built {data.get('built', 0)}{_reused(data)} cached {data.get('cached', 0)} "
+                f"failed {data.get('failed', 0)}"
                 f"  tok {num(data.get('tokens_in'))}/{num(data.get('tokens_out'))}  {money(data.get('cost_usd'))}"))

@@ -107,12 +107,13 @@ def runs_table(out: Console, runs: list[dict]) -> None:
     if not runs:
         out.print("No runs yet — run: synix run")
         return
-    table = make_table("run id", "status", "started (UTC)", "built", "cached", "failed", "calls", "cost", "time",
-                       left=("run id", "status", "started (UTC)"))
+    table = make_table("run id", "status", "started (UTC)", "built", "reused", "cached", "failed", "calls",
+                       "cost", "time", left=("run id", "status", "started (UTC)"))
     for r in runs:
         table.add_row(safe(r["run_id"][:12]), safe(r["status"]),
                       safe((r["started_at"] or "")[5:16].replace("T", " ")),
-                      num(r["built"]), num(r["cached"]), num(r["failed"]), num(r["llm_calls"]),
+                      num(r["built"]), num(r["from_response_cache"]), num(r["cached"]), num(r["failed"]),
+                      num(r["llm_calls"]),
                       money(r["cost_usd"]), f"{r['seconds']:.2f}s" if r.get("seconds") is not None else "-")
     out.print(table)
 
@@ -121,9 +122,11 @@ def run_details(out: Console, run: dict) -> None:
     out.print(f"run {safe(run['run_id'])} [bold]{safe(run['status'])}[/] "
               f"started {safe(run['started_at'][:19])}"
               f" finished {safe((run['finished_at'] or '-')[:19])}")
-    table = make_table("layer", "built", "cached", "failed", "calls", "tok in", "tok out", "cost", "time")
+    table = make_table("layer", "built", "reused", "cached", "failed", "calls", "tok in", "tok out", "cost",
+                       "time")
     for layer, v in run["layers"].items():
-        table.add_row(safe(layer), num(v.get("built")), num(v.get("cached")), num(v.get("failed")),
+        table.add_row(safe(layer), num(v.get("built")), num(v.get("from_response_cache")),
+                      num(v.get("cached")), num(v.get("failed")),
                       num(v.get("llm_calls")), num(v.get("tokens_in")), num(v.get("tokens_out")),
                       money(v.get("cost_usd")), f"{v['seconds']:.2f}s" if v.get("seconds") is not None else "-")
     out.print(table)
