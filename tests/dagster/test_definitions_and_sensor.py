@@ -307,7 +307,7 @@ def test_a_launchpad_llm_model_override_is_refused_by_config_validation_so_no_pa
     assert ArtifactStore(demo_project.store).current("episodes", key).metadata["meta.step.provider"] == "extractive"
 
 
-def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_not_silently(demo_project, capfd):
+def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_and_its_check_evaluated(demo_project, capfd):
     run_build(demo_project)
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
@@ -320,6 +320,14 @@ def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_not_silen
     assert instance.get_latest_materialization_event(layer_key("core")) is not None
     text = logged.out + logged.err
     assert "core (main) had no Dagster record" in text and "synix run --full" in text, text[-2000:]
+    # and its check is evaluated for that record (not "Not evaluated"): Synix's plan, passing
+    materialization = instance.get_latest_materialization_event(layer_key("core"))
+    check = dg.AssetCheckKey(layer_key("core"), "synix_up_to_date")
+    execution = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
+    assert execution.run_id == materialization.run_id  # how Dagster ties the two together
+    assert execution.event.timestamp >= materialization.timestamp
+    evaluation = execution.event.dagster_event.event_specific_data
+    assert evaluation.passed and evaluation.metadata["stale"].value == 0
 
 
 def test_reloaded_definitions_with_an_edited_prompt_get_their_checks_re_evaluated_at_the_next_tick(demo_project):
