@@ -289,7 +289,8 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
                 plan_all(ctx, scan, upto=layer)
             yield check_result(ctx, layer, plans[layer])
-        empty = _nothing_behind(ctx, layer, part, asked, result, scan)
+        # a chunk's range is Synix's own (its stale partitions and what lies between them)
+        empty = None if chunk else _nothing_behind(ctx, layer, part, asked, result, scan)
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed or empty else "completed", {})
         if result.failed:
