@@ -57,7 +57,7 @@ def _demo_instance(root: Path, monkeypatch):
     return dg.DagsterInstance.get()
 
 
-def test_a_readable_partition_key_materializes_at_the_root_in_the_demos_own_dagster_home(clone, monkeypatch):
+def test_a_readable_partition_key_materializes_and_dg_launches_at_the_root_in_the_demos_own_dagster_home(clone, monkeypatch):
     root, env = clone
     with _demo_instance(root, monkeypatch) as instance:
         key = instance.get_dynamic_partitions("conversations")[0]  # what the UI lists
@@ -66,9 +66,12 @@ def test_a_readable_partition_key_materializes_at_the_root_in_the_demos_own_dags
     out = _dagster(root, env, "asset", "materialize", "-m", "synix_assets.definitions",
                    "--select", "episodes", "--partition", key)
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    out = subprocess.run([str(BIN / "dg"), "launch", "--assets", "episodes", "--partition", key], cwd=root,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     with _demo_instance(root, monkeypatch) as instance:
-        assert instance.get_runs_count() == before + 1  # kept where the UI reads, not thrown away
-        assert instance.get_runs(limit=1)[0].tags["dagster/partition"] == key
+        assert instance.get_runs_count() == before + 2  # kept where the UI reads, not thrown away
+        assert [r.tags["dagster/partition"] for r in instance.get_runs(limit=2)] == [key, key]
 
 
 def test_dagster_dev_at_the_root_shows_the_built_demo_and_the_runs_made_at_the_root(clone):
