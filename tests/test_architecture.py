@@ -75,7 +75,8 @@ KNOWN_DAGSTER_REACH: frozenset[tuple[str, str]] = frozenset()
 # The only modules that may import Dagster's private modules (`dagster._…`): Dagster has no public
 # way to create an in-process run with a job origin (dagster_defs/origin.py), and Synix's storage for
 # Dagster's SQLite event log subclasses Dagster's own (dagster_defs/event_log.py, issue 34), named in
-# dagster.yaml through Dagster's storage plug-in point as dagster-postgres does.
+# dagster.yaml through Dagster's storage plug-in point as dagster-postgres does (the same module holds
+# the repository root's storages, which that plug-in point requires to be Dagster storage types).
 DAGSTER_INTERNALS = frozenset({"synix_assets.dagster_defs.origin", "synix_assets.dagster_defs.event_log"})
 
 NEW_HINT = (f"An import may point only to its own floor or a lower one (FLOORS in {THIS_FILE}). "

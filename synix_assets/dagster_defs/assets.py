@@ -25,7 +25,7 @@ from synix_assets.dagster_defs.automation import when_inputs_change
 from synix_assets.dagster_defs.checks import check_result
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
-from synix_assets.dagster_defs.partitions import group_keys, partition_names, partitions_for
+from synix_assets.dagster_defs.partitions import group_keys, named, partition_names, partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
@@ -153,6 +153,36 @@ def _failure(layer: str, result) -> dg.Failure:
                   "errors": dg.MetadataValue.json({o.group_key: o.error for o in failed})})
 
 
+def _nothing_behind(ctx, layer: str, part, asked: dict[str, str] | None, result, scan) -> str | None:
+    """One line for the asked partitions the build had nothing for (no outcome at all: a key
+    added by hand in the UI, or a conversation whose export is gone), else None. Succeeding would
+    record nothing, and the partition would stay Missing however often it is materialized.
+    A declared topic nothing matches is not one of them: `_empty_topics` records it."""
+    if asked is None or isinstance(part, dg.StaticPartitionsDefinition):
+        return None
+    empty = sorted(set(asked) - {o.group_key for o in result.outcomes})
+    if not empty:
+        return None
+    inputs = " and ".join(ctx.pipeline.steps[layer].from_)
+    if not named(ctx.pipeline, layer):
+        return (f"{layer}: nothing to build for partition(s) {_listed(asked, empty)}: no partition "
+                f"of {inputs} in the store falls in it (added by hand?); delete it (the asset's "
+                f"Partitions tab, \"Delete partitions\") or build {inputs} first")
+    conversations = {s.key for s in (scan if scan is not None else ctx.reader.scan()).summaries}
+    unknown = [k for k in empty if k not in conversations]
+    if unknown:
+        return (f"{layer}: nothing to build for partition(s) {_listed(asked, unknown)}: no "
+                f"conversation in the exports has this key (added by hand, or its export was "
+                f"removed); delete it (the asset's Partitions tab, \"Delete partitions\") — "
+                f"`synix plan` lists what the exports hold")
+    return (f"{layer}: nothing to build for partition(s) {_listed(asked, empty)} yet: its input "
+            f"{inputs} is not built; materialize {inputs} for it first (or run synix_build_all)")
+
+
+def _listed(asked: dict[str, str], keys: list[str]) -> str:
+    return ", ".join(asked[k] for k in keys[:10]) + (" …" if len(keys) > 10 else "")
+
+
 def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
     """Runs launched from the UI/CLI/sensor get a Synix run record too; True if this asset owns it."""
     if ctx.store.get_run(ctx.run_id) is not None:
@@ -210,8 +240,10 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         owned = _ensure_run(ctx, pipeline, layer, context)
         tags = context.run.tags
         full = tags.get(FULL_LAYER_TAG) == "1"
-        keys = None if (part is None or full) else \
-            set(group_keys(ctx.store, pipeline, layer, context.partition_keys))
+        # group key → the Dagster partition key it was asked for by
+        asked = None if (part is None or full) else \
+            dict(zip(group_keys(ctx.store, pipeline, layer, context.partition_keys), context.partition_keys))
+        keys = None if asked is None else set(asked)
         # One chunk of a distributed layer (docs/scale.md): it plans only its own partitions,
         # and its coordinator evaluates the layer's check once, after the last chunk.
         chunk = tags.get(DISTRIBUTED_TAG) == "1" and keys is not None
@@ -261,10 +293,14 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
                 plan_all(ctx, scan, upto=layer)
             yield check_result(ctx, layer, plans[layer])
+        # a chunk's range is Synix's own (its stale partitions and what lies between them)
+        empty = None if chunk else _nothing_behind(ctx, layer, part, asked, result, scan)
         if owned:
-            ctx.store.finish_run(ctx.run_id, "failed" if result.failed else "completed", {})
+            ctx.store.finish_run(ctx.run_id, "failed" if result.failed or empty else "completed", {})
         if result.failed:
             raise _failure(layer, result)
+        if empty:
+            raise dg.Failure(description=empty)
 
     return _layer
 

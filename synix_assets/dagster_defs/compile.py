@@ -26,6 +26,7 @@ from synix_assets.dagster_defs.executor import executor_for, sensor_running
 from synix_assets.dagster_defs.graph import Names, code_versions
 from synix_assets.dagster_defs.jobs import BuildFn, build_all_job, layer_jobs
 from synix_assets.dagster_defs.live_sensor import live_sensors
+from synix_assets.dagster_defs.llm_config import launchpad_llm
 from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
@@ -45,6 +46,13 @@ def resources_for(paths: ProjectPaths, identity: str | None = None) -> dict:
     provider = (identity or llm_identity()).split(":", 1)[0]
     return {"store": ArtifactStoreResource(path=str(paths.store)),
             "llm": LLMResource(cache_path=str(paths.llm_cache), provider=provider)}
+
+
+def _launchpad_resources(paths: ProjectPaths, identity: str) -> dict:
+    """The resources of definitions a person launches runs of (the UI, `dagster`, `dg`): the
+    LLM's provider and model are not run config there (llm_config.py)."""
+    resources = resources_for(paths, identity)
+    return {**resources, "llm": launchpad_llm(resources["llm"], identity)}
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,7 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
                                    *(s for g in graphs for s in automation_sensors(
                                        sorted(g.asset_keys() - {g.names.source(x) for x in g.pipeline.sources},
                                               key=lambda k: k.to_user_string()), g.names))],
-                          resources=resources or resources_for(main_paths, identity),
+                          resources=resources or _launchpad_resources(main_paths, identity),
                           executor=executor)
     home = settings().dagster_home
     if home and Path(home).is_dir():

@@ -30,7 +30,8 @@ Dagster records and shows is unchanged; tests/dagster/test_event_log_storage.py 
 tables with Dagster's class and drives Dagster's reads through this one. It is the only Synix
 module that subclasses Dagster internals, named in dagster.yaml through Dagster's documented
 `event_log_storage: module:/class:` plug-in point (as dagster-postgres does), and it is tested
-with Dagster 1.13.x (pinned `<1.14` in pyproject.toml).
+with Dagster 1.13.x (pinned `<1.14` in pyproject.toml). The repository root's dagster.yaml names
+the three storages at the end of this module (the project's own, for commands run at the root).
 """
 from __future__ import annotations
 
@@ -46,7 +47,11 @@ from sqlalchemy import create_engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
+from dagster._core.instance import InstanceRef
 from dagster._core.storage.event_log import ConsolidatedSqliteEventLogStorage
+from dagster._core.storage.event_log.base import EventLogStorage
+from dagster._core.storage.runs.base import RunStorage
+from dagster._core.storage.schedules.base import ScheduleStorage
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 
@@ -220,3 +225,52 @@ def _flush_at_exit(ref) -> None:
     storage = ref()
     if storage is not None:
         storage.flush()
+
+
+# --- the repository root's storage ------------------------------------------------------------
+# A `dagster` or `dg` command run at the repository root without DAGSTER_HOME makes a throwaway
+# home in a temporary folder, configured by the root's dagster.yaml, BEFORE it loads any Synix
+# code: its runs would never show in the project's UI, and it would know none of the partitions
+# the project's home holds (`DagsterUnknownPartitionError` for a key the UI shows). The root
+# dagster.yaml therefore names these three storages: each is the storage of that kind of the
+# project the root serves (SYNIX_PROJECT, else the demo: project/repository.py), read from that
+# project's own dagster.yaml (SQLite or PostgreSQL alike), so every command at the root reads and
+# writes the project's Dagster home. Dagster checks the class named in dagster.yaml is a storage
+# of the kind; the object it gets is the project's own.
+
+
+def project_ref() -> InstanceRef:
+    """The instance ref of the repository's project's Dagster home (prepared if new); its
+    dagster.yaml reads DAGSTER_HOME, so this process is pointed there too."""
+    from synix_assets.dagster_defs.instance import prepare_home
+    from synix_assets.project import ProjectPaths
+    from synix_assets.project.repository import repository_project
+
+    home = ProjectPaths(repository_project()).dagster_home
+    prepare_home(home)
+    os.environ.setdefault("DAGSTER_HOME", str(home))
+    return InstanceRef.from_dir(str(home))
+
+
+class _ProjectStorage:
+    part = ""  # the InstanceRef property of that storage
+
+    @classmethod
+    def config_type(cls) -> dict:
+        return {}
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value):
+        return getattr(project_ref(), cls.part)
+
+
+class ProjectRunStorage(_ProjectStorage, RunStorage):
+    part = "run_storage"
+
+
+class ProjectEventLogStorage(_ProjectStorage, EventLogStorage):
+    part = "event_storage"
+
+
+class ProjectScheduleStorage(_ProjectStorage, ScheduleStorage):
+    part = "schedule_storage"

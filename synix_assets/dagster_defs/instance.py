@@ -8,15 +8,22 @@ from synix_assets.dagster_defs.vocabulary import CONVERSATIONS
 from synix_assets.project import ProjectPaths
 
 
+def prepare_home(dagster_home) -> None:
+    """Synix's dagster.yaml and databases in `dagster_home` (made if new), tuned for this process."""
+    from synix_assets.dagster_defs import instance_files, storage
+
+    instance_files.write_instance_yaml(dagster_home)
+    storage.create_databases(dagster_home)
+    storage.tune(dagster_home)
+
+
 def dagster_instance(paths: ProjectPaths):
     import dagster as dg
 
-    from synix_assets.dagster_defs import instance_files, storage
+    from synix_assets.dagster_defs import storage
 
-    instance_files.write_instance_yaml(paths.dagster_home)
-    storage.create_databases(paths.dagster_home)
+    prepare_home(paths.dagster_home)
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
-    storage.tune(paths.dagster_home)
     instance = dg.DagsterInstance.get()
     instance.get_dynamic_partitions(CONVERSATIONS)  # creates the databases before we hold them
     storage.tune(paths.dagster_home)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from synix_assets.dagster_defs.checks import check_evaluation
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, Parent, parents
 from synix_assets.dagster_defs.partitions import (dynamic_name, named, partition_keys, partition_names,
                                                  partitions_for)
@@ -184,11 +185,18 @@ def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Na
     projections = [n for n in pipeline.projections
                    if renamed or instance.get_latest_materialization_event(names.layer(n)) is None]
     outdated: dict[str, set[str]] = {}
+    checks: list[dg.AssetCheckEvaluation] = []
     if paths is not None and (unrecorded or projections):
-        outdated, fresh = _synix_plan(pipeline, store, paths, projections)
+        outdated, fresh, checks = _synix_plan(pipeline, store, paths, projections, list(unrecorded), names)
         projections = [n for n in projections if n in fresh]
     recorded = record_current(instance, pipeline, store, versions, names, unrecorded, projections,
                               TRIGGER_STORE_SYNC, outdated)
+    # Recorded after the materializations, runless like them: Dagster counts a check evaluation
+    # for the asset's latest materialization when both come from the same run (here: none), so
+    # the `synix_up_to_date` check of a layer recorded again (after `dagster asset wipe`) shows
+    # Synix's verdict instead of "Not evaluated".
+    for evaluation in checks:
+        instance.report_runless_asset_event(evaluation)
     for set_name, keys in renamed.items():  # recorded under their names: the old keys can go
         for key in keys:
             instance.delete_dynamic_partition(set_name, key)
@@ -246,8 +254,10 @@ def record_lost(instance, pipeline, store, versions: dict[str, str], names: Name
     return record_current(instance, pipeline, store, versions, names, lost, [], TRIGGER_STORE_SYNC)
 
 
-def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[str, set[str]], set[str]]:
-    """(per layer the partitions Synix would rebuild, the projections that are current)."""
+def _synix_plan(pipeline, store, paths, projections: list[str], checked: list[str],
+                names: Names) -> tuple[dict[str, set[str]], set[str], list[dg.AssetCheckEvaluation]]:
+    """(per layer the partitions Synix would rebuild, the projections that are current, the
+    `synix_up_to_date` check of each layer of `checked`)."""
     from synix_assets.engine.context import BuildContext
     from synix_assets.engine.layers import plan_all
     from synix_assets.engine.projections import output_path, projection_stale
@@ -261,4 +271,5 @@ def _synix_plan(pipeline, store, paths, projections: list[str]) -> tuple[dict[st
         fresh = {n for n in projections if output_path(ctx, n).exists() and not projection_stale(ctx, n)}
     finally:
         ctx.llm.close()
-    return {layer: set(plan.stale_keys) for layer, plan in plans.items()}, fresh
+    checks = [check_evaluation(ctx, layer, names.layer(layer), plans[layer]) for layer in checked]
+    return {layer: set(plan.stale_keys) for layer, plan in plans.items()}, fresh, checks

@@ -10,6 +10,7 @@ import sys
 import time
 
 import dagster as dg
+import pytest
 
 from synix_assets.app.run import run_build
 from synix_assets.dagster_defs.assets import layer_key
@@ -50,7 +51,7 @@ def test_definitions_have_layers_jobs_checks_owners_and_a_running_sensor(demo_pr
     sensor = defs.sensors[0]
     assert sensor.name == "synix_exports_sensor" and sensor.job_name == "synix_build_all"
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert defs.resources["llm"].provider == "fake"  # the provider really used, not ""
+    assert "fake:fake-v1" in defs.resources["llm"].description  # the provider really used, not ""
 
 
 def test_a_prompt_edit_changes_the_code_version_of_the_layer_and_everything_below_it(demo_project):
@@ -275,29 +276,38 @@ def test_sensor_feeds_every_branch_reading_the_changed_export_and_observes_it_on
         instance.get_dynamic_partitions("monthly_periods")
 
 
-def test_a_launchpad_llm_override_that_would_hide_staleness_is_refused_before_building(demo_project, monkeypatch):
+def test_a_launchpad_llm_model_override_is_refused_by_config_validation_so_no_partition_is_marked_failed(
+        demo_project, monkeypatch):
     """Code versions carry the model the environment named at load; a run whose `llm` config names
     another would record that model's output as current, so Dagster would call it fresh while
-    `synix plan` calls it stale."""
+    `synix plan` calls it stale. Refused before the run exists: a failed run would mark every
+    partition it planned Failed, and a no-op `synix run` would never clear them."""
     monkeypatch.delenv("SYNIX_LLM_PROVIDER")  # no key, no provider named: extractive, as a new user has
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
     key = partition_key(UUID)
     instance.add_dynamic_partitions("conversations", [key])
-    result = dg.materialize(list(defs.assets), selection=[layer_key("transcripts"), layer_key("episodes")],
-                            partition_key=key, instance=instance, resources=defs.resources,
-                            run_config={"resources": {"llm": {"config": {"provider": "fake"}}}},
-                            raise_on_error=False)
-    assert not result.success
-    message = next(e for e in result.all_events if e.is_step_failure).event_specific_data.error.message
-    assert "extractive:extractive-v2" in message and "fake:fake-v1" in message
-    assert "SYNIX_LLM_PROVIDER" in message and "\n" not in message.strip()
+    selection = [layer_key("transcripts"), layer_key("episodes")]
+    for override in ({"provider": "fake"}, {"model": "claude-opus-4"}):
+        with pytest.raises(dg.DagsterInvalidConfigError) as refused:
+            dg.materialize(list(defs.assets), selection=selection, partition_key=key, instance=instance,
+                           resources=defs.resources,
+                           run_config={"resources": {"llm": {"config": override}}})
+        assert f'unexpected config entry "{next(iter(override))}"' in str(refused.value)
+    assert instance.get_runs_count() == 0
+    status = instance.get_status_by_partition(layer_key("episodes"), [key], _asset(defs, "episodes").partitions_def)
+    assert (status or {}).get(key) != dg.AssetPartitionStatus.FAILED  # None: Dagster knows no attempt
     assert ArtifactStore(demo_project.store).current("transcripts", key) is None
-    assert instance.get_latest_materialization_event(layer_key("transcripts")) is None
+    # what does not change the model stays run config, applied over the environment's settings
+    tuned = dg.materialize(list(defs.assets), selection=selection, partition_key=key, instance=instance,
+                           resources=defs.resources,
+                           run_config={"resources": {"llm": {"config": {"concurrency": 2}}}})
+    assert tuned.success
+    assert ArtifactStore(demo_project.store).current("episodes", key).metadata["meta.step.provider"] == "extractive"
 
 
-def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_not_silently(demo_project, capfd):
+def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_and_its_check_evaluated(demo_project, capfd):
     run_build(demo_project)
     instance = dagster_instance(demo_project)
     defs = build_defs(demo_project.root)
@@ -310,6 +320,14 @@ def test_a_wiped_asset_is_recorded_again_from_the_store_with_a_warning_not_silen
     assert instance.get_latest_materialization_event(layer_key("core")) is not None
     text = logged.out + logged.err
     assert "core (main) had no Dagster record" in text and "synix run --full" in text, text[-2000:]
+    # and its check is evaluated for that record (not "Not evaluated"): Synix's plan, passing
+    materialization = instance.get_latest_materialization_event(layer_key("core"))
+    check = dg.AssetCheckKey(layer_key("core"), "synix_up_to_date")
+    execution = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
+    assert execution.run_id == materialization.run_id  # how Dagster ties the two together
+    assert execution.event.timestamp >= materialization.timestamp
+    evaluation = execution.event.dagster_event.event_specific_data
+    assert evaluation.passed and evaluation.metadata["stale"].value == 0
 
 
 def test_reloaded_definitions_with_an_edited_prompt_get_their_checks_re_evaluated_at_the_next_tick(demo_project):

@@ -98,3 +98,30 @@ def test_dg_works_at_the_repository_root_on_the_project_named_by_synix_project(p
     launched = dg(REPO, "launch", "--job", "synix_build_all", env=env)
     assert launched.returncode == 0, (launched.stdout + launched.stderr)[-3000:]
     assert not any(plan_stale(project).values())
+
+
+def test_at_the_root_dg_launch_and_dagster_asset_materialize_use_the_projects_home_and_readable_keys(
+        project, monkeypatch):
+    """Without DAGSTER_HOME a command at the root would make a throwaway home before loading any
+    Synix code (no partitions: DagsterUnknownPartitionError; runs the UI never shows): the root's
+    dagster.yaml gives it the project's own storage instead."""
+    import dagster as dg_api
+
+    monkeypatch.setenv("DAGSTER_HOME", str(project / ".synix" / "dagster"))
+    with dg_api.DagsterInstance.get() as instance:
+        key = instance.get_dynamic_partitions("conversations")[-1]  # a readable key the UI lists
+        before = instance.get_runs_count()
+    env = clean_env(SYNIX_PROJECT=str(project))
+    for command in (["dagster", "asset", "materialize", "-m", "synix_assets.definitions"], ["dg", "launch"]):
+        out = subprocess.run([str(BIN / command[0]), *command[1:], "--assets" if command[0] == "dg" else "--select",
+                              "episodes", "--partition", key], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    launched = dg(REPO, "launch", "--job", "synix_build_all", env=env)
+    assert launched.returncode == 0, (launched.stdout + launched.stderr)[-3000:]
+    with dg_api.DagsterInstance.get() as instance:
+        runs = instance.get_runs(limit=3)
+        assert instance.get_runs_count() == before + 3  # all three in the home the project's UI reads
+    assert [r.job_name for r in runs] == ["synix_build_all", "__ASSET_JOB", "__ASSET_JOB"]
+    assert runs[1].tags["dagster/partition"] == runs[2].tags["dagster/partition"] == key
+    assert not list(REPO.glob(".tmp_dagster_home_*"))  # Dagster's scratch folder is gone again

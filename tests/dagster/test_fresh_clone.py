@@ -1,8 +1,10 @@
 """A fresh copy of the repository, used the way its README says, with no environment variable set:
-`dagster definitions validate`, the one-command whole build, and `dagster dev` showing the built
-demo from a temporary Dagster home (synced from the store by the sensor)."""
+`dagster definitions validate`, the one-command whole build, a readable partition key given to
+`dagster asset materialize`, and `dagster dev` showing the built demo and the runs those commands
+made: every command at the root uses the demo's own Dagster home (the root's dagster.yaml)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -48,11 +50,38 @@ def test_one_documented_command_builds_the_whole_memory(clone):
     assert demo.search.exists()
 
 
-def test_dagster_dev_at_the_root_shows_the_built_demo_from_a_temporary_home(clone):
+def _demo_instance(root: Path, monkeypatch):
+    import dagster as dg
+
+    monkeypatch.setenv("DAGSTER_HOME", str(root / ".synix-demo" / ".synix" / "dagster"))
+    return dg.DagsterInstance.get()
+
+
+def test_a_readable_partition_key_materializes_and_dg_launches_at_the_root_in_the_demos_own_dagster_home(clone, monkeypatch):
+    root, env = clone
+    with _demo_instance(root, monkeypatch) as instance:
+        key = instance.get_dynamic_partitions("conversations")[0]  # what the UI lists
+        assert re.match(r"\d{4}-\d{2}-\d{2}-[a-z]", key), key  # date and title, not an export id
+        before = instance.get_runs_count()
+    out = _dagster(root, env, "asset", "materialize", "-m", "synix_assets.definitions",
+                   "--select", "episodes", "--partition", key)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    out = subprocess.run([str(BIN / "dg"), "launch", "--assets", "episodes", "--partition", key], cwd=root,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    with _demo_instance(root, monkeypatch) as instance:
+        assert instance.get_runs_count() == before + 2  # kept where the UI reads, not thrown away
+        assert [r.tags["dagster/partition"] for r in instance.get_runs(limit=2)] == [key, key]
+
+
+def test_dagster_dev_at_the_root_shows_the_built_demo_and_the_runs_made_at_the_root(clone):
     root, env = clone
     dev = DagsterDev(root, env=env).wait_serving()
     try:
         assert {"transcripts", "episodes", "monthly", "core", "memory_index"} <= dev.asset_keys()
+        runs = dev.gql("{ runsOrError { ... on Runs { results { jobName status } } } }")["runsOrError"]["results"]
+        assert {"jobName": "synix_build_all", "status": "SUCCESS"} in runs  # `dagster job execute` above
+        assert {"jobName": "__ASSET_JOB", "status": "SUCCESS"} in runs  # `dagster asset materialize` above
         deadline = time.monotonic() + 120
         status = {}
         while time.monotonic() < deadline:  # the sensor's first tick syncs the store into this home

@@ -91,6 +91,29 @@ def test_webserver_shows_layers_partitions_and_synix_metadata(webserver):
     assert {e["label"] for e in core["metadataEntries"]} >= {"artifact_id", "input_count"}
 
 
+def test_a_launchpad_run_overriding_the_llm_model_is_refused_at_launch_and_marks_no_partition_failed(webserver):
+    """The Launchpad's Launch button sends this mutation: the override is a config error there, so
+    no run exists and no partition of the layer is marked Failed (a refused run would mark all)."""
+    count = '{ runsOrError { ... on Runs { count } } }'
+    before = _post(f"{webserver}/graphql", count)["data"]["runsOrError"]["count"]
+    key = _post(f"{webserver}/graphql", QUERY)["data"]["assetNodes"]
+    key = next(n for n in key if n["assetKey"]["path"] == ["episodes"])["partitionKeys"][0]
+    launched = _post(f"{webserver}/graphql", """mutation { launchRun(executionParams: {
+        selector: {repositoryLocationName: "synix", repositoryName: "__repository__",
+                   jobName: "synix_build_episodes"},
+        runConfigData: {resources: {llm: {config: {model: "claude-opus-4"}}}},
+        executionMetadata: {tags: [{key: "dagster/partition", value: %s}]} }) {
+        __typename ... on RunConfigValidationInvalid { errors { message } } } }""" % json.dumps(key))
+    result = launched["data"]["launchRun"]
+    assert result["__typename"] == "RunConfigValidationInvalid", result
+    assert 'unexpected config entry "model"' in result["errors"][0]["message"]
+    assert _post(f"{webserver}/graphql", count)["data"]["runsOrError"]["count"] == before
+    statuses = _post(f"{webserver}/graphql", """{ assetNodeOrError(assetKey: {path: ["episodes"]}) {
+        ... on AssetNode { assetPartitionStatuses { ... on DefaultPartitionStatuses {
+        materializedPartitions failedPartitions } } } } }""")["data"]["assetNodeOrError"]["assetPartitionStatuses"]
+    assert statuses["failedPartitions"] == [] and len(statuses["materializedPartitions"]) == 24
+
+
 @contextlib.contextmanager
 def _synix_ui(project):
     """`synix ui` on a free loopback port, serving; stopped by its process group at the end."""
