@@ -29,6 +29,10 @@ SPEAKER_PRIOR = 0.15
 # Unscoped search returns the highest altitude (design §4.6): a matching rollup hides every
 # matching record it was built from, whatever their scores (drill down for them).
 COVER_RATIO = 0.0
+# A rollup built from at most this many conversations narrowly covers the records under it: it
+# stands for them in an unscoped search. A wider one (a month of a busy history, the core
+# memory) ranks beside them instead of hiding them.
+NARROW_COVER = 8
 # A unit the query's words miss matches only if its cosine with the query reaches this: below
 # it, semantic and hybrid search would pad the list with unrelated records ("bread" finding
 # "Borrow checker…"). MiniLM cosines of unrelated chat lines sit around 0-0.2.
