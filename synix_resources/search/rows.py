@@ -97,10 +97,11 @@ class Rows:
 
     def doc_heads(self, doc_ids: Iterable[int]) -> dict[int, dict]:
         """What altitude dedup needs of each candidate document (no content, no sources)."""
-        return {r[0]: {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3])}
+        return {r[0]: {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3]),
+                       "conversations": r[4]}
                 for r in self.rows_in(
-                    "SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
-                    doc_ids)}
+                    "SELECT id, artifact_id, level, ancestry, json_array_length(sources) "
+                    "FROM docs WHERE id IN ({marks})", doc_ids)}
 
     @staticmethod
     def speaker(row: dict) -> str | None:
