@@ -66,7 +66,7 @@ def door_searches(root: Path):
 
     def explorer_search(q, step=None):
         html = client.get("/explore", params={"q": q, **({"layers": step} if step else {})}).text
-        results = html.split('id="col-results"', 1)[1].split('id="passages-slot"', 1)[0]
+        results = html.split('id="col-results"', 1)[1].split('id="passages"', 1)[0]
         return re.findall(r'class="item[^"]*" data-id="([^"]+)"', results)
 
     doors = {"cli": cli_search, "python": py_search, "http": http_search, "mcp": mcp_search,

@@ -134,14 +134,6 @@ def _range(value: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
 
 
-@router.get("/explore/passages", response_class=HTMLResponse)
-def passages(request: Request, q: str, mode: str = "fts", src: str | None = None,
-             branch: str = "main"):
-    """Transcript passages for a query (loaded into the results column after the page)."""
-    hits = memory_for(request, branch).search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
-    return render(request, "_passages.html", passages=hits, q=q, mode=mode, src=src, branch=branch)
-
-
 @router.get("/records/{record_id}", response_class=HTMLResponse)
 def record_page(request: Request, record_id: str, branch: str = "main"):
     svc = memory_for(request, branch)

@@ -12,6 +12,7 @@ from typing import Callable
 
 from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.app.memory import MemoryService
+from synix_assets.serve.budget import budgeted
 
 
 def memory_tools(svc: MemoryService) -> list[Callable]:
@@ -99,9 +100,11 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         (ISO date/time): what the memory held then."""
         return svc.brief(query, budget_tokens=budget_tokens, as_of=as_of, session=session)
 
-    return [get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
-            browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference,
-            get_brief]
+    # each result within the budget an agent's context can take (`budget.py` says what it cut)
+    return [budgeted(tool) for tool in (
+        get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
+        browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference,
+        get_brief)]
 
 
 def write_tools(writer: MemoryWriter) -> list[Callable]:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from synix_resources.errors import SearchError
+from synix_resources.errors import SearchArgumentError, SearchError
 from synix_resources.search import fusion
 from synix_resources.search.documents import Hit, HitSources, SearchResults
 from synix_resources.search.filters import Filters, check_filters
@@ -24,6 +24,18 @@ MODES = ("fts", "semantic", "hybrid")
 EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
 SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
 MAX_PERIODS = 3               # named periods a query's dated searches are run for
+
+
+def check_mode_and_limit(mode, limit) -> None:
+    """A search's mode is one of MODES and its limit a positive whole number; anything else is
+    refused, never answered as full-text or with nothing."""
+    if mode not in MODES:
+        raise SearchArgumentError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise SearchArgumentError(f"limit must be a whole number of hits (1 or more), "
+                                  f"not {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise SearchArgumentError(f"limit must be 1 or more, got {limit}")
 
 
 class IndexReader:
@@ -62,12 +74,9 @@ class IndexReader:
                per: str = "artifact", leaves: bool = False, period: str | None = None,
                conversation: str | None = None, dates: bool = True) -> SearchResults:
         """`SearchIndex.search`."""
-        if mode not in MODES:
-            raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
+        check_mode_and_limit(mode, limit)
         if per not in ("artifact", "passage"):
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
-        if limit <= 0:
-            return SearchResults([], mode=mode, requested_mode=mode)
         checked = check_filters(layers=layers, since=since, until=until, source=source,
                                 period=period, conversation=conversation)
         with self._snapshot():

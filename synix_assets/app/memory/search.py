@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from synix_assets.app.memory.params import MODES, BadRequest, check_limit
 from synix_assets.app.memory.readers import Reader
-from synix_assets.app.query import NOT_BUILT_HINT, hit_dict
+from synix_assets.app.query import NOT_BUILT_HINT, hit_dict, search_answer
 from synix_resources.errors import SearchError
 from synix_resources.search.filters import check_conversation, check_date, check_period
 
@@ -31,10 +31,9 @@ def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | N
     with svc.reader(branch) as r:
         if r.index is None:
             raise SearchError(f"no search index in {svc.paths.root} yet", hint=NOT_BUILT_HINT)
-        if evidence:
-            results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
-        else:
-            results = r.index.search(query, layers=layers, mode=mode, limit=limit, **filters)
+        if not evidence:
+            return search_answer(r.index, query, layers=layers, mode=mode, limit=limit, **filters)
+        results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
     out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
     if results.notice:
         out["notice"] = results.notice
