@@ -11,6 +11,7 @@ reads the artifact store: callers hand over `IndexDoc`s that already carry their
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Iterable
@@ -98,6 +99,23 @@ class SearchIndex:
         by a batch however many docs change, and an interrupted update keeps the batches it
         wrote (every doc is whole; the caller's next update finds the rest still different)."""
         return self._writer.update(name, docs, remove=remove, reindex=reindex, batch=batch)
+
+    def provenance(self, artifact_ids: Iterable[str]) -> dict[str, dict]:
+        """artifact id -> {collection, ancestry, leaf_ids, sources} of those indexed: what a
+        document built on them (an agent's memory citing them) inherits."""
+        return {r[0]: {"collection": r[1], "ancestry": json.loads(r[2]),
+                       "leaf_ids": json.loads(r[3]), "sources": json.loads(r[4])}
+                for r in self.rows.rows_in(
+                    "SELECT artifact_id, collection, ancestry, leaf_ids, sources FROM docs "
+                    "WHERE artifact_id IN ({marks})", list(artifact_ids))}
+
+    def layer_ids(self, layer: str) -> list[str]:
+        """The ids of the documents of `layer`, whatever their collection."""
+        return [r[0] for r in self.db.execute("SELECT artifact_id FROM docs WHERE layer = ?",
+                                              [layer])]
+
+    def has_vectors(self) -> bool:
+        return self.vectors.has_vectors()
 
     def remove(self, artifact_ids: Iterable[str]) -> int:
         """Delete these artifacts (and their vectors) from the index; returns how many were."""
