@@ -46,7 +46,7 @@ def fit(result: Any, chars: int = TOOL_RESULT_CHARS) -> Any:
         return result
     out = json.loads(json.dumps(result, ensure_ascii=False, default=str))
     dropped: dict[str, int] = {}
-    note = 160  # room for the `cut` note itself
+    note = 300  # room for the `cut` note itself
     while over + note > 0:
         found = max(((p, l) for p, l in _lists(out) if len(l) > 1), key=lambda x: size(x[1]),
                     default=None)

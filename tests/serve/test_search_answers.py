@@ -112,3 +112,16 @@ def test_a_bad_mode_or_limit_is_refused_in_python_and_on_the_command_line(served
         pipeline.search("marathon", mode="hybird")
     cli = _cli(served_project, "search", "marathon", "--limit", "0")
     assert cli.returncode != 0 and "Traceback" not in cli.stderr and "limit" in cli.stderr
+
+
+def test_a_result_over_budget_loses_its_last_list_items_then_the_ends_of_long_texts():
+    from synix_assets.serve.budget import fit
+
+    hits = [{"artifact_id": f"h{i}", "snippet": "x" * 300} for i in range(40)]
+    cut = fit({"query": "q", "hits": hits}, 3000)
+    assert len(json.dumps(cut, ensure_ascii=False)) <= 3000 and cut["hits"] == hits[:len(cut["hits"])]
+    assert f"{40 - len(cut['hits'])} items of hits" in cut["cut"]
+    one = fit({"content": "y" * 10_000, "id": "r1"}, 2000)
+    assert len(json.dumps(one, ensure_ascii=False)) <= 2000 and one["id"] == "r1" and one["content"].endswith("…")
+    assert "the end of 1 long text" in one["cut"]
+    assert fit({"small": [1, 2]}, 2000) == {"small": [1, 2]}
