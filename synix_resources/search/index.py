@@ -157,8 +157,10 @@ class SearchIndex:
                conversation: str | None = None, dates: bool = True) -> SearchResults:
         """Ranked hits for `query`.
 
-        `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
-        kept (lower ones via `drill_down`). `exact=True` finds the literal phrase in the leaves.
+        `layers` scopes to those layers; unscoped, the summaries and the source transcripts
+        rank together and a matching record built from at most `fusion.NARROW_COVER`
+        conversations stands for the matching records below it (reached by `drill_down`); a
+        wider one (the core) ranks beside them. `exact=True` finds the literal phrase in the leaves.
         `per="passage"` returns one hit per matched unit (a message of a transcript) instead of
         one per artifact. `leaves=True` ranks only the leaves (level-0 artifacts, hidden
         transcripts included): the words of the conversations themselves, below every summary
