@@ -174,17 +174,19 @@ def passage_dict(hit) -> dict:
 
 def search_answer(index, query: str, *, layers: list[str] | None = None, mode: str = "fts",
                   exact: bool = False, limit: int = 10, leaves: bool = False,
-                  **filters: str | None) -> dict:
+                  passages: bool | None = None, **filters: str | None) -> dict:
     """One search of an open `SearchIndex` as every door answers it: {"query", "mode", "hits",
-    "passages"?, "notice"?}. An unscoped ranked search also carries the conversations' own
-    best-matching passages (`passages`, one shape everywhere), so what a summary left out or
-    matched only weakly is still shown with where it was said; `leaves=True` ranks those
-    passages as the hits themselves."""
+    "passages"?, "notice"?}. An unscoped ranked search whose words the summaries do not all
+    hold (`SearchResults.weak`: what a summary left out, or nothing matched) also carries the
+    conversations' own best-matching passages (`passages`, one shape everywhere), with where
+    each was said; `passages=True` always does (the explorer's "In the conversations").
+    `leaves=True` ranks those passages as the hits themselves."""
     results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
                            leaves=leaves, per="passage" if leaves else "artifact", **filters)
     out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
-    if layers is None and not (exact or leaves):
-        # the leaf ranking the search above just scored (cached): no second scoring
+    wanted = results.weak if passages is None else passages
+    if layers is None and not (exact or leaves) and wanted:
+        # a weak search just scored this leaf ranking (cached): no second scoring
         found = index.search(query, mode=mode, limit=min(limit, PASSAGES), per="passage",
                              leaves=True, **filters)
         out["passages"] = [passage_dict(h) for h in found]

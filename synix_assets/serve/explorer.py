@@ -107,7 +107,9 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
     results, listing = None, None
     if q:
-        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of)
+        # the conversations' own passages always listed under the hits ("In the conversations")
+        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of,
+                             passages=True)
     else:
         built = [l for l in all_layers if l["records"]]
         chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)

@@ -88,12 +88,15 @@ class IndexReader:
             parsed = parse_query(query)
             dedup = layer_list is None and not leaves
             scored, used, notice = self._scored(parsed, mode, filters, restrict=None)
-            if dedup and per == "artifact":
-                # The conversations' own words rank too (the leaf ranking, as `leaves=True`):
-                # a summary leaves out most of what was said, and a search must never find less
-                # than searching the transcripts would. Altitude then folds each transcript into
-                # the narrow record above it that matched (its episode), which ranks at the
-                # better of the two.
+            weak = dedup and per == "artifact" and bool(self.rows.lacking_terms(parsed))
+            if weak:
+                # Words the summaries do not hold at all: the conversations' own words rank too
+                # (the leaf ranking, as `leaves=True`). A summary leaves out most of what was
+                # said, and a search must never find less than searching the transcripts
+                # would. Altitude then folds each transcript into the narrow record above it
+                # that matched (its episode), which ranks at the better of the two. Only then:
+                # ranking every message costs tens of milliseconds at 10,000 conversations for
+                # a common word, which the summaries hold anyway.
                 below, _, _ = self._scored(parsed, mode, dataclasses.replace(filters, leaves=True),
                                            restrict=None)
                 scored = sorted(dict([*below, *scored]).items(), key=lambda x: (-x[1], x[0]))
@@ -109,7 +112,7 @@ class IndexReader:
                     dated += self._group([(uid, sc) for uid, sc in scored if uid in inside],
                                          parsed, per, limit, dedup)
                 hits = prefer_dated(hits, dated, per, limit)
-            return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+            return SearchResults(hits, mode=used, requested_mode=mode, notice=notice, weak=weak)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:

@@ -8,7 +8,7 @@ from typing import Iterable, Iterator
 
 from synix_resources.search import fusion, schema
 from synix_resources.search.filters import Filters
-from synix_resources.search.query import ParsedQuery, fts_match
+from synix_resources.search.query import ParsedQuery, fts_match, quote_term
 
 CANDIDATE_UNITS = 400         # units fetched per ranker before grouping by artifact
 UNIT_ROW_CACHE = 50_000       # unit rows kept between queries (cleared when the index changes)
@@ -55,6 +55,13 @@ class Rows:
         if restrict is not None:
             rows = self.restrict(rows, restrict)
         return [(r[0], float(r[1])) for r in rows]
+
+    def lacking_terms(self, parsed: ParsedQuery) -> list[str]:
+        """The query's content terms that no searchable unit holds (one indexed lookup each,
+        stopping at the first posting: cheap however common the term)."""
+        table = schema.SEARCHABLE_FTS
+        return [t for t in parsed.content_terms if self.db.execute(
+            f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", [quote_term(t)]).fetchone() is None]
 
     def bm25(self, table: str, match: str, filters: Filters, limit: int) -> list:
         """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""

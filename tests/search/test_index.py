@@ -387,7 +387,9 @@ def test_words_only_the_conversation_holds_find_it_through_its_episode(tmp_path)
     index.sync("memory", _wide_memory().values())
     # only the transcript says zanzibar4; its episode says kubernetes: the episode stands for
     # both, ranked first, showing the transcript's matched message and its range
-    top = index.search("zanzibar4 kubernetes")[0]
+    found = index.search("zanzibar4 kubernetes")
+    top = found[0]
+    assert found.weak and not index.search("kubernetes nodes").weak  # a word no summary holds
     assert top.artifact_id == "e-c4"
     assert "[zanzibar4]" in top.snippet and top.message_range == (1, 1)
     assert top.sources[0]["message_range"] == [1, 1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from urllib.parse import quote
 
 import pytest
 from serve_helpers import request, synix_cmd
@@ -41,7 +42,7 @@ def _answers(served_project, server, tools, query: str, limit: int) -> dict[str,
 
     cli = _cli(served_project, "search", query, "--json", "--limit", str(limit))
     assert cli.returncode == 0, cli.stderr
-    status, _, body = request(server, "GET", f"/v1/search?q={query}&limit={limit}")
+    status, _, body = request(server, "GET", f"/v1/search?q={quote(query)}&limit={limit}")
     assert status == 200
     return {"cli": json.loads(cli.stdout),
             "python": synix.open(str(served_project.root)).search(query, limit=limit).to_json(),
@@ -49,8 +50,31 @@ def _answers(served_project, server, tools, query: str, limit: int) -> dict[str,
             "mcp": tools["search_memories"](query, limit=limit)}
 
 
-def test_every_door_answers_with_compact_hits_and_the_conversations_passages(served_project, server, tools):
-    answers = _answers(served_project, server, tools, "marathon", 5)
+@pytest.fixture(scope="module")
+def unsummarised(served_project) -> str:
+    """A word of the conversations that no summary holds."""
+    import re
+
+    from synix_resources.search.index import SearchIndex
+    from synix_resources.search.query import parse_query
+
+    store = served_project.open_store(read_only=True)
+    index = SearchIndex(served_project.search, embeddings=False)
+    try:
+        for art in store.list_layer("transcripts"):
+            for word in sorted(set(re.findall(r"[a-z]{7,}", art.content.lower()))):
+                if index.rows.lacking_terms(parse_query(word)):
+                    return word
+    finally:
+        index.close()
+        store.close()
+    raise AssertionError("every word of the demo conversations is in a summary")
+
+
+def test_every_door_answers_with_compact_hits_and_the_conversations_passages(served_project, server, tools,
+                                                                              unsummarised):
+    # "marathon" is in the summaries; the other word only in a conversation: passages come
+    answers = _answers(served_project, server, tools, f"marathon {unsummarised}", 5)
     shapes = set()
     for door, data in answers.items():
         assert data["hits"] and data["passages"], door
@@ -66,8 +90,14 @@ def test_every_door_answers_with_compact_hits_and_the_conversations_passages(ser
     assert len(shapes) == 1  # the same answer through every door
 
 
-def test_the_explorer_lists_the_same_passages_under_the_hits(served_project, server, tools):
-    passages = tools["search_memories"]("marathon", limit=30)["passages"]
+def test_passages_come_only_when_the_summaries_lack_the_words_except_in_the_explorer(service):
+    held = service.search("marathon", limit=5)
+    assert held["hits"] and "passages" not in held  # the summaries hold the word
+    assert service.search("marathon", limit=5, passages=True)["passages"]
+
+
+def test_the_explorer_lists_the_same_passages_under_the_hits(server, service):
+    passages = service.search("marathon", limit=30, passages=True)["passages"]
     status, _, body = request(server, "GET", "/explore?q=marathon")
     html = body.decode()
     assert status == 200 and "In the conversations" in html

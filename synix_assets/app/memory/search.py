@@ -17,7 +17,8 @@ EVIDENCE_LEADS = 3  # memories whose transcripts an evidence search drills into
 
 def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | None, mode: str,
            since: str | None, until: str | None, limit: int, evidence: bool,
-           period: str | None = None, conversation: str | None = None) -> dict:
+           period: str | None = None, conversation: str | None = None,
+           passages: bool | None = None) -> dict:
     """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
     per matched passage (message range). The filters (`since`, `until`, `period`,
     `conversation`) are those of `SearchIndex.search`, checked as a layer listing checks them."""
@@ -32,7 +33,8 @@ def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | N
         if r.index is None:
             raise SearchError(f"no search index in {svc.paths.root} yet", hint=NOT_BUILT_HINT)
         if not evidence:
-            return search_answer(r.index, query, layers=layers, mode=mode, limit=limit, **filters)
+            return search_answer(r.index, query, layers=layers, mode=mode, limit=limit,
+                                 passages=passages, **filters)
         results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
     out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
     if results.notice:
