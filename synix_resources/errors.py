@@ -98,6 +98,11 @@ class SearchError(SynixError):
     """A search request is invalid (empty query, unknown layer) or the index is missing."""
 
 
+class SearchArgumentError(SearchError, ValueError, TypeError):
+    """A search's mode or limit is not one it takes (a ValueError/TypeError to Python callers,
+    one line to the CLI and HTTP)."""
+
+
 class BuildFailed(SynixError):
     """A build finished with failed partitions; names them. `report` holds what was built."""
 

@@ -5,6 +5,7 @@ The CLI renders these (or prints them as JSON); nothing here prints.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from contextlib import contextmanager
 
 from synix_assets.engine.projections import artifact_title
@@ -159,12 +160,58 @@ def _run_dict(run) -> dict:
             **({"error": stats["error"]} if stats.get("error") else {})}
 
 
+HIT_SOURCES = 3  # source conversations (and leaf ids) a hit lists; the rest by drilling down
+PASSAGES = 5     # the conversations' own matched passages an unscoped search answers with
+
+
 def hit_dict(hit) -> dict:
-    """A search hit as a plain dict (ids, score, snippet, provenance, sources, title, date)."""
-    item = hit.to_dict()
-    item.update(title=hit.title, date=hit.date,
-                message_range=list(hit.message_range) if hit.message_range else None)
-    return item
+    """A search hit as a compact plain dict: the matched text first, what it is, how much it
+    covers (`covers`: conversations and direct sources), its first HIT_SOURCES source
+    conversations and leaf ids. The whole tree is one call away with its `artifact_id`:
+    lineage, sources, leaves. A core memory covering every conversation stays under 2 KB."""
+    sources = list(hit.sources)
+    return {"snippet": hit.snippet, "artifact_id": hit.artifact_id, "layer": hit.layer,
+            "level": hit.level, "score": hit.score, "title": hit.title, "date": hit.date,
+            "message_range": list(hit.message_range) if hit.message_range else None,
+            "covers": {"conversations": len(sources), "sources": len(hit.parent_ids)},
+            "sources": [dict(s) for s in sources[:HIT_SOURCES]],
+            "provenance": list(hit.provenance[:HIT_SOURCES]), "pii": hit.pii}
+
+
+def passage_dict(hit) -> dict:
+    """A matched passage of a conversation: its words, the transcript, conversation, date and
+    message range (the explorer's "In the conversations")."""
+    source = hit.sources[0] if hit.sources else {}
+    return {"snippet": hit.snippet, "artifact_id": hit.artifact_id, "score": hit.score,
+            "conversation_id": source.get("conversation_id"), "title": hit.title,
+            "date": (hit.date or "")[:10] or None,
+            "message_range": list(hit.message_range) if hit.message_range else None}
+
+
+def search_answer(index, query: str, *, layers: list[str] | None = None, mode: str = "fts",
+                  exact: bool = False, limit: int = 10, leaves: bool = False,
+                  passages: bool | None = None, exclude: Collection[str] = (),
+                  **filters: str | None) -> dict:
+    """One search of an open `SearchIndex` as every door answers it: {"query", "mode", "hits",
+    "passages"?, "notice"?}. An unscoped ranked search whose words the summaries do not all
+    hold (`SearchResults.weak`: what a summary left out, or nothing matched) also carries the
+    conversations' own best-matching passages (`passages`, one shape everywhere), with where
+    each was said; `passages=True` always does (the explorer's "In the conversations").
+    `leaves=True` ranks those passages as the hits themselves; `exclude`: record ids ranked as
+    if not indexed (an as-of brief leaves out what later sources built)."""
+    results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
+                           leaves=leaves, per="passage" if leaves else "artifact",
+                           exclude=exclude, **filters)
+    out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
+    wanted = results.weak if passages is None else passages
+    if layers is None and not (exact or leaves) and wanted:
+        # a weak search just scored this leaf ranking (cached): no second scoring
+        found = index.search(query, mode=mode, limit=min(limit, PASSAGES), per="passage",
+                             leaves=True, **filters)
+        out["passages"] = [passage_dict(h) for h in found]
+    if results.notice:
+        out["notice"] = results.notice
+    return out
 
 
 def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = None,
@@ -172,18 +219,17 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
                 until: str | None = None, source: str | None = None, trees: bool = True,
                 leaves: bool = False, period: str | None = None,
                 conversation: str | None = None) -> dict:
-    """{"hits": [...], "mode": used mode, "notice"?: why semantic fell back to FTS,
-    "incomplete"?: which partitions failed to build (`incomplete_note`)}.
+    """`search_answer` over the project's index, with `trees`: each hit's provenance `tree`
+    from the store (nested dicts down to the source transcripts, focused on the query), and
+    "incomplete"?: which partitions failed to build (`incomplete_note`).
 
     `leaves=True` ranks the source transcripts themselves, below every summary, one hit per
     matched message ("leaf bypass": the words as they were said). The filters are
-    `SearchIndex.search`'s (since/until, period, conversation, source).
-
-    Each hit: artifact_id, layer, level, score, snippet, provenance (leaf ids), sources
-    (conversation_id, title, date, message_range), title, date, and with `trees` its
-    provenance `tree` from the store (nested dicts, down to the source transcripts)."""
+    `SearchIndex.search`'s (since/until, period, conversation, source)."""
     from synix_resources.search.index import SearchIndex
+    from synix_resources.search.index_read import check_mode_and_limit
 
+    check_mode_and_limit(mode, limit)  # before a mode without vectors falls back to fts
     if not query or not query.strip():
         raise SearchError("the search query is empty", hint='give some words, e.g. synix search "marathon"')
     if not paths.search.exists():
@@ -196,44 +242,30 @@ def search_view(paths: ProjectPaths, query: str, *, layers: list[str] | None = N
             notice = (f"{mode} search needs embeddings, which this index has none of (set "
                       "embeddings=True on pipeline.search_index and run again); showing full-text results")
             mode = "fts"
-        results = index.search(query, layers=layers, mode=mode, exact=exact, limit=limit,
-                               since=since, until=until, source=source, leaves=leaves,
-                               per="passage" if leaves else "artifact", period=period,
-                               conversation=conversation)
+        out = search_answer(index, query, layers=layers, mode=mode, exact=exact, limit=limit,
+                            leaves=leaves, since=since, until=until, source=source,
+                            period=period, conversation=conversation)
     finally:
         index.close()
-    notice = notice or results.notice
-    hits = [hit_dict(hit) for hit in results]
-    incomplete = None
+    if notice:
+        out["notice"] = notice
     if paths.has_store():
         with open_store(paths) as store:
             incomplete = incomplete_note(store)
-            for item in hits if trees else ():
+            if incomplete:
+                out["incomplete"] = incomplete
+            for item in out["hits"] if trees else ():
                 found = store.find(item["artifact_id"])
                 item["tree"] = focus_tree(tree_of(store.lineage(found.artifact_id)), query) if found else None
                 if item["tree"] and not item["tree"]["parents"] and item["sources"]:
                     item["tree"]["source"] = dict(item["sources"][0])  # narrowed to the matched messages
-    out = {"query": query, "mode": results.mode, "hits": hits}
-    if notice:
-        out["notice"] = notice
-    if incomplete:
-        out["incomplete"] = incomplete
     return out
-
-
-SEARCH_HIT_KEYS = ("artifact_id", "layer", "level", "score", "snippet", "provenance", "sources",
-                   "title", "date", "message_range", "pii")
 
 
 def search_json(view: dict) -> dict:
     """A search view as `synix search --json` prints it and `SearchResults.to_json()` returns
-    it: the query, the mode used, its notice, and each hit without its provenance tree."""
-    out = {"query": view["query"], "mode": view["mode"],
-           "hits": [{k: h.get(k) for k in SEARCH_HIT_KEYS} for h in view["hits"]]}
-    for key in ("notice", "incomplete", "memories", "as_of"):
-        if key in view:
-            out[key] = view[key]
-    return out
+    it: the view without the hits' provenance trees."""
+    return {**view, "hits": [{k: v for k, v in h.items() if k != "tree"} for h in view["hits"]]}
 
 
 def leaf_ids(paths: ProjectPaths, ref: str, *, max_depth: int = 10, max_count: int = 100) -> list[str]:

@@ -60,7 +60,8 @@ class DemoView:
         flag = self._flag(data)
         self.out.print(Rule(render.safe(data["title"]), align="left"))
         self.out.print(f"$ synix search {render.safe(repr(result['query']))} --limit 5{flag}")
-        render.search_results(self.out, {**result, "hits": result["hits"][:2]})
+        render.search_results(self.out, {**result, "hits": result["hits"][:2],
+                                         "passages": result.get("passages", [])[:2]})
         scoped = data.get("rollup")
         if scoped is not None:
             self.out.print(f"$ synix search {render.safe(repr(result['query']))} --layers "
@@ -68,10 +69,11 @@ class DemoView:
             for hit in scoped["hits"]:
                 style = render.level_style(hit["level"])
                 titles = sorted({s.get("title") or "?" for s in hit["sources"]})
+                count = hit["covers"]["conversations"]  # a hit lists its first few sources
                 self.out.print(f"  [{style}]{render.safe(hit['title'], one_line=True)}[/] "
-                               f"{render.safe(hit['artifact_id'])} ← {len(titles)} conversation(s): "
+                               f"{render.safe(hit['artifact_id'])} ← {count} conversation(s): "
                                f"{render.safe('; '.join(titles[:3]), one_line=True)}"
-                               f"{' …' if len(titles) > 3 else ''}")
+                               f"{' …' if count > 3 else ''}")
 
     def _context(self, data: dict) -> None:
         lines = data["text"].strip().splitlines()

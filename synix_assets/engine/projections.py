@@ -79,13 +79,15 @@ class IndexSource:
     read only for those (`documents`)."""
 
     def __init__(self, ctx, layers: tuple[str, ...]):
-        # An agent step named here stands for the memories it wrote: the agent_memories records
-        # held now are indexed (its own records, what each loop read, stay hidden).
+        # The agent_memories records held now are always indexed, searchable: an agent's
+        # memories (written over MCP, HTTP, the CLI, Python or by an agent step, which named
+        # here stands for them; its own records, what each loop read, stay hidden) rank with
+        # the rest in every door.
         agents = {l for l in layers if l in ctx.pipeline.steps and ctx.pipeline.steps[l].kind == "agent"}
         self.ctx = ctx
-        self.layers = tuple(l for l in layers if l not in agents) + ((MEMORY_LAYER,) if agents else ())
+        self.layers = tuple(l for l in layers if l not in agents) + (MEMORY_LAYER,)
         self.arts: dict[str, _Outline] = {}
-        for layer in [*ctx.pipeline.layer_order(), *([MEMORY_LAYER] if agents else [])]:
+        for layer in [*ctx.pipeline.layer_order(), MEMORY_LAYER]:
             for a in ctx.store.outlines(layer):
                 if layer == MEMORY_LAYER and a.metadata.get("state") != "active":
                     continue  # a superseded or retired memory is read through its history

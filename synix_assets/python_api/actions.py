@@ -65,7 +65,9 @@ class Actions(MemoryActions, ABC):
                until: str | None = None, leaves: bool = False, period: str | None = None,
                conversation: str | None = None, as_of: str | None = None) -> SearchResults:
         """Search the memory (`synix search`, §4.6): `step` picks the altitude (a step or a
-        list of them; unscoped, a summary that covers a lower hit is returned instead of it);
+        list of them; unscoped, every step and the transcripts rank together, a record that
+        narrowly covers a lower hit returned instead of it, docs/search.md; `.passages`: the
+        conversations' own matched messages);
         `mode` fts | semantic | hybrid; `exact` matches the words literally; `leaves` ranks the
         source messages themselves. Filters (§6.1): `since`/`until` bound the record's date
         (YYYY[-MM[-DD]] or an ISO date-time, inclusive); `period` is its period ("2024-03");

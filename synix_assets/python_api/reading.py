@@ -81,6 +81,9 @@ class Hit:
     def __repr__(self) -> str:
         return f"Hit({self.step}:{self.id[:12]} score={self.score:.3f} {self.title!r})"
 
+    def __str__(self) -> str:
+        return f"{self.step} {self.title}: {self.snippet}"  # print(hit) shows what matched
+
 
 class SearchResults(list[Hit]):
     """The hits, best first, with the mode actually used, its notice (a fallback) and what
@@ -93,6 +96,9 @@ class SearchResults(list[Hit]):
         self.notice: str | None = view.get("notice")
         self.incomplete: str | None = view.get("incomplete")  # partitions that failed to build
         self.memories: list[dict[str, Any]] | None = view.get("memories")  # with as_of
+        # the conversations' own matched passages (an unscoped search): conversation, date,
+        # message range and the matched words of each
+        self.passages: list[dict[str, Any]] = view.get("passages", [])
 
     def to_json(self) -> dict[str, Any]:
         from synix_assets.app.query import search_json

@@ -107,7 +107,9 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
     results, listing = None, None
     if q:
-        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of)
+        # the conversations' own passages always listed under the hits ("In the conversations")
+        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of,
+                             passages=True)
     else:
         built = [l for l in all_layers if l["records"]]
         chosen = layer or (max(built, key=lambda l: l["level"])["layer"] if built else None)
@@ -132,14 +134,6 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
 def _range(value: str | None) -> tuple[int, int] | None:
     m = re.fullmatch(r"(\d+)(?:-(\d+))?", value or "")
     return (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
-
-
-@router.get("/explore/passages", response_class=HTMLResponse)
-def passages(request: Request, q: str, mode: str = "fts", src: str | None = None,
-             branch: str = "main"):
-    """Transcript passages for a query (loaded into the results column after the page)."""
-    hits = memory_for(request, branch).search(q, branch=branch, mode=mode, limit=10, evidence=True)["hits"]
-    return render(request, "_passages.html", passages=hits, q=q, mode=mode, src=src, branch=branch)
 
 
 @router.get("/records/{record_id}", response_class=HTMLResponse)

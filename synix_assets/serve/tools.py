@@ -12,6 +12,7 @@ from typing import Callable
 
 from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.app.memory import MemoryService
+from synix_assets.serve.budget import budgeted
 
 
 def memory_tools(svc: MemoryService) -> list[Callable]:
@@ -27,12 +28,15 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
                         since: str | None = None, until: str | None = None, limit: int = 10,
                         period: str | None = None, conversation: str | None = None,
                         as_of: str | None = None) -> dict:
-        """Search the built memories (summaries, rollups, core). Each hit has its record id,
-        layer, snippet and the source conversations it came from. `layers` scopes the search
-        (e.g. ["episodes"]); since/until bound the date (YYYY[-MM[-DD]] or an ISO date-time);
+        """Search the memory: summaries, rollups, the core, agent-written memories and the
+        conversations themselves, ranked together. Each hit has its record id, layer, the
+        matched text (snippet), how many conversations it covers and the first few it came
+        from (follow/lineage for the rest); `passages` are the conversations' own matched
+        messages with their date and message range. `layers` scopes the search (e.g.
+        ["episodes"]); since/until bound the date (YYYY[-MM[-DD]] or an ISO date-time);
         `period` is a record's period (2025-03); `conversation` keeps the records built from
-        that conversation id; mode is fts, semantic or hybrid. Agent memories matching come
-        in `memories`; `as_of` (ISO date/time) keeps what was held at that time."""
+        that conversation id; mode is fts, semantic or hybrid. `as_of` (ISO date/time): the
+        records dated up to then, and `memories` holds the agent memories held then."""
         return svc.search(query, layers=layers, mode=mode, since=since, until=until,
                           period=period, conversation=conversation, limit=limit, as_of=as_of)
 
@@ -99,9 +103,11 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         (ISO date/time): what the memory held then."""
         return svc.brief(query, budget_tokens=budget_tokens, as_of=as_of, session=session)
 
-    return [get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
-            browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference,
-            get_brief]
+    # each result within the budget an agent's context can take (`budget.py` says what it cut)
+    return [budgeted(tool) for tool in (
+        get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
+        browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference,
+        get_brief)]
 
 
 def write_tools(writer: MemoryWriter) -> list[Callable]:

@@ -118,14 +118,17 @@ class Hit:
 
 class SearchResults(list):
     """A list of hits plus how they were found: `mode` is the mode actually used, and
-    `fallback`/`notice` say when semantic or hybrid search fell back to full-text search."""
+    `fallback`/`notice` say when semantic or hybrid search fell back to full-text search;
+    `weak`: an unscoped search whose words the summaries do not all hold, so the source
+    transcripts were ranked with them."""
 
     def __init__(self, hits=(), *, mode: str = "fts", requested_mode: str = "fts",
-                 notice: str | None = None):
+                 notice: str | None = None, weak: bool = False):
         super().__init__(hits)
         self.mode = mode
         self.requested_mode = requested_mode
         self.notice = notice
+        self.weak = weak
 
     @property
     def fallback(self) -> bool:

@@ -26,9 +26,10 @@ DOCUMENT_PRIOR = 0.5
 # by that person's own messages, whose name BM25 weighs little (it is on half the turns).
 # Picked on LoCoMo conv-26/30/41 (hybrid turn R@10 +1.0), checked on conv-42/43.
 SPEAKER_PRIOR = 0.15
-# Unscoped search returns the highest altitude (design §4.6): a matching rollup hides every
-# matching record it was built from, whatever their scores (drill down for them).
-COVER_RATIO = 0.0
+# Unscoped search returns the highest altitude (design §4.6) where it is narrow. A rollup built from at most this many conversations narrowly covers the records under it: it
+# stands for them in an unscoped search. A wider one (a month of a busy history, the core
+# memory) ranks beside them instead of hiding them.
+NARROW_COVER = 8
 # A unit the query's words miss matches only if its cosine with the query reaches this: below
 # it, semantic and hybrid search would pad the list with unrelated records ("bread" finding
 # "Borrow checker…"). MiniLM cosines of unrelated chat lines sit around 0-0.2.

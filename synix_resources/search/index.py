@@ -11,6 +11,7 @@ reads the artifact store: callers hand over `IndexDoc`s that already carry their
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Collection, Iterable
@@ -99,6 +100,23 @@ class SearchIndex:
         wrote (every doc is whole; the caller's next update finds the rest still different)."""
         return self._writer.update(name, docs, remove=remove, reindex=reindex, batch=batch)
 
+    def provenance(self, artifact_ids: Iterable[str]) -> dict[str, dict]:
+        """artifact id -> {collection, ancestry, leaf_ids, sources} of those indexed: what a
+        document built on them (an agent's memory citing them) inherits."""
+        return {r[0]: {"collection": r[1], "ancestry": json.loads(r[2]),
+                       "leaf_ids": json.loads(r[3]), "sources": json.loads(r[4])}
+                for r in self.rows.rows_in(
+                    "SELECT artifact_id, collection, ancestry, leaf_ids, sources FROM docs "
+                    "WHERE artifact_id IN ({marks})", list(artifact_ids))}
+
+    def layer_ids(self, layer: str) -> list[str]:
+        """The ids of the documents of `layer`, whatever their collection."""
+        return [r[0] for r in self.db.execute("SELECT artifact_id FROM docs WHERE layer = ?",
+                                              [layer])]
+
+    def has_vectors(self) -> bool:
+        return self.vectors.has_vectors()
+
     def remove(self, artifact_ids: Iterable[str]) -> int:
         """Delete these artifacts (and their vectors) from the index; returns how many were."""
         return self._writer.remove(artifact_ids)
@@ -140,8 +158,10 @@ class SearchIndex:
                exclude: Collection[str] = ()) -> SearchResults:
         """Ranked hits for `query`.
 
-        `layers` scopes to those layers; unscoped, only the highest-altitude hit of a lineage is
-        kept (lower ones via `drill_down`). `exact=True` finds the literal phrase in the leaves.
+        `layers` scopes to those layers; unscoped, the summaries and the source transcripts
+        rank together and a matching record built from at most `fusion.NARROW_COVER`
+        conversations stands for the matching records below it (reached by `drill_down`); a
+        wider one (the core) ranks beside them. `exact=True` finds the literal phrase in the leaves.
         `per="passage"` returns one hit per matched unit (a message of a transcript) instead of
         one per artifact. `leaves=True` ranks only the leaves (level-0 artifacts, hidden
         transcripts included): the words of the conversations themselves, below every summary

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Collection, Iterable, Iterator
 
-from synix_resources.errors import SearchError
+from synix_resources.errors import SearchArgumentError, SearchError
 from synix_resources.search import fusion
 from synix_resources.search.documents import Hit, HitSources, SearchResults
 from synix_resources.search.filters import Filters, check_filters
@@ -24,6 +24,18 @@ MODES = ("fts", "semantic", "hybrid")
 EXACT_PROBE_CHARS = 64  # head of an exact phrase used to find candidates (see `_exact`)
 SCORED_QUERY_CACHE = 4        # recent (query, mode, filters) unit rankings kept
 MAX_PERIODS = 3               # named periods a query's dated searches are run for
+
+
+def check_mode_and_limit(mode, limit) -> None:
+    """A search's mode is one of MODES and its limit a positive whole number; anything else is
+    refused, never answered as full-text or with nothing."""
+    if mode not in MODES:
+        raise SearchArgumentError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise SearchArgumentError(f"limit must be a whole number of hits (1 or more), "
+                                  f"not {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise SearchArgumentError(f"limit must be 1 or more, got {limit}")
 
 
 class IndexReader:
@@ -63,12 +75,9 @@ class IndexReader:
                conversation: str | None = None, dates: bool = True,
                exclude: Collection[str] = ()) -> SearchResults:
         """`SearchIndex.search`."""
-        if mode not in MODES:
-            raise SearchError(f"unknown search mode {mode!r} — use one of {', '.join(MODES)}")
+        check_mode_and_limit(mode, limit)
         if per not in ("artifact", "passage"):
             raise SearchError(f"unknown per={per!r} — use 'artifact' or 'passage'")
-        if limit <= 0:
-            return SearchResults([], mode=mode, requested_mode=mode)
         checked = check_filters(layers=layers, since=since, until=until, source=source,
                                 period=period, conversation=conversation)
         with self._snapshot():
@@ -80,11 +89,23 @@ class IndexReader:
             parsed = parse_query(query)
             dedup = layer_list is None and not leaves
             scored, used, notice = self._scored(parsed, mode, filters, restrict=None)
+            weak = dedup and per == "artifact" and bool(self.rows.lacking_terms(parsed))
+            if weak:
+                # Words the summaries do not hold at all: the conversations' own words rank too
+                # (the leaf ranking, as `leaves=True`). A summary leaves out most of what was
+                # said, and a search must never find less than searching the transcripts
+                # would. Altitude then folds each transcript into the narrow record above it
+                # that matched (its episode), which ranks at the better of the two. Only then:
+                # ranking every message costs tens of milliseconds at 10,000 conversations for
+                # a common word, which the summaries hold anyway.
+                below, _, _ = self._scored(parsed, mode, dataclasses.replace(filters, leaves=True),
+                                           restrict=None)
+                scored = sorted(dict([*below, *scored]).items(), key=lambda x: (-x[1], x[0]))
             hits = self._group(scored, parsed, per, limit, dedup, exclude)
             periods = named_periods(query) if dates and not (since or until or period) else []
             if periods and scored:
                 # the same ranking kept to each named period (padded); its hits are preferred
-                ids, hidden = [uid for uid, _ in scored], self._include_hidden(filters, None)
+                ids, hidden = [uid for uid, _ in scored], True  # `scored` holds allowed units only
                 dated = []
                 for lo, hi in padded(periods[:MAX_PERIODS]):
                     inside = self.rows.filter_units(
@@ -92,7 +113,7 @@ class IndexReader:
                     dated += self._group([(uid, sc) for uid, sc in scored if uid in inside],
                                          parsed, per, limit, dedup, exclude)
                 hits = prefer_dated(hits, dated, per, limit)
-            return SearchResults(hits, mode=used, requested_mode=mode, notice=notice)
+            return SearchResults(hits, mode=used, requested_mode=mode, notice=notice, weak=weak)
 
     def drill_down(self, artifact_id: str, query: str | None = None, *, mode: str = "fts",
                    limit: int = 10, per: str = "artifact") -> SearchResults:
@@ -197,33 +218,54 @@ class IndexReader:
             picked = fusion.with_speaker_prior(picked, speakers, parsed.terms,
                                                fusion.SPEAKER_PRIOR)
         if dedup:
-            # Highest altitude wins (§4.6): a candidate inside the ancestry of a higher-level
-            # candidate is dropped, reachable from that hit by drill_down (COVER_RATIO: how well
-            # the higher hit must score, as a share of the lower one's; 0 = whenever both match).
-            heads = self.rows.doc_heads({unit_rows[uid]["doc_id"] for uid, _ in picked})
-            covers: dict[str, list[tuple[int, float]]] = {}  # artifact id -> (level, score) above it
-            for uid, score in picked:
-                doc = heads[unit_rows[uid]["doc_id"]]
-                for aid in doc["ancestry"]:
-                    covers.setdefault(aid, []).append((doc["level"], score))
-
-            def hidden(uid: int, score: float) -> bool:
-                doc = heads[unit_rows[uid]["doc_id"]]
-                return any(level > doc["level"] and above >= fusion.COVER_RATIO * score
-                           for level, above in covers.get(doc["artifact_id"], ()))
-
-            picked = [(uid, score) for uid, score in picked if not hidden(uid, score)]
-        picked = picked[:limit]
-        docs = self.rows.doc_rows({unit_rows[uid]["doc_id"] for uid, _ in picked})
+            shown = self._altitude(picked, unit_rows, per)[:limit]
+        else:
+            shown = [(unit_rows[uid]["doc_id"], (uid, score)) for uid, score in picked[:limit]]
+        docs = self.rows.doc_rows({doc_id for doc_id, _ in shown})
         stems = {stem(t) for t in parsed.terms}
-        return [self._make_hit(docs[unit_rows[uid]["doc_id"]], unit_rows[uid], score, stems)
-                for uid, score in picked]
+        return [self._make_hit(docs[doc_id], unit_rows[uid], score, stems,
+                               own=doc_id == unit_rows[uid]["doc_id"])
+                for doc_id, (uid, score) in shown]
+
+    def _altitude(self, picked: list[tuple[int, float]], unit_rows: dict[int, dict],
+                  per: str) -> list[tuple[int, tuple[int, float]]]:
+        """Altitude dedup (§4.6) of the picked units: [(doc shown, (unit, score))], best first.
+        A matching record built from at most NARROW_COVER conversations stands for the matching
+        records below it: they are dropped (reached by drill_down) and, per artifact, it ranks
+        at the best of their scores and its own, showing the best-matching unit among them. A
+        wider record (the core memory, a busy month) hides nothing: it ranks beside them."""
+        heads = self.rows.doc_heads({unit_rows[uid]["doc_id"] for uid, _ in picked})
+        above: dict[str, list[int]] = {}  # artifact id -> the narrow matching docs above it
+        for uid, _ in picked:
+            doc_id = unit_rows[uid]["doc_id"]
+            if heads[doc_id]["conversations"] <= fusion.NARROW_COVER:
+                for aid in heads[doc_id]["ancestry"]:
+                    above.setdefault(aid, []).append(doc_id)
+
+        def covering(doc_id: int) -> list[int]:
+            level = heads[doc_id]["level"]
+            return [d for d in above.get(heads[doc_id]["artifact_id"], ())
+                    if heads[d]["level"] > level]
+
+        if per == "passage":
+            return [(unit_rows[uid]["doc_id"], (uid, score)) for uid, score in picked
+                    if not covering(unit_rows[uid]["doc_id"])]
+        stands: dict[int, tuple[int, float]] = {}
+        for uid, score in picked:
+            doc_id = unit_rows[uid]["doc_id"]
+            ups = covering(doc_id)
+            for shown in [d for d in ups if not covering(d)] if ups else [doc_id]:
+                if shown not in stands or score > stands[shown][1]:
+                    stands[shown] = (uid, score)
+        return sorted(stands.items(), key=lambda x: (-x[1][1], x[0]))
 
     def _make_hit(self, doc: dict, unit: dict | None, score: float, stems: set[str],
-                  snippet: str | None = None) -> Hit:
+                  snippet: str | None = None, own: bool = True) -> Hit:
+        """`unit`: the best-matching unit, of `doc` itself or (`own=False`) of a record it
+        stands for (altitude); its messages narrow the source only when `doc` has one."""
         sources = [dict(s) for s in doc["sources"]]
         message_range = None
-        if unit is not None and unit["first_msg"] is not None:
+        if unit is not None and unit["first_msg"] is not None and (own or len(sources) == 1):
             message_range = (unit["first_msg"], unit["last_msg"])
             # A transcript hit: narrow its own source entry to the matched messages.
             for s in sources:
@@ -236,7 +278,7 @@ class IndexReader:
             date=doc["date"], provenance=tuple(doc["leaf_ids"]) or (doc["artifact_id"],),
             sources=HitSources(sources, tuple(doc["parent_ids"])), content=doc["content"],
             parent_ids=tuple(doc["parent_ids"]), message_range=message_range,
-            message_ids=unit["msg_ids"] if unit else (), pii=doc.get("pii"))
+            message_ids=unit["msg_ids"] if message_range else (), pii=doc.get("pii"))
 
     def _doc_hit(self, artifact_id: str) -> Hit | None:
         row = self.db.execute("SELECT id FROM docs WHERE artifact_id = ?",

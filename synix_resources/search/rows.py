@@ -8,7 +8,7 @@ from typing import Iterable, Iterator
 
 from synix_resources.search import fusion, schema
 from synix_resources.search.filters import Filters
-from synix_resources.search.query import ParsedQuery, fts_match
+from synix_resources.search.query import ParsedQuery, fts_match, quote_term
 
 CANDIDATE_UNITS = 400         # units fetched per ranker before grouping by artifact
 UNIT_ROW_CACHE = 50_000       # unit rows kept between queries (cleared when the index changes)
@@ -56,6 +56,13 @@ class Rows:
             rows = self.restrict(rows, restrict)
         return [(r[0], float(r[1])) for r in rows]
 
+    def lacking_terms(self, parsed: ParsedQuery) -> list[str]:
+        """The query's content terms that no searchable unit holds (one indexed lookup each,
+        stopping at the first posting: cheap however common the term)."""
+        table = schema.SEARCHABLE_FTS
+        return [t for t in parsed.content_terms if self.db.execute(
+            f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", [quote_term(t)]).fetchone() is None]
+
     def bm25(self, table: str, match: str, filters: Filters, limit: int) -> list:
         """(unit id, BM25) of the best `limit` units of one FTS table matching `match`."""
         w = fusion.BM25_WEIGHTS
@@ -97,10 +104,11 @@ class Rows:
 
     def doc_heads(self, doc_ids: Iterable[int]) -> dict[int, dict]:
         """What altitude dedup needs of each candidate document (no content, no sources)."""
-        return {r[0]: {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3])}
+        return {r[0]: {"artifact_id": r[1], "level": r[2], "ancestry": json.loads(r[3]),
+                       "conversations": r[4]}
                 for r in self.rows_in(
-                    "SELECT id, artifact_id, level, ancestry FROM docs WHERE id IN ({marks})",
-                    doc_ids)}
+                    "SELECT id, artifact_id, level, ancestry, json_array_length(sources) "
+                    "FROM docs WHERE id IN ({marks})", doc_ids)}
 
     @staticmethod
     def speaker(row: dict) -> str | None:

@@ -57,7 +57,9 @@ def test_a_superseded_fact_is_returned_inside_its_validity_window_and_not_after(
     ids = lambda answer: [m["memory_id"] for m in answer["memories"]]  # noqa: E731
     assert berlin["old"] in ids(then) and berlin["new"] not in ids(then)
     assert berlin["new"] in ids(now) and berlin["old"] not in ids(now)
-    assert berlin["old"] not in ids(today)
+    # today's search ranks the memories held now among its hits (titled by their memory id)
+    held = [h["title"].split()[-1] for h in today["hits"] if h["layer"] == "agent_memories"]
+    assert berlin["new"] in held and berlin["old"] not in held and "memories" not in today
     assert then["as_of"] == "2024-06-01T00:00:00Z"
     assert at_old["content"].startswith("Alex lives in Berlin") and at_old["state"] == "active"
     assert at_old["state_now"] == "superseded" and at_old["superseded_by"] == berlin["new"]
@@ -154,7 +156,7 @@ import os, signal, sys
 from synix_assets.engine.agent_memory import writes
 from synix_assets.project import ProjectPaths
 # die the moment the op is on disk, before any record is made of it
-writes.apply_log = lambda paths: os.kill(os.getpid(), signal.SIGKILL)
+writes.apply_log = lambda paths, **_: os.kill(os.getpid(), signal.SIGKILL)
 writes.MemoryWriter(ProjectPaths(sys.argv[1])).create_memory("Alex adopted a cat named Miso")
 """
 
@@ -273,3 +275,47 @@ def test_a_branch_starts_from_mains_memories_and_writes_without_changing_main(pr
     finally:
         svc_main.close()
         svc_branch.close()
+
+
+def test_a_written_memory_is_found_by_the_default_search_of_every_door_ranked_with_the_rest(project):
+    """Written between builds, it is searchable at once (the index gets it under the write's
+    lock); a build keeps it indexed; deactivated, it is gone from every door."""
+    import synix
+    from click.testing import CliRunner
+
+    from synix_assets.app.query import search_view
+    from synix_assets.cli.main import main
+    from synix_assets.engine.agent_memory import MemoryWriter
+    from synix_assets.serve.tools import memory_tools
+
+    evidence = transcripts(project)[0].artifact_id
+    writer = MemoryWriter(project)
+    made = writer.create_memory("Quillon the cat eats salmon pate on Sundays", evidence=[evidence])
+    mem = made["memory_id"]
+
+    def doors() -> dict[str, list[str]]:
+        svc = _service(project)
+        try:
+            mcp = {t.__name__: t for t in memory_tools(svc)}["search_memories"]("quillon salmon")
+        finally:
+            svc.close()
+        cli = CliRunner().invoke(main, ["-p", str(project.root), "search", "quillon salmon", "--json"],
+                                 catch_exceptions=False)
+        answers = {"mcp": mcp, "cli": json.loads(cli.output),
+                   "python": synix.open(str(project.root)).search("quillon salmon").to_json(),
+                   "view": search_view(project, "quillon salmon", trees=False)}
+        return {door: [h["title"] for h in a["hits"] if h["layer"] == "agent_memories"]
+                for door, a in answers.items()}
+
+    for door, titles in doors().items():
+        assert titles == [f"agent_memories {mem}"], door
+    hit = search_view(project, "quillon salmon", trees=False)["hits"][0]
+    assert hit["layer"] == "agent_memories" and "[Quillon]" in hit["snippet"]
+    assert hit["covers"]["conversations"] == 1  # its evidence's conversation
+    run = subprocess.run([sys.executable, "-m", "synix_assets.cli", "-p", str(project.root), "run"],
+                         capture_output=True, text=True, timeout=600, env={**os.environ})
+    assert run.returncode == 0, run.stderr
+    assert all(t == [f"agent_memories {mem}"] for t in doors().values())
+    writer.deactivate_memory(mem, "the cat moved out")
+    assert all(t == [] for t in doors().values())
+

@@ -38,10 +38,12 @@ def _memory(tmp_path) -> SearchIndex:
     return index
 
 
-def test_leaf_search_ranks_hidden_transcripts_that_ordinary_search_never_returns(tmp_path):
+def test_leaf_search_ranks_only_the_hidden_transcripts(tmp_path):
     index = _memory(tmp_path)
     try:
-        assert [h.layer for h in index.search("parrot", limit=5)] == []  # only in a hidden transcript
+        # only in a hidden transcript: ordinary search finds it too (issue 41), the summaries
+        # having left the word out
+        assert [h.artifact_id for h in index.search("parrot", limit=5)] == ["t2"]
         passages = index.search("parrot", limit=5, per="passage", leaves=True)
         assert (passages[0].artifact_id, passages[0].message_ids) == ("t2", ("2",))
         assert {h.artifact_id for h in passages} == {"t2"}  # its neighbour matches by context

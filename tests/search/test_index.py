@@ -162,7 +162,7 @@ def test_to_dict_has_the_documented_keys(idx):
 def test_exact_finds_literal_phrase_in_hidden_leaves_only(tmp_path):
     index = SearchIndex(tmp_path / "x.sqlite", embeddings=False)
     index.sync("memory", corpus(searchable_leaves=False).values())
-    assert all(h.level > 0 for h in index.search("fastapi"))  # hidden from ranked search
+    assert index.search("fastapi", layers=["episodes"]) == []  # no summary has the word
     hits = index.search("behind fastAPI", exact=True)
     assert [h.artifact_id for h in hits] == ["t-c1"]
     assert hits[0].message_range == (2, 2)
@@ -355,3 +355,51 @@ def test_two_writers_syncing_the_same_collection_at_once_both_succeed_with_one_c
     finally:
         first.close()
         second.close()
+
+
+def _wide_memory(n=12):
+    """n conversations about different things, their episodes, and a core over all of them."""
+    docs = {}
+    topics = ["sourdough rye", "marathon taper", "rust borrow checker", "lease deposit",
+              "kubernetes nodes", "salary offer", "dutch oven", "heart rate zones",
+              "prompt caching", "cargo workspaces", "mountain huts", "tax return"]
+    for i in range(n):
+        t = transcript(f"c{i}", f"Chat {i}", f"2024-03-{i + 1:02d}T10:00:00", [
+            ("user", f"Question about {topics[i]}."),
+            ("assistant", f"An answer about {topics[i]} and the zanzibar{i} detail.")], False)
+        docs[t.artifact_id] = t
+        derived(f"e-c{i}", "episodes", 1, f"Discussed {topics[i]}.", [t.artifact_id], docs)
+    derived("core", "core", 3, "The user asks about " + ", ".join(topics) + ".",
+            [f"e-c{i}" for i in range(n)], docs)
+    return docs
+
+
+def test_a_core_over_many_conversations_ranks_beside_the_specific_hits_instead_of_hiding_them(tmp_path):
+    index = SearchIndex(tmp_path / "w.sqlite", embeddings=False)
+    index.sync("memory", _wide_memory().values())
+    ids = [h.artifact_id for h in index.search("kubernetes nodes")]
+    # the core covers 12 conversations (more than fusion.NARROW_COVER): it hides nothing
+    assert "e-c4" in ids and "core" in ids
+
+
+def test_a_narrow_rollup_still_stands_for_the_records_it_covers(tmp_path):
+    index = SearchIndex(tmp_path / "n.sqlite", embeddings=False)
+    index.sync("memory", _wide_memory(n=3).values())
+    ids = [h.artifact_id for h in index.search("rust borrow checker")]
+    assert ids == ["core"]  # 3 conversations: narrow; the episode and transcript are below it
+
+
+def test_words_only_the_conversation_holds_find_it_through_its_episode(tmp_path):
+    index = SearchIndex(tmp_path / "k.sqlite", embeddings=False)
+    index.sync("memory", _wide_memory().values())
+    # only the transcript says zanzibar4; its episode says kubernetes: the episode stands for
+    # both, ranked first, showing the transcript's matched message and its range
+    found = index.search("zanzibar4 kubernetes")
+    top = found[0]
+    assert found.weak and not index.search("kubernetes nodes").weak  # a word no summary holds
+    assert top.artifact_id == "e-c4"
+    assert "[zanzibar4]" in top.snippet and top.message_range == (1, 1)
+    assert top.sources[0]["message_range"] == [1, 1]
+    # with no summary matching at all, the transcript itself is the hit
+    assert [h.artifact_id for h in index.search("zanzibar7")] == ["t-c7"]
+

@@ -27,14 +27,17 @@ def _episode(i: int) -> IndexDoc:
                     ancestry=(f"t{i}",))
 
 
-def test_hidden_transcripts_do_not_crowd_the_summaries_out_of_an_unscoped_semantic_search(tmp_path):
+def test_hidden_transcripts_do_not_crowd_the_summaries_out_of_their_own_ranking(tmp_path):
     leaves = [_leaf(i) for i in range(CANDIDATE_UNITS * 4 + 100)]  # more than one cosine slice
     episodes = [_episode(i) for i in range(12)]
     index = SearchIndex(tmp_path / "m.sqlite", embedder=LetterEmbedder())
     index.sync("memory", leaves + episodes)
     assert index.stats()["vectors"] >= len(leaves)  # the hidden transcripts have vectors too
     for mode in ("semantic", "hybrid"):
-        hits = index.search("zzz", mode=mode, limit=10)
+        hits = index.search("zzz", mode=mode, limit=10, layers=["episodes"])
         assert len(hits) == 10 and {h.layer for h in hits} == {"episodes"}, mode
+        # unscoped, the transcripts rank too; one whose episode matched is folded into it
+        unscoped = {h.artifact_id for h in index.search("zzz", mode=mode, limit=200)}
+        assert len(unscoped) == 200 and not unscoped & {f"t{i}" for i in range(12)}, mode
         # and leaf search ranks the transcripts, which are the closest
         assert {h.layer for h in index.search("zzz", mode=mode, limit=10, leaves=True)} == {"transcripts"}

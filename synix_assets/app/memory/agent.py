@@ -39,13 +39,10 @@ def record(svc: MemoryService, ref: str, branch: str, as_of: str | None) -> dict
     return {**out, "as_of": t}
 
 
-def memory_hits(svc: MemoryService, query: str, branch: str, as_of: str | None,
-                limit: int) -> list[dict] | None:
-    """The agent memories matching `query` (held at `as_of`), or None when the branch has none
-    and no time was asked for (the search answer then stays as it was)."""
+def memory_hits(svc: MemoryService, query: str, branch: str, as_of: str,
+                limit: int) -> list[dict]:
+    """The agent memories matching `query` in the versions held at `as_of`."""
     with svc.reader(branch) as r:
-        if as_of is None and not r.store.current_count(MEMORY_LAYER):
-            return None
         return reads.search_memories(r.store, query, as_of=as_of, limit=limit)
 
 

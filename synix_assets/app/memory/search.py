@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Collection
 
 from synix_assets.app.memory.params import MODES, BadRequest, check_limit
 from synix_assets.app.memory.readers import Reader
-from synix_assets.app.query import NOT_BUILT_HINT, hit_dict, incomplete_note
+from synix_assets.app.query import NOT_BUILT_HINT, hit_dict, incomplete_note, search_answer
 from synix_resources.errors import SearchError
 from synix_resources.search.filters import check_conversation, check_date, check_period
 
@@ -18,7 +18,7 @@ EVIDENCE_LEADS = 3  # memories whose transcripts an evidence search drills into
 def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | None, mode: str,
            since: str | None, until: str | None, limit: int, evidence: bool,
            period: str | None = None, conversation: str | None = None,
-           exclude: Collection[str] = ()) -> dict:
+           exclude: Collection[str] = (), passages: bool | None = None) -> dict:
     """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
     per matched passage (message range). The filters (`since`, `until`, `period`,
     `conversation`) are those of `SearchIndex.search`, checked as a layer listing checks them;
@@ -33,11 +33,14 @@ def search(svc: MemoryService, query: str, *, branch: str, layers: list[str] | N
     with svc.reader(branch) as r:
         if r.index is None:
             raise SearchError(f"no search index in {svc.paths.root} yet", hint=NOT_BUILT_HINT)
-        if evidence:
-            results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
-        else:
-            results = r.index.search(query, layers=layers, mode=mode, limit=limit, exclude=exclude, **filters)
         incomplete = incomplete_note(r.store)
+        if not evidence:
+            answer = search_answer(r.index, query, layers=layers, mode=mode, limit=limit,
+                                   passages=passages, exclude=exclude, **filters)
+            if incomplete:
+                answer["incomplete"] = incomplete
+            return answer
+        results = _evidence(r, query, mode=mode, limit=limit, filters=filters)
     out = {"query": query, "mode": results.mode, "hits": [hit_dict(h) for h in results]}
     if results.notice:
         out["notice"] = results.notice

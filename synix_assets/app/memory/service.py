@@ -164,21 +164,23 @@ class MemoryService:
     def search(self, query: str, *, branch: str | None = None, layers: list[str] | None = None,
                mode: str = "fts", since: str | None = None, until: str | None = None,
                limit: int = 10, evidence: bool = False, period: str | None = None,
-               conversation: str | None = None, as_of: str | None = None) -> dict:
-        """Ranked hits with provenance. `evidence=True` searches the raw transcripts, one hit
-        per matched passage (message range). Filters as `SearchIndex.search`'s. With agent
-        memories, `memories` holds the matching ones; `as_of` (ISO date/time) keeps the memory
-        versions held then and the records dated up to then."""
+               conversation: str | None = None, as_of: str | None = None,
+               passages: bool | None = None) -> dict:
+        """Ranked hits with provenance (an agent's memories among them, ranked with the rest).
+        `evidence=True` searches the raw transcripts, one hit per matched passage (message
+        range). Filters as `SearchIndex.search`'s. `as_of` (ISO date/time) keeps the records
+        dated up to then, and `memories` holds the memory versions held then. `passages`: the
+        conversations' matched messages always (True), or when the summaries lack the words."""
         branch = self.own(branch)
         if as_of is not None:
             until = until or _agent.reads.as_of_instant(as_of)
         out = _search.search(self, query, branch=branch, layers=layers, mode=mode, since=since,
                              until=until, limit=limit, evidence=evidence, period=period,
-                             conversation=conversation)
-        memories = None if evidence else _agent.memory_hits(self, query, branch, as_of, limit)
-        if memories is not None:
-            out["memories"] = memories
+                             conversation=conversation, passages=passages)
         if as_of is not None:
+            # the index holds the memories as they are now; their versions then come from the log
+            if not evidence:
+                out["memories"] = _agent.memory_hits(self, query, branch, as_of, limit)
             out["as_of"] = _agent.reads.as_of_instant(as_of)
         return out
 

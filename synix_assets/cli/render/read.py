@@ -46,7 +46,7 @@ def search_results(out: Console, result: dict) -> None:
     for key in ("notice", "incomplete"):
         if result.get(key):
             out.print(f"[yellow]note:[/yellow] {safe(result[key], one_line=True)}", soft_wrap=True)
-    if not result["hits"]:
+    if not result["hits"] and not result.get("passages"):
         out.print(f"No results for {safe(repr(result['query']), one_line=True)}.")
         return
     for i, hit in enumerate(result["hits"], 1):
@@ -66,12 +66,30 @@ def search_results(out: Console, result: dict) -> None:
             found = ", ".join(f"{kind}×{n}" for kind, n in sorted(hit["pii"].items()))
             parts.insert(1, Text(plain(f"⚠ contains PII: {found}"), style="bold yellow"))
         body = Group(*parts)
+        wide = hit["covers"]["conversations"]
         title = (f"[{style}]{i}. {safe(hit['layer'], one_line=True)} (level {hit['level']})[/] "
-                 f"{safe(hit['title'] or '', one_line=True)}")
+                 f"{safe(hit['title'] or '', one_line=True)}"
+                 + (f" [dim]· {wide} conversations[/]" if wide > 1 else ""))
         out.print(Panel(body, title=markup(title), title_align="left", border_style=style,
                         subtitle=markup(f"{safe(hit['artifact_id'], one_line=True)}  "
                                         f"score {hit['score']:.3f}"),
                         subtitle_align="right"))
+    if result.get("passages"):
+        passages(out, result["passages"])
+
+
+def passages(out: Console, items: list[dict]) -> None:
+    """The conversations' own matched passages under the hits ("In the conversations")."""
+    out.print(f"[bold]In the conversations[/] [dim]· {len(items)} passages[/]")
+    for p in items:
+        rng = p.get("message_range")
+        head = Text("  ")
+        head.append(plain(p.get("title") or p.get("conversation_id") or ""), style="bold")
+        head.append(plain(f"  {p.get('date') or '?'}"
+                          + (f"  messages {rng[0]}–{rng[1]}" if rng else "")
+                          + f"  {p['artifact_id']}"), style="dim")
+        out.print(head)
+        out.print(Text("    " + plain(" ".join(p["snippet"].split()))))
 
 
 def artifact_details(out: Console, art: dict) -> None:

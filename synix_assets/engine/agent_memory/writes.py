@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 
+from synix_assets.engine.agent_memory.indexing import index_memories
 from synix_assets.engine.agent_memory.records import sync
 from synix_assets.project import ProjectPaths
 from synix_resources.agent_memory.log import MemoryLog
@@ -25,9 +26,11 @@ from synix_resources.values import instant
 APPLY_WAIT_S = 5.0
 
 
-def apply_log(paths: ProjectPaths, *, lock_timeout_s: float = APPLY_WAIT_S) -> dict | None:
+def apply_log(paths: ProjectPaths, *, lock_timeout_s: float = APPLY_WAIT_S,
+              index: bool = False) -> dict | None:
     """Make the branch's agent records what its memory log says (None: no log, nothing to do).
-    Every build calls it (inside its lock, which this re-enters)."""
+    Every build calls it (inside its lock, which this re-enters). `index=True` (a write between
+    builds): the search index gets the memories now held too, under the same lock."""
     if not paths.memory_log.is_file():
         return None
     with project_lock(paths.lock, timeout_s=lock_timeout_s):
@@ -38,7 +41,10 @@ def apply_log(paths: ProjectPaths, *, lock_timeout_s: float = APPLY_WAIT_S) -> d
             log.close()
         store = paths.open_store()
         try:
-            return sync(store, state)
+            report = sync(store, state)
+            if index:
+                report["indexed"] = index_memories(paths, store)
+            return report
         finally:
             store.close()
 
@@ -162,7 +168,7 @@ class MemoryWriter:
         applied = False
         try:
             if self.apply:
-                apply_log(self.paths)
+                apply_log(self.paths, index=True)
                 applied = True
         except StoreLockedError:  # a build holds the lock: it (or the next one) applies the op
             applied = False
