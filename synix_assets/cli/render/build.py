@@ -116,9 +116,14 @@ def stats_table(out: Console, stats: dict) -> None:
     out.print(f"{num(stats['records'])} records in all")
 
 
+def _spent_cells(spent: dict) -> tuple[str, ...]:
+    return (num(spent["llm_calls"]), num(spent["tokens_in"]), num(spent["tokens_out"]),
+            money(spent["cost_usd"]))
+
+
 def status_table(out: Console, status: dict) -> None:
     table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "built", "reused",
-                       "cache hits",
+                       "cache hits", "calls", "tok in", "tok out", "cost",
                        title=f"Status of {safe(status['pipeline'], one_line=True)} "
                              f"(branch {safe(status.get('branch', 'main'), one_line=True)})",
                        left=("layer", "last built (UTC)"))
@@ -128,10 +133,13 @@ def status_table(out: Console, status: dict) -> None:
         table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", num(v["artifacts"]),
                       num(v["stale"]), num(v["failed"]),
                       (v["last_built"] or "never")[:19].replace("T", " "),
-                      *((num(ran["built"]), num(ran["from_response_cache"])) if ran else ("-", "-")), ratio)
+                      *((num(ran["built"]), num(ran["from_response_cache"])) if ran else ("-", "-")), ratio,
+                      *_spent_cells(v["spent"]))
+    table.add_row("[bold]total[/]", *[""] * 7, *_spent_cells(status["spent"]))
     out.print(table)
     out.print("last build: built = records made, reused = of them answered from the LLM response "
-              "cache (no model call); cache hits = partitions that needed no model call")
+              "cache (no model call); cache hits = partitions that needed no model call; calls, "
+              "tokens and cost: every build of this branch so far")
     for name, p in status["projections"].items():
         where = f" → {p['path']}" if p.get("path") else ""
         out.print(f"projection {safe(name)} ({safe(p['kind'])}): "
