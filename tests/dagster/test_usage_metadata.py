@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import time
 
+import io
+
 import dagster as dg
+from rich.console import Console
 
 from synix_assets.app.run import run_build
 from synix_assets.app.status import project_status
+from synix_assets.cli.render.build import status_table
 from synix_assets.dagster_defs.assets import layer_key
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.instance import dagster_instance
@@ -101,3 +105,10 @@ def test_status_sums_each_layers_calls_tokens_and_cost_over_every_build(demo_pro
     assert status["layers"]["transcripts"]["spent"]["llm_calls"] == 0
     assert status["spent"]["llm_calls"] == int(first.total("llm_calls") + second.total("llm_calls"))
     assert status["spent"]["tokens_out"] == int(first.total("tokens_out") + second.total("tokens_out"))
+    out = Console(file=io.StringIO(), width=100)
+    status_table(out, status)
+    printed = out.file.getvalue()
+    row = next(line for line in printed.splitlines()[printed.splitlines().index(
+        next(l for l in printed.splitlines() if "Model use, every build so far" in l)):]
+        if line.startswith("episodes"))
+    assert row.split()[1:4] == ["25", f"{episodes['tokens_in']:,}", f"{episodes['tokens_out']:,}"]

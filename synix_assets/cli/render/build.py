@@ -121,9 +121,20 @@ def _spent_cells(spent: dict) -> tuple[str, ...]:
             money(spent["cost_usd"]))
 
 
+def spent_table(out: Console, status: dict) -> None:
+    """Each layer's model calls, tokens and cost over every build of the branch (its own table:
+    beside the status columns it would not fit 80 columns)."""
+    table = make_table("layer", "LLM calls", "tokens in", "tokens out", "cost",
+                       title="Model use, every build so far")
+    for layer, v in status["layers"].items():
+        table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", *_spent_cells(v["spent"]))
+    table.add_row("[bold]total[/]", *_spent_cells(status["spent"]))
+    out.print(table)
+
+
 def status_table(out: Console, status: dict) -> None:
     table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "built", "reused",
-                       "cache hits", "calls", "tok in", "tok out", "cost",
+                       "cache hits",
                        title=f"Status of {safe(status['pipeline'], one_line=True)} "
                              f"(branch {safe(status.get('branch', 'main'), one_line=True)})",
                        left=("layer", "last built (UTC)"))
@@ -133,13 +144,11 @@ def status_table(out: Console, status: dict) -> None:
         table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", num(v["artifacts"]),
                       num(v["stale"]), num(v["failed"]),
                       (v["last_built"] or "never")[:19].replace("T", " "),
-                      *((num(ran["built"]), num(ran["from_response_cache"])) if ran else ("-", "-")), ratio,
-                      *_spent_cells(v["spent"]))
-    table.add_row("[bold]total[/]", *[""] * 7, *_spent_cells(status["spent"]))
+                      *((num(ran["built"]), num(ran["from_response_cache"])) if ran else ("-", "-")), ratio)
     out.print(table)
     out.print("last build: built = records made, reused = of them answered from the LLM response "
-              "cache (no model call); cache hits = partitions that needed no model call; calls, "
-              "tokens and cost: every build of this branch so far")
+              "cache (no model call); cache hits = partitions that needed no model call")
+    spent_table(out, status)
     for name, p in status["projections"].items():
         where = f" → {p['path']}" if p.get("path") else ""
         out.print(f"projection {safe(name)} ({safe(p['kind'])}): "
