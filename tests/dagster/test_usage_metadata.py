@@ -9,6 +9,7 @@ import time
 import io
 
 import dagster as dg
+import httpx2
 from rich.console import Console
 
 from synix_assets.app.run import run_build
@@ -19,6 +20,9 @@ from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.instance import dagster_instance
 from synix_assets.dagster_defs.usage import usage_metadata
 from synix_assets.sources.model import partition_key
+from synix_resources.llm import resource
+from synix_resources.llm.anthropic_client import AnthropicClient
+from synix_resources.llm.pricing import estimate_cost
 from synix_resources.store.artifact_store import ArtifactStore
 
 UUID = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a"
@@ -112,3 +116,34 @@ def test_status_sums_each_layers_calls_tokens_and_cost_over_every_build(demo_pro
         next(l for l in printed.splitlines() if "Model use, every build so far" in l)):]
         if line.startswith("episodes"))
     assert row.split()[1:4] == ["25", f"{episodes['tokens_in']:,}", f"{episodes['tokens_out']:,}"]
+
+
+def test_an_anthropic_call_records_anthropic_tokens_and_its_priced_cost(demo_project, monkeypatch):
+    """The real anthropic SDK over a mocked transport, inside a real materialization."""
+    model = "claude-sonnet-4-6"
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "anthropic")
+    monkeypatch.setenv("SYNIX_LLM_MODEL", model)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        assert request.url.path == "/v1/messages"
+        return httpx2.Response(200, json={
+            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": "Chose Rust for the dotfile sync CLI."}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1200, "output_tokens": 80, "cache_read_input_tokens": 0,
+                      "cache_creation_input_tokens": 0}})
+
+    monkeypatch.setattr(resource, "make_client", lambda **kw: AnthropicClient(
+        model=model, api_key="sk-ant-test-not-a-key",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(reply))))
+    instance = dagster_instance(demo_project)
+    defs = build_defs(demo_project.root)
+    _register_conversations(defs, instance, demo_project)
+    _materialize(defs, instance, "transcripts", "episodes")
+    md = _latest(instance, "episodes")
+    assert md["provider"].value == "anthropic"
+    assert md["anthropic.calls"].value == 1
+    assert md["anthropic.input_tokens"].value == 1200 and md["anthropic.output_tokens"].value == 80
+    assert md["anthropic.cost_usd"].value == estimate_cost(model, 1200, 80) > 0
+    assert not {k for k in md if k.startswith("fake.")}
