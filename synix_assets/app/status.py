@@ -3,10 +3,27 @@ from __future__ import annotations
 
 from synix_assets.project import ProjectPaths
 
+SPEND_KEYS = ("llm_calls", "tokens_in", "tokens_out", "cost_usd")
+
+
+def spent_by_layer(runs) -> dict[str, dict]:
+    """Per layer, the model calls, tokens and USD cost of every build of these runs (the stats
+    each layer's build recorded: `LayerResult.totals()`)."""
+    spent: dict[str, dict] = {}
+    for run in runs:
+        for layer, totals in ((run.stats or {}).get("layers") or {}).items():
+            into = spent.setdefault(layer, dict.fromkeys(SPEND_KEYS, 0))
+            for key in SPEND_KEYS:
+                into[key] += totals.get(key, 0) or 0
+    for into in spent.values():
+        into["cost_usd"] = round(into["cost_usd"], 6)
+    return spent
+
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
     """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...},
-    "failures": [...]}."""
+    "failures": [...], "spent": {...}}; each layer's "spent" sums the model calls, tokens and
+    cost of every build of the branch so far."""
     from synix_assets.forget import pending_forget
     from synix_assets.app.plan import make_plan
     from synix_assets.orchestration.runs import settle_abandoned_runs
@@ -16,13 +33,14 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
     try:
         settle_abandoned_runs(paths, store)  # a killed build's last run shows as interrupted
         stored = store.layers()
-        runs = store.list_runs(limit=1)
+        runs = store.list_runs(limit=-1)  # newest first; all of them for what each layer cost
         failures = store.failures()
         shown = store.partition_names({f.group_key for f in failures})
     finally:
         store.close()
     forgetting = pending_forget(paths)
     last = runs[0] if runs else None
+    spent = spent_by_layer(runs)
     last_layers = ((last.stats or {}).get("layers") or {}) if last else {}
     out = {"pipeline": plan.pipeline, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
            "projections": plan.projections, "sources": plan.sources,
@@ -34,7 +52,9 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
                          "run_id": f.run_id} for f in failures],
            # a forget that did not finish: the conversation may still be in some file
            "pending_forget": {"target": forgetting, "finish_with": "synix forget"}
-           if forgetting is not None else None}
+           if forgetting is not None else None,
+           "spent": {key: round(sum(v[key] for v in spent.values()), 6) if key == "cost_usd"
+                     else sum(v[key] for v in spent.values()) for key in SPEND_KEYS}}
     for layer, est in plan.layers.items():
         info = stored.get(layer, {})
         ran = last_layers.get(layer) or {}
@@ -47,5 +67,6 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
             # the last build's partitions that needed no model call: records already current, and
             # records built from answers the LLM response cache served
             "last_run": {"built": built, "from_response_cache": reused, "cached": cached} if ran else None,
-            "cache_hit_ratio": round((cached + reused) / (built + cached), 3) if built + cached else None}
+            "cache_hit_ratio": round((cached + reused) / (built + cached), 3) if built + cached else None,
+            "spent": spent.get(layer, dict.fromkeys(SPEND_KEYS, 0))}
     return out

@@ -5,10 +5,11 @@ asset body calls the same per-layer engine code whoever launched the run (`synix
 `dagster asset materialize`, the export sensor's build job), and records:
 
 - one materialization per partition, with that partition's own metadata (artifact, title, date,
-  preview, model, tokens) and Dagster's provenance tags (`records.Provenance`), so Dagster's
-  stale/unsynced view agrees with `synix plan`. Runs launched by `synix run` (tag `synix/emit`)
-  record only the partitions they rebuilt — a no-op records nothing — plus every partition of a
-  layer whose code version changed without its content changing, so none is left "stale";
+  preview, model; token usage and cost under `<provider>.…` names, `usage.py`) and Dagster's
+  provenance tags (`records.Provenance`), so Dagster's stale/unsynced view agrees with `synix plan`.
+  Runs launched by `synix run` (tag `synix/emit`) record only the partitions they rebuilt — a
+  no-op records nothing — plus every partition of a layer whose code version changed without its
+  content changing, so none is left "stale";
 - the `synix_up_to_date` check result (what `synix plan` would still rebuild in this layer),
   emitted by the asset itself after every build, so it never shows "Not evaluated". A chunk of a
   distributed `synix run` reports it for its own partitions and its coordinator for the whole
@@ -27,6 +28,7 @@ from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import group_keys, named, partition_names, partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
+from synix_assets.dagster_defs.usage import outcome_usage
 from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
                                                  LAYER_JOB_PREFIX, LEVEL_KEY, PARTITIONING_KEY,
@@ -82,10 +84,9 @@ def _outcome_metadata(outcome) -> dict:
     # LLM response cache served (no model call); "built": the model was called
     cache = ("hit" if outcome.status == "cached"
              else "response cache" if outcome.from_response_cache else "built")
+    # token usage and cost (only when a model was called) under Dagster's integrations' names
     md = {STATUS_KEY: outcome.status, "cache": cache, "from_response_cache": outcome.from_response_cache,
-          "provider": outcome.provider, "model": outcome.model,
-          "llm_calls": outcome.llm_calls, "tokens_in": outcome.tokens_in,
-          "tokens_out": outcome.tokens_out, "cost_usd": float(outcome.cost_usd),
+          "provider": outcome.provider, "model": outcome.model, **outcome_usage(outcome),
           "input_count": outcome.input_count}
     if outcome.provider == "extractive":
         md["note"] = "extractive summary (selected sentences, no LLM)"

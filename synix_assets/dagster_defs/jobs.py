@@ -14,6 +14,7 @@ import dagster as dg
 
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name
 from synix_assets.dagster_defs.partitions import partitions_for
+from synix_assets.dagster_defs.usage import totals_usage
 from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, BUILD_ALL, BUILD_MEMORY_OP, BUILD_RUN_TAG,
                                                  LAUNCHED_BY_TAGS, LAYER_JOB_PREFIX, LAYER_TAG,
                                                  PROJECTIONS_JOB, TRIGGER_DAGSTER, TRIGGER_TAG)
@@ -84,8 +85,15 @@ def build_all_job(paths, names: Names, build: BuildFn,
         summary = report.to_json()
         context.log.info(f"synix build: {summary['layers']} projections={summary['projections']}"
                          f" noop={report.noop} in {summary['seconds']}s")
+        # the whole build's token usage and cost, under the names its layers' materializations
+        # use (usage.py); an op's output is no asset, so Insights does not count it twice
+        provider = report.provider.partition(":")[0]
         context.add_output_metadata({"noop": report.noop, "seconds": summary["seconds"],
                                      "llm_calls": summary["llm_calls"], "provider": summary["provider"],
+                                     **totals_usage(provider, summary),
+                                     "usage_by_layer": dg.MetadataValue.json(
+                                         {layer: totals_usage(provider, totals)
+                                          for layer, totals in report.layers.items()}),
                                      "layers": dg.MetadataValue.json(summary["layers"]),
                                      "dagster_runs": dg.MetadataValue.json(report.dagster_runs),
                                      **run_links(context.instance, report.dagster_runs)})

@@ -111,7 +111,7 @@ def test_a_partition_run_records_its_own_metadata_provenance_and_check(demo_proj
     md = mat.metadata
     assert mat.partition == READABLE
     assert md["artifact_id"].value.startswith("episodes-")
-    assert md["cache"].value == "built" and md["llm_calls"].value == 1
+    assert md["cache"].value == "built" and md["fake.calls"].value == 1
     assert md["title"].value and md["date"].value.startswith("20") and md["model"].value == "fake-v1"
     store = ArtifactStore(demo_project.store)
     art = store.current("episodes", key)

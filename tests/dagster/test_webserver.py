@@ -85,8 +85,8 @@ def test_webserver_shows_layers_partitions_and_synix_metadata(webserver):
     assert latest["partition"] in nodes["episodes"]["partitionKeys"]
     assert entries["artifact_id"]["text"].startswith("episodes-")
     assert entries["cache"]["text"] == "built"
-    assert entries["llm_calls"]["intValue"] == 1
-    assert {"tokens_in", "cost_usd", "model", "preview"} <= set(entries)
+    assert entries["fake.calls"]["intValue"] == 1
+    assert {"fake.input_tokens", "fake.cost_usd", "model", "preview"} <= set(entries)
     core = nodes["core"]["assetMaterializations"][0]
     assert {e["label"] for e in core["metadataEntries"]} >= {"artifact_id", "input_count"}
 

@@ -116,6 +116,22 @@ def stats_table(out: Console, stats: dict) -> None:
     out.print(f"{num(stats['records'])} records in all")
 
 
+def _spent_cells(spent: dict) -> tuple[str, ...]:
+    return (num(spent["llm_calls"]), num(spent["tokens_in"]), num(spent["tokens_out"]),
+            money(spent["cost_usd"]))
+
+
+def spent_table(out: Console, status: dict) -> None:
+    """Each layer's model calls, tokens and cost over every build of the branch (its own table:
+    beside the status columns it would not fit 80 columns)."""
+    table = make_table("layer", "LLM calls", "tokens in", "tokens out", "cost",
+                       title="Model use, every build so far")
+    for layer, v in status["layers"].items():
+        table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", *_spent_cells(v["spent"]))
+    table.add_row("[bold]total[/]", *_spent_cells(status["spent"]))
+    out.print(table)
+
+
 def status_table(out: Console, status: dict) -> None:
     table = make_table("layer", "artifacts", "stale", "failed", "last built (UTC)", "built", "reused",
                        "cache hits",
@@ -132,6 +148,7 @@ def status_table(out: Console, status: dict) -> None:
     out.print(table)
     out.print("last build: built = records made, reused = of them answered from the LLM response "
               "cache (no model call); cache hits = partitions that needed no model call")
+    spent_table(out, status)
     for name, p in status["projections"].items():
         where = f" → {p['path']}" if p.get("path") else ""
         out.print(f"projection {safe(name)} ({safe(p['kind'])}): "
