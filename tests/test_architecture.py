@@ -50,7 +50,8 @@ FLOORS: list[tuple[str, list[str]]] = [
                    "synix_assets.scale"]),
     ("doors", ["synix_assets.cli", "synix_assets.python_api"]),
     ("entry points", ["synix", "synix_assets.definitions", "synix_assets.examples",
-                      "synix_assets.dagster_defs.build", "synix_assets.pipeline.api"]),
+                      "synix_assets.dagster_defs.build", "synix_assets.pipeline.api",
+                      "synix_assets.component"]),
 ]
 FLOOR_PREFIXES = [prefixes for _, prefixes in FLOORS]
 
