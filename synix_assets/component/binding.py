@@ -6,15 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from synix_assets.project import PIPELINE_FILE, project_config
-from synix_assets.project.config import set_project_config
+from synix_assets.project.config import CODE_LOCATION, set_project_config
 from synix_assets.project.postgres_setup import check_postgres_url
 from synix_assets.python_api.project import register
 from synix_resources.errors import ProjectNotFound
 
 
-def bind_project(pipeline: Path, project: Path | None, store: str | None) -> Path:
+def bind_project(pipeline: Path, project: Path | None, store: str | None,
+                 location: str | None = None) -> Path:
     """The project folder (default: the pipeline's), after recording there the pipeline file
-    when it is not the folder's own pipeline.py, and the store when one is named."""
+    when it is not the folder's own pipeline.py, the store when one is named, and the code
+    location of the `dg` project serving the memory (`location`): the runs a build launches
+    carry it, so that project's UI re-executes them (dagster_defs/origin.py)."""
     pipeline = pipeline.resolve()
     if not pipeline.is_file():
         raise ProjectNotFound(f"the memory's pipeline file {pipeline} does not exist",
@@ -27,4 +30,6 @@ def bind_project(pipeline: Path, project: Path | None, store: str | None) -> Pat
         register(root, pipeline)  # a no-op when config.toml already names it
     if store is not None and project_config(root).get("store") != store:
         set_project_config(root, "store", check_postgres_url(store, "store:"))
+    if location and project_config(root).get(CODE_LOCATION) != location:
+        set_project_config(root, CODE_LOCATION, location)
     return root

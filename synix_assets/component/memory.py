@@ -50,7 +50,8 @@ class SynixMemoryComponent(dg.Component, dg.Model, dg.Resolvable):
 
         here = Path(context.path)
         root = bind_project(here / self.pipeline,
-                            here / self.project if self.project else None, self.store)
+                            here / self.project if self.project else None, self.store,
+                            context.component_tree.code_location_name)
         _llm_defaults(self.llm_provider, self.llm_model)
         return build_defs(root)
 

@@ -145,6 +145,12 @@ def test_dg_launch_builds_the_memory_in_the_projects_instance(dg_project):
             assert {"synix_build_all", "synix_build_transcripts", "synix_build_episodes",
                     "synix_build_monthly", "synix_update_projections", "__ASSET_JOB"} <= set(runs), runs
             assert set(runs.values()) == {dg.DagsterRunStatus.SUCCESS}, runs
+            # the layer runs the build launched name this project's code location (where its
+            # `dg dev` re-executes them), not a Synix project's own
+            locations = {r.job_name: r.remote_job_origin.repository_origin.code_location_origin.location_name
+                         for r in instance.get_runs() if r.job_name.startswith("synix_")
+                         and r.job_name != "synix_build_all"}
+            assert set(locations.values()) == {"myproj"}, locations
             for key in ("daily_sales", "transcripts", "episodes", "monthly", "core", "memory_index",
                         "synix_context"):
                 assert instance.get_latest_materialization_event(dg.AssetKey(key)) is not None, key
