@@ -56,11 +56,21 @@ class SynixMemoryComponent(dg.Component, dg.Model, dg.Resolvable):
         return build_defs(root)
 
 
+# what this module set in os.environ, so a reload with another defs.yaml value replaces it
+_set_here: dict[str, str] = {}
+
+
 def _llm_defaults(provider: str | None, model: str | None) -> None:
     """Synix reads the LLM's provider and model from the environment in every process that
     builds (the code server, each run worker, the runs `synix_build_all` launches), and each of
     them loads this component first: so its values are set there, as defaults — a variable the
-    environment already sets wins, as it wins over `LLMResource`'s fields."""
+    environment already set wins, as it wins over `LLMResource`'s fields."""
     for name, value in (("SYNIX_LLM_PROVIDER", provider), ("SYNIX_LLM_MODEL", model)):
+        current = os.environ.get(name)
+        if current is not None and _set_here.get(name) != current:
+            continue  # the environment's own
         if value:
-            os.environ.setdefault(name, value)
+            os.environ[name] = _set_here[name] = value
+        elif current is not None:  # set by an earlier load, since removed from defs.yaml
+            del os.environ[name]
+            del _set_here[name]

@@ -173,3 +173,18 @@ def test_a_pipeline_file_of_another_name_becomes_the_projects_pipeline(tmp_path)
         bind_project(tmp_path / "nope.py", None, None)
     with pytest.raises(SynixError, match="not a PostgreSQL URL"):
         bind_project(script, None, "/tmp/some.db")
+
+
+def test_the_model_in_defs_yaml_is_a_default_the_environment_overrides(monkeypatch):
+    from synix_assets.component import memory
+
+    monkeypatch.delenv("SYNIX_LLM_PROVIDER", raising=False)
+    monkeypatch.delenv("SYNIX_LLM_MODEL", raising=False)
+    monkeypatch.setattr(memory, "_set_here", {})
+    memory._llm_defaults("fake", "fake-v2")
+    assert (os.environ["SYNIX_LLM_PROVIDER"], os.environ["SYNIX_LLM_MODEL"]) == ("fake", "fake-v2")
+    memory._llm_defaults("extractive", None)  # defs.yaml edited, definitions reloaded
+    assert os.environ["SYNIX_LLM_PROVIDER"] == "extractive" and "SYNIX_LLM_MODEL" not in os.environ
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "anthropic")  # the user's own environment
+    memory._llm_defaults("fake", None)
+    assert os.environ["SYNIX_LLM_PROVIDER"] == "anthropic"
