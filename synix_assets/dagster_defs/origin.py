@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from synix_assets.dagster_defs.vocabulary import LOCATION, REPOSITORY
+from synix_assets.project.config import CODE_LOCATION, project_config
 
 
 def repository_origin(project_root: Path, parent_run=None):
@@ -35,7 +36,12 @@ def repository_origin(project_root: Path, parent_run=None):
 
 
 def workspace_location(project_root: Path) -> str:
-    """The location name of the first entry of the project's workspace.yaml."""
+    """The code location a project's assets are served from: the one its `.synix/config.toml`
+    names (`code_location`, written by the Synix component of a `dg` project, whose location is
+    that project's), else the first entry of the project's workspace.yaml."""
+    configured = project_config(Path(project_root)).get(CODE_LOCATION)
+    if isinstance(configured, str) and configured:
+        return configured
     path = Path(project_root) / "workspace.yaml"
     try:
         entries = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("load_from") or []

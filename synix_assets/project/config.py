@@ -10,6 +10,9 @@ from pathlib import Path
 from synix_resources.errors import StoreError
 
 CONFIG_FILE = "config.toml"
+# The code location of another Dagster project the memory's assets are served from (the Synix
+# component of a `dg` project): runs a build launches are re-executed there
+CODE_LOCATION = "code_location"
 # The user's script that defined main until a branch was promoted, as it was then (script_mark)
 SUPERSEDED = "superseded"
 
