@@ -117,7 +117,8 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
                                     hint='add pipeline.context_doc("context", from_=["core"], path="context.md")')
             if "raw-rag" in settings.systems:
                 retrievers["raw-rag"] = RawRag(case, folder / "raw-rag.sqlite",
-                                               embeddings="auto" if set(settings.modes) - {"fts"} else False)
+                                               embeddings="auto" if set(settings.modes) - {"fts"} else False,
+                                               vector_cache=workspace.vector_cache(project) if project else None)
             if "mem0" in settings.systems:
                 from synix_assets.eval.mem0_system import Mem0Retriever
 

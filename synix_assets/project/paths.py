@@ -122,6 +122,12 @@ class ProjectPaths:
         return self.store if self.on_postgres else self.state_dir / "llm_cache.db"
 
     @property
+    def vector_cache(self) -> Path | None:
+        """A vectors file the search index shares with other indexes (an eval's scratch projects
+        share their project's); None: the index embeds every text it does not hold itself."""
+        return None
+
+    @property
     def internal(self) -> Path:
         return self.state_dir / "internal"
 
