@@ -21,7 +21,7 @@ BUILD_LINE_EVERY_S = 5.0      # a line on a build's layers at most this often
 class Progress:
     """What a progress callback gets. `done`/`total` count questions (every branch's)."""
 
-    stage: str              # "build" (a memory starts), "layer" (inside a build), "built", "questions"
+    stage: str    # "build" (a memory starts), "layer" / "layer-progress" (inside a build), "built", "questions"
     done: int
     total: int
     builds_done: int
@@ -38,7 +38,7 @@ class Progress:
         built = f"memories built {self.builds_done}/{self.builds_total}"
         if self.stage == "build":
             return f"{who}building {self.detail} ({built}; {clock})"
-        if self.stage == "layer":
+        if self.stage in ("layer", "layer-progress"):
             return f"{who}  {self.detail}"
         if self.stage == "built":
             return f"{who}built {self.detail} ({built}; {clock})"
@@ -96,13 +96,14 @@ class Clock:
                       "progress": f"{info.get('done', 0)} built",
                       "done": f"done ({info.get('built', 0)} built)" if isinstance(info, dict) and "built" in info
                       else "done"}
-            self.tell("layer", f"{case}: {layer} {counts.get(event, event)}")
+            self.tell("layer-progress" if event == "progress" else "layer",
+                      f"{case}: {layer} {counts.get(event, event)}")
         return listen
 
 
 class Printer:
-    """Progress lines for a terminal (the CLI's stderr, or a Python caller's): every build start
-    and end, a build's layers and the questions at most every few seconds."""
+    """Progress lines for a terminal (the CLI's stderr, or a Python caller's): every build's and
+    layer's start and end; a layer's counts and the questions at most every few seconds."""
 
     def __init__(self, write: Callable[[str], None]):
         self.write = write
@@ -110,7 +111,7 @@ class Printer:
 
     def __call__(self, p: Progress) -> None:
         now = time.monotonic()
-        every = {"layer": BUILD_LINE_EVERY_S, "questions": QUESTION_LINE_EVERY_S}.get(p.stage)
+        every = {"layer-progress": BUILD_LINE_EVERY_S, "questions": QUESTION_LINE_EVERY_S}.get(p.stage)
         last_question = p.stage == "questions" and p.done == p.total
         if every is not None and not last_question and now - self.last.get(p.stage, -every) < every:
             return

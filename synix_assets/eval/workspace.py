@@ -19,6 +19,7 @@ from synix_assets.eval.data import Case
 from synix_assets.eval.source import write_export
 from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
+from synix_assets.project.config import project_config, set_project_config
 from synix_resources.errors import PipelineDefinitionError
 
 EVAL_DIR = "eval"
@@ -31,18 +32,13 @@ VECTORS_FILE = "vectors.db"
 
 @dataclass(frozen=True)
 class EvalPaths(ProjectPaths):
-    """A scratch project whose LLM response cache and embedded vectors are another project's."""
+    """A scratch project whose LLM response cache is another project's."""
 
     shared_cache: Path | None = None
-    shared_vectors: Path | None = None
 
     @property
     def llm_cache(self) -> Path:
         return self.shared_cache if self.shared_cache is not None else super().llm_cache
-
-    @property
-    def vector_cache(self) -> Path | None:
-        return self.shared_vectors
 
 
 def vector_cache(project: ProjectPaths) -> Path:
@@ -114,8 +110,10 @@ def scratch_project(project: ProjectPaths, root: Path, exports: Path, *, embeddi
     target = root / "pipeline.py"
     if not target.exists() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")
-    return EvalPaths(root, shared_cache=project.llm_cache.resolve(),
-                     shared_vectors=vector_cache(project).resolve())
+    vectors = str(vector_cache(project).resolve())
+    if project_config(root).get("vector_cache") != vectors:
+        set_project_config(root, "vector_cache", vectors)
+    return EvalPaths(root, shared_cache=project.llm_cache.resolve())
 
 
 def build(paths: EvalPaths, *, llm_config: dict | None = None, progress=None):
