@@ -188,12 +188,13 @@ def attribution_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     """Per memory × mode × category: missed questions, missed evidence turns, and where each was
     lost (layer, lowest first, or retrieval)."""
     memory = [r for r in rows if r.get("attribution") is not None]
-    layers: list[str] = []
+    place: dict[str, int] = {}  # a layer's lowest position in any memory's order (episodes first)
     for r in memory:
         for c in [r, *r.get("by_category", {}).values()]:
-            for layer in (c.get("attribution") or {}).get("lost_at", {}):
-                if layer not in layers and layer != "retrieval":
-                    layers.append(layer)
+            for i, layer in enumerate((c.get("attribution") or {}).get("lost_at", {})):
+                if layer != "retrieval":
+                    place[layer] = min(place.get(layer, i), i)
+    layers = sorted(place, key=lambda layer: (place[layer], layer))
     head = ["benchmark", "system", "mode", "category", "missed q", "missed turns",
             *(f"lost at {l}" for l in layers), "lost at retrieval"]
     body = []

@@ -88,15 +88,18 @@ def _row(category: str, lost: list[str], turn_all: float) -> dict:
     scores = {"any@10": 1.0, "all@10": turn_all, "ndcg@10": 1.0}
     return {"system": "memory", "mode": "fts", "category": category, "ms": 1.0, "layers": [],
             "scores": {"session": scores, "turn": scores},
-            "attribution": [{"turn": f"t{i}", "salient": [], "survived": {}, "lost_at": layer}
+            "attribution": [{"turn": f"t{i}", "salient": [], "lost_at": layer,
+                             "survived": {"episodes": layer != "episodes", "monthly": layer not in ("episodes", "monthly"),
+                                          "core": layer == "retrieval"}}
                             for i, layer in enumerate(lost)] or None}
 
 
 def test_the_summary_and_report_count_missed_turns_by_the_layer_they_were_lost_at_per_category():
-    rows = [_row("1", ["episodes", "retrieval"], 0.0), _row("1", ["core"], 0.0), _row("4", [], 1.0)]
+    rows = [_row("1", ["retrieval", "episodes"], 0.0), _row("1", ["core"], 0.0), _row("4", [], 1.0)]
     summary = summarise_rows(rows, ks=(10,))["memory"]["fts"]
     assert summary["attribution"] == {"missed_questions": 2, "missed_turns": 3,
-                                      "lost_at": {"episodes": 1, "retrieval": 1, "core": 1}}
+                                      "lost_at": {"episodes": 1, "core": 1, "retrieval": 1}}
+    assert list(summary["attribution"]["lost_at"]) == ["episodes", "core", "retrieval"]  # lowest layer first
     assert summary["by_category"]["4"]["attribution"]["missed_questions"] == 0
     entry = {"run": {"benchmark": "locomo", "branch": "main", "data_hash": "h"}, "systems": {"memory": {"fts": summary}}}
     head, body = attribution_rows([{"benchmark": "locomo", "system": "main", "mode": "fts", **summary}])
