@@ -93,10 +93,10 @@ class Survival:
 
 def summarise(rows: list[dict]) -> dict:
     """Of the rows' missed questions: how many, how many evidence turns were missed, and where
-    each was lost ({layer or "retrieval": turns}, layers lowest first, retrieval last)."""
+    each was lost ({layer or "retrieval": turns}, layers lowest first, retrieval last); `layers`:
+    the memory's layers above the transcripts, lowest first."""
     missed = [r for r in rows if r.get("attribution")]
     lost: Counter = Counter(a["lost_at"] for r in missed for a in r["attribution"])
     order = list(dict.fromkeys(layer for r in missed for a in r["attribution"] for layer in a["survived"]))
-    order.append(RETRIEVAL)
-    return {"missed_questions": len(missed), "missed_turns": sum(lost.values()),
-            "lost_at": {layer: lost[layer] for layer in order if layer in lost}}
+    return {"missed_questions": len(missed), "missed_turns": sum(lost.values()), "layers": order,
+            "lost_at": {layer: lost[layer] for layer in [*order, RETRIEVAL] if layer in lost}}

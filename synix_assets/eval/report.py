@@ -191,7 +191,8 @@ def attribution_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     place: dict[str, int] = {}  # a layer's lowest position in any memory's order (episodes first)
     for r in memory:
         for c in [r, *r.get("by_category", {}).values()]:
-            for i, layer in enumerate((c.get("attribution") or {}).get("lost_at", {})):
+            a = c.get("attribution") or {}
+            for i, layer in enumerate(a.get("layers") or a.get("lost_at", {})):
                 if layer != "retrieval":
                     place[layer] = min(place.get(layer, i), i)
     layers = sorted(place, key=lambda layer: (place[layer], layer))

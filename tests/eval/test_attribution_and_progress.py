@@ -98,13 +98,15 @@ def test_the_summary_and_report_count_missed_turns_by_the_layer_they_were_lost_a
     rows = [_row("1", ["retrieval", "episodes"], 0.0), _row("1", ["core"], 0.0), _row("4", [], 1.0)]
     summary = summarise_rows(rows, ks=(10,))["memory"]["fts"]
     assert summary["attribution"] == {"missed_questions": 2, "missed_turns": 3,
+                                      "layers": ["episodes", "monthly", "core"],
                                       "lost_at": {"episodes": 1, "core": 1, "retrieval": 1}}
     assert list(summary["attribution"]["lost_at"]) == ["episodes", "core", "retrieval"]  # lowest layer first
     assert summary["by_category"]["4"]["attribution"]["missed_questions"] == 0
     entry = {"run": {"benchmark": "locomo", "branch": "main", "data_hash": "h"}, "systems": {"memory": {"fts": summary}}}
     head, body = attribution_rows([{"benchmark": "locomo", "system": "main", "mode": "fts", **summary}])
-    assert head[4:] == ["missed q", "missed turns", "lost at episodes", "lost at core", "lost at retrieval"]
-    assert body[0][3:] == ["1", "2", "3", "1", "1", "1"] and body[-1][3] == "all"
+    assert head[4:] == ["missed q", "missed turns", "lost at episodes", "lost at monthly", "lost at core",
+                        "lost at retrieval"]
+    assert body[0][3:] == ["1", "2", "3", "1", "0", "1", "1"] and body[-1][3] == "all"
     text = markdown([entry])
     assert "## Where the misses were lost" in text and "| S all@5 |" in text and "| T all@10 |" in text
 
