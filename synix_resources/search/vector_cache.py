@@ -1,7 +1,7 @@
 """Vectors shared between search indexes: (model, text) key → vector, in one SQLite file.
 
 An index keeps the vectors of its own units, so a new index embeds every text again, and
-embedding is most of what building an index costs (MiniLM in numpy, ~1 ms of CPU per token). The
+embedding is most of what building an index costs (MiniLM in numpy). The
 eval builds one index per benchmark case and branch, plus raw RAG's, over the same turns: with a
 shared cache each turn is embedded once. The key is the index's own (`Vectors.key`: model name
 and text), so a cached vector is exactly what embedding the text again would store.
