@@ -4,7 +4,6 @@ The logic lives in synix_assets/eval; this module parses options and prints.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
@@ -91,6 +90,7 @@ def _branches(ctx, names: tuple[str, ...], no_memory: bool, name: str | None) ->
 
 def _run(ctx, bench, *, modes, baselines, compare, no_memory, name, qa, results, as_json, branches) -> None:
     from synix_assets.eval import qa as qa_mod
+    from synix_assets.eval.progress import Printer
     from synix_assets.eval.results import results_path
     from synix_assets.eval.runner import EvalSettings, run_branches, run_eval
 
@@ -103,7 +103,7 @@ def _run(ctx, bench, *, modes, baselines, compare, no_memory, name, qa, results,
     settings = EvalSettings(modes=modes, systems=systems, qa=use_qa,
                             qa_mode="hybrid" if "hybrid" in modes else modes[0])
     db = Path(results) if results else (results_path(project.state_dir) if project else None)
-    progress = _progress_printer()  # on stderr: stdout stays one JSON object with --json
+    progress = Printer(lambda line: click.echo(line, err=True))  # stderr: stdout stays one JSON object with --json
     if targets:
         outcome = run_branches(bench, targets, settings=settings, results_db=db, progress=progress)
     else:
@@ -115,22 +115,6 @@ def _run(ctx, bench, *, modes, baselines, compare, no_memory, name, qa, results,
         echo_json(_json_out(outcome), default=None)
     else:
         _print(outcome, db)
-
-
-def _progress_printer():
-    last = {"t": 0.0}
-
-    def show(p) -> None:
-        now = time.monotonic()
-        if p.stage == "build":
-            click.echo(f"building {p.detail}…", err=True)
-            return
-        if now - last["t"] < 2 and p.done != p.total:
-            return
-        last["t"] = now
-        eta = f", ETA {p.eta_s:.0f} s" if p.eta_s is not None else ""
-        click.echo(f"questions {p.done}/{p.total} ({p.elapsed_s:.0f} s{eta})", err=True)
-    return show
 
 
 def _json_out(results: list[dict]) -> dict:
@@ -146,7 +130,8 @@ def _print(results: list[dict], db) -> None:
     from rich.markup import escape
 
     from synix_assets.cli import render
-    from synix_assets.eval.report import DESIGN_NOTE, design_rows, rows_of, stamp_rows, table_rows
+    from synix_assets.eval.report import (ATTRIBUTION_NOTE, DESIGN_NOTE, attribution_rows, design_rows, rows_of,
+                                          stamp_rows, table_rows)
 
     out = render.console()
     if not out.is_terminal:  # redirected to a file: never truncate the numbers
@@ -156,7 +141,7 @@ def _print(results: list[dict], db) -> None:
     keep = [i for i in range(1, len(head)) if any(row[i] != "–" for row in body)]  # drop empty columns
     head, body = [head[i] for i in keep], [[row[i] for i in keep] for row in body]
     table = render.make_table(*head, title=f"{run['benchmark']} — {run['questions']} questions "
-                              "(S = session, T = turn recall@k)", left=("system", "mode"))
+                              "(S = session, T = turn recall_any@k; all@k = strict recall_all@k)", left=("system", "mode"))
     for row in body:
         table.add_row(*row)
     out.print(table)
@@ -167,6 +152,13 @@ def _print(results: list[dict], db) -> None:
         table.add_row(*row[1:])
     out.print(table)
     out.print(escape(DESIGN_NOTE))
+    head, body = attribution_rows(rows)
+    if body:
+        table = render.make_table(*head[1:], title="where the misses were lost", left=("system", "mode", "category"))
+        for row in body:
+            table.add_row(*row[1:])
+        out.print(table)
+        out.print(escape(ATTRIBUTION_NOTE))
     head, body = stamp_rows([{"run": r["run"]} for r in results if r["run"].get("builds")])
     for row in body:
         out.print(f"{escape(row[3])}: pipeline {escape(row[4])}, builds {escape(row[5])} (stores: {escape(row[6])})")

@@ -221,7 +221,7 @@ def sync_search_index(ctx, name: str) -> ProjectionResult:
     # run worker of a distributed build) most of a second, and only the projection step needs them
     from synix_resources.search.index import SearchIndex
 
-    index = SearchIndex(ctx.paths.search, embeddings=proj.embeddings)
+    index = SearchIndex(ctx.paths.search, embeddings=proj.embeddings, vector_cache=ctx.paths.vector_cache)
     try:
         # Only the documents whose (content hash, meta key) differ from the index's are read
         # with their contents and written, a batch at a time; the ones gone are removed.

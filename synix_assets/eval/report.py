@@ -82,11 +82,18 @@ def _pct(value) -> str:
     return "–" if value is None else f"{value * 100:.1f} %"
 
 
-MAIN_COLUMNS = [("S@1", "session_recall@1"), ("S@5", "session_recall@5"), ("S@10", "session_recall@10"),
-                ("T@1", "turn_recall@1"), ("T@5", "turn_recall@5"), ("T@10", "turn_recall@10")]
-LME_COLUMNS = [("S all@5", "session_recall_all@5"), ("S all@10", "session_recall_all@10"),
-               ("S ndcg@5", "session_ndcg@5"), ("S ndcg@10", "session_ndcg@10"),
-               ("T all@10", "turn_recall_all@10"), ("T ndcg@10", "turn_ndcg@10")]
+# S@k / T@k is recall_any@k (an evidence session / turn among the first k: what other systems
+# publish); "all@k" is strict recall_all@k (every evidence session / turn among them), the
+# headline beside it: on multi-evidence questions recall_any overstates what was found.
+MAIN_COLUMNS = [("S@1", "session_recall@1"), ("S@5", "session_recall@5"), ("S all@5", "session_recall_all@5"),
+                ("S@10", "session_recall@10"), ("T@1", "turn_recall@1"), ("T@5", "turn_recall@5"),
+                ("T@10", "turn_recall@10"), ("T all@10", "turn_recall_all@10")]
+LME_COLUMNS = [("S all@10", "session_recall_all@10"), ("S ndcg@5", "session_ndcg@5"),
+               ("S ndcg@10", "session_ndcg@10"), ("T all@5", "turn_recall_all@5"), ("T ndcg@10", "turn_ndcg@10")]
+RECALL_NOTE = ("Recall: S@k / T@k is recall_any@k, an evidence session (S) / turn (T) within the first k read "
+               "(what other systems publish); all@k is strict recall_all@k, every evidence session / turn "
+               "within the first k. A memory hit counts for the sessions it derives from (provenance). fresh: "
+               "the newest evidence session ranked ahead of older ones (questions whose evidence spans dates).")
 
 
 def table_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -157,26 +164,56 @@ def category_tables(rows: list[dict]) -> list[tuple[str, list[str], list[list[st
     for bench in dict.fromkeys(r["benchmark"] for r in rows):
         mine = [r for r in rows if r["benchmark"] == bench]
         cats = sorted({c for r in mine for c in r.get("by_category", {})})
-        head = ["system", "mode", *(f"{c} S@5 / T@10" for c in cats)]
+        head = ["system", "mode", *(f"{c} S@5 (all) / T@10 (all)" for c in cats)]
         body = []
         for r in mine:
             cells = []
             for c in cats:
                 m = r.get("by_category", {}).get(c)
-                cells.append("–" if not m else f"{_f(m.get('session_recall@5'))} / {_f(m.get('turn_recall@10'))}"
+                cells.append("–" if not m else f"{_f(m.get('session_recall@5'))} ({_f(m.get('session_recall_all@5'))})"
+                             f" / {_f(m.get('turn_recall@10'))} ({_f(m.get('turn_recall_all@10'))})"
                              + (f" (n={m['questions']})" if r is mine[0] else ""))
             body.append([r["system"], r["mode"], *cells])
         out.append((bench, head, body))
     return out
 
 
+ATTRIBUTION_NOTE = ("Misses (strict: not every evidence turn among the first 10) by category: for each evidence "
+                    "turn not retrieved, the lowest layer it did not survive into (it survives into an artifact "
+                    "that derives from its session and holds at least half of its up to 8 rarest words); "
+                    "retrieval: it survived into every layer, the search missed it.")
+
+
+def attribution_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per memory × mode × category: missed questions, missed evidence turns, and where each was
+    lost (layer, lowest first, or retrieval)."""
+    memory = [r for r in rows if r.get("attribution") is not None]
+    place: dict[str, int] = {}  # a layer's lowest position in any memory's order (episodes first)
+    for r in memory:
+        for c in [r, *r.get("by_category", {}).values()]:
+            a = c.get("attribution") or {}
+            for i, layer in enumerate(a.get("layers") or a.get("lost_at", {})):
+                if layer != "retrieval":
+                    place[layer] = min(place.get(layer, i), i)
+    layers = sorted(place, key=lambda layer: (place[layer], layer))
+    head = ["benchmark", "system", "mode", "category", "missed q", "missed turns",
+            *(f"lost at {l}" for l in layers), "lost at retrieval"]
+    body = []
+    for r in memory:
+        for category, summary in [*sorted(r.get("by_category", {}).items()), ("all", r)]:
+            a = summary.get("attribution") or {}
+            lost = a.get("lost_at", {})
+            body.append([r["benchmark"], r["system"], r["mode"], category, str(a.get("missed_questions", 0)),
+                         str(a.get("missed_turns", 0)), *(str(lost.get(l, 0)) for l in layers),
+                         str(lost.get("retrieval", 0))])
+    return head, body
+
+
 def markdown(entries: list[dict]) -> str:
     rows = rows_of(entries)
     parts = ["# Synix eval report", ""]
     head, body = table_rows(rows)
-    parts += ["Recall: did an evidence session (S) / turn (T) come within the first k read; a memory hit "
-              "counts for the sessions it derives from (provenance). fresh: the newest evidence session "
-              "ranked ahead of older ones (questions whose evidence spans dates).", "", _md_table(head, body), ""]
+    parts += [RECALL_NOTE, "", _md_table(head, body), ""]
     lme = [r for r in rows if r["benchmark"].startswith("longmemeval")]
     if lme:
         parts += ["## LongMemEval metrics (abstention questions excluded)", "",
@@ -185,6 +222,9 @@ def markdown(entries: list[dict]) -> str:
     parts += ["## Design metrics", "", DESIGN_NOTE, "", _md_table(*design_rows(rows)), ""]
     for bench, chead, cbody in category_tables(rows):
         parts += [f"## {bench} by category", "", _md_table(chead, cbody), ""]
+    head, body = attribution_rows(rows)
+    if body:
+        parts += ["## Where the misses were lost", "", ATTRIBUTION_NOTE, "", _md_table(head, body), ""]
     memory = [r for r in rows if r["kind"] == "memory"]
     if memory:
         layers = sorted({l for r in memory for l in r.get("altitude_top1", {})})
@@ -268,7 +308,10 @@ def html_report(entries: list[dict]) -> str:
         charts = [_svg_lines(f"{bench}: session recall by k", [(label(r), [r.get(f"session_recall@{k}") for k in KS])
                                                                for r in mine], [f"k={k}" for k in KS]),
                   _svg_lines(f"{bench}: turn recall by k", [(label(r), [r.get(f"turn_recall@{k}") for k in KS])
-                                                            for r in mine], [f"k={k}" for k in KS])]
+                                                            for r in mine], [f"k={k}" for k in KS]),
+                  _svg_lines(f"{bench}: strict turn recall_all by k",
+                             [(label(r), [r.get(f"turn_recall_all@{k}") for k in KS]) for r in mine],
+                             [f"k={k}" for k in KS])]
         cats = sorted({c for r in mine for c in r.get("by_category", {})})
         charts.append(_svg_bars(f"{bench}: session recall@5 by category", cats,
                                 [(label(r), [r.get("by_category", {}).get(c, {}).get("session_recall@5") for c in cats])
@@ -291,13 +334,16 @@ def html_report(entries: list[dict]) -> str:
         sections.append(f"<h2>{html.escape(bench)}</h2>" + "".join(f'<div class="chart">{c}</div>' for c in charts))
     head, body = table_rows(rows)
     cat_html = "".join(f"<h3>{html.escape(b)} by category</h3>{_html_table(h, t)}" for b, h, t in category_tables(rows))
+    lost_head, lost_body = attribution_rows(rows)
+    if lost_body:
+        cat_html += (f"<h3>Where the misses were lost</h3><p>{html.escape(ATTRIBUTION_NOTE)}</p>"
+                     + _html_table(lost_head, lost_body))
     notes = "".join(f"<p class=note>{html.escape(n)}</p>" for n in sorted({r['qa_note'] for r in rows if r.get('qa_note')}))
     return ("<!doctype html><html><head><meta charset=utf-8><title>Synix eval report</title><style>"
             "body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}"
             "th,td{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}th{background:#f3f3f3}"
             ".chart{display:inline-block;margin:6px 12px 6px 0}.note{color:#a60}</style></head><body>"
-            "<h1>Synix eval report</h1><p>Recall: did an evidence session (S) / turn (T) come within the first k "
-            "read; a memory hit counts for the sessions it derives from (provenance).</p>"
+            f"<h1>Synix eval report</h1><p>{html.escape(RECALL_NOTE)}</p>"
             + _html_table(head, body) + f"<h3>Design metrics</h3><p>{html.escape(DESIGN_NOTE)}</p>"
             + _html_table(*design_rows(rows)) + cat_html
             + "<h3>Runs: the memory each number measured</h3>" + _html_table(*stamp_rows(entries)) + notes + "".join(sections) + "</body></html>\n")

@@ -98,9 +98,11 @@ def case_docs(case: Case) -> list[IndexDoc]:
 class RawRag:
     name = "raw-rag"
 
-    def __init__(self, case: Case, index_path: Path, *, embeddings: bool | str = "auto"):
+    def __init__(self, case: Case, index_path: Path, *, embeddings: bool | str = "auto",
+                 vector_cache: Path | None = None):
         self.case = case
-        self.index = SearchIndex(index_path, embeddings=embeddings)
+        # vector_cache: the memory's index of the same case embedded the same turns
+        self.index = SearchIndex(index_path, embeddings=embeddings, vector_cache=vector_cache)
         self.index.sync("benchmark", case_docs(case))
         self._session_of = {f"{case.case_id}/{s.session_id}": s.session_id for s in case.sessions}
         self._text = {t.turn_id: f"{t.speaker}: {t.text}" for s in case.sessions for t in s.turns}

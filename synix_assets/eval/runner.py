@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from synix_assets.eval import metrics, workspace
+from synix_assets.eval import attribution, metrics, workspace
 from synix_assets.eval.data import TEMPORAL_CATEGORY, Benchmark
+from synix_assets.eval.progress import Clock, Progress
 from synix_assets.eval.report import PIPELINE_SYSTEMS, system_label
 from synix_assets.eval.retrieval import MemoryRetriever, RawRag
 from synix_assets.pipeline.loader import load_pipeline
@@ -45,21 +46,6 @@ class EvalSettings:
                 "qa": self.qa, "qa_mode": self.qa_mode}
 
 
-@dataclass
-class Progress:
-    """What a progress callback gets: questions done of total, and the time left."""
-
-    done: int
-    total: int
-    elapsed_s: float
-    stage: str = "questions"
-    detail: str = ""
-
-    @property
-    def eta_s(self) -> float | None:
-        return self.elapsed_s / self.done * (self.total - self.done) if self.done else None
-
-
 def pipeline_version(project: ProjectPaths) -> str:
     """A hash of every layer's version (prompt, model settings, config) and the projections."""
     pipeline = load_pipeline(project.pipeline_file)
@@ -68,23 +54,29 @@ def pipeline_version(project: ProjectPaths) -> str:
     return sha256_text("\n".join(parts))[:16]
 
 
+def builds_per_run(bench: Benchmark, settings: EvalSettings) -> int:
+    """How many memories a run builds: one per case with questions, when a system reads one."""
+    return len([c for c in bench.cases if c.questions]) if set(PIPELINE_SYSTEMS) & set(settings.systems) else 0
+
+
 def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
              settings: EvalSettings, results_db: Path | None = None,
-             progress: Callable[[Progress], None] | None = None) -> dict:
+             progress: Callable[[Progress], None] | None = None, clock: Clock | None = None) -> dict:
     """Evaluate `project`'s pipeline (system "memory") and the baselines on `bench`.
 
     Returns {"run": {...}, "systems": {system: {mode: summary + by_category}}, "questions": [...]}
-    and records it in `results_db` when given.
+    and records it in `results_db` when given. `progress` gets the builds and questions as they
+    go (progress.py); `clock`, instead, is one shared by several runs (`run_branches`).
     """
     from synix_assets.eval import qa as qa_mod
 
-    notify = progress or (lambda p: None)
+    clock = clock or Clock(builds_per_run(bench, settings), bench.questions, progress)
+    clock.branch = project.branch if project else branch
     _refuse(settings, project)
     answerer = qa_mod.QA(bench.name, settings.qa_options, cache_path=project.llm_cache if project else None) \
         if settings.qa else None
     started = time.monotonic()
     total = bench.questions
-    done = 0
     rows: list[dict] = []
     builds: list[dict] = []
     incremental: dict | None = None
@@ -96,19 +88,22 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
             if not case.questions:
                 continue
             retrievers = {}
+            survival = None
             context_doc = ""
             session_dates = {s.session_id: s.date for s in case.sessions}
             folder = workspace.case_folder(project, bench.name, case.case_id) if project else scratch
             folder.mkdir(parents=True, exist_ok=True)
+            label = f"{case.case_id} (case {c_index + 1}/{len(bench.cases)})"
+            t0 = time.monotonic()
             if set(PIPELINE_SYSTEMS) & set(settings.systems):
-                notify(Progress(done, total, time.monotonic() - started, "build",
-                                f"case {c_index + 1}/{len(bench.cases)} ({case.case_id}) through the pipeline"))
+                clock.tell("build", f"{label} through the pipeline")
                 paths = workspace.prepare(project, bench.name, case)
-                builds.append(_build(paths, case.case_id, settings))
+                builds.append(_build(paths, case.case_id, settings, clock.layer_listener(case.case_id)))
                 if incremental is None:
                     incremental = measure_incremental(paths, builds[-1], settings)
                 if "memory" in settings.systems:
                     retrievers["memory"] = MemoryRetriever(case, paths.search, paths.store)
+                    survival = attribution.Survival(case, retrievers["memory"].store)
                 doc = workspace.context_doc_path(paths)
                 context_doc = doc.read_text(encoding="utf-8") if doc and doc.exists() else ""
                 if "core-only" in settings.systems and not context_doc.strip():
@@ -117,17 +112,22 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
                                     hint='add pipeline.context_doc("context", from_=["core"], path="context.md")')
             if "raw-rag" in settings.systems:
                 retrievers["raw-rag"] = RawRag(case, folder / "raw-rag.sqlite",
-                                               embeddings="auto" if set(settings.modes) - {"fts"} else False)
+                                               embeddings="auto" if set(settings.modes) - {"fts"} else False,
+                                               vector_cache=workspace.vector_cache(project) if project else None)
             if "mem0" in settings.systems:
                 from synix_assets.eval.mem0_system import Mem0Retriever
 
-                notify(Progress(done, total, time.monotonic() - started, "build",
-                                f"case {c_index + 1}/{len(bench.cases)} ({case.case_id}) into mem0 (a model call per 2 turns)"))
+                clock.tell("build", f"{case.case_id} (case {c_index + 1}/{len(bench.cases)}) into mem0 "
+                                    "(a model call per 2 turns)")
                 home = workspace.bench_folder(project, bench.name).parent if project else scratch
                 retrievers["mem0"] = Mem0Retriever(case, folder / "mem0", home / "mem0-home",
                                                    settings.qa_options.get("env"))
+            if set(PIPELINE_SYSTEMS) & set(settings.systems):  # the baselines' indexes count as its build
+                clock.build_done(time.monotonic() - t0, f"{label}: {builds[-1].get('llm_calls', 0)} LLM calls"
+                                 + (", nothing changed" if builds[-1]["noop"] else ""))
             try:
                 for q in case.questions:
+                    asked = time.monotonic()
                     for system, retriever in retrievers.items():
                         for mode in settings.modes if system != "mem0" else ("mem0",):
                             ranking, notice = retriever.rank(q.text, mode, depth=max(settings.ks))
@@ -136,6 +136,9 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
                             row = _row(bench, case.case_id, q, system, mode, ranking, settings.ks)
                             row["fresh"] = metrics.freshness(q.evidence_sessions, ranking.sessions,
                                                              session_dates, max(settings.ks))
+                            if survival is not None and system == "memory" \
+                                    and row["scores"]["turn"][f"all@{max(settings.ks)}"] < 1:
+                                row["attribution"] = survival.explain(q.evidence_turns, row["turns"])
                             if answerer is not None and mode in (settings.qa_mode, "mem0"):
                                 row["qa"] = answerer.answer_and_judge(
                                     q, ranking.passages, context_doc if system == "memory" else "")
@@ -147,8 +150,7 @@ def run_eval(bench: Benchmark, *, project: ProjectPaths | None, branch: str,
                         passages = qa_mod.full_context(case) if system == "full-context" else []
                         row["qa"] = answerer.answer_and_judge(q, passages, context_doc if system == "core-only" else "")
                         rows.append(row)
-                    done += 1
-                    notify(Progress(done, total, time.monotonic() - started))
+                    clock.questions_asked(1, time.monotonic() - asked)
             finally:
                 for r in retrievers.values():
                     r.close()
@@ -202,11 +204,11 @@ def _refuse(settings: EvalSettings, project: ProjectPaths | None) -> None:
         require(settings.qa_options.get("env"))
 
 
-def _build(paths, case_id: str, settings: EvalSettings) -> dict:
+def _build(paths, case_id: str, settings: EvalSettings, progress=None) -> dict:
     """Build the case's scratch project; what it cost and which build it was (its Synix run id
     and store), so every figure can be traced to the memory that produced it."""
     t0 = time.monotonic()
-    report = workspace.build(paths, llm_config=settings.llm_config)
+    report = workspace.build(paths, llm_config=settings.llm_config, progress=progress)
     seconds = round(time.monotonic() - t0, 3)
     return {"case": case_id, "seconds": seconds, "run_id": report.run_id,
             "built_by": report.run_id if not report.noop else _last_completed_run(paths),
@@ -246,25 +248,18 @@ def run_branches(bench: Benchmark, branches: list[tuple[str, ProjectPaths]], *,
     """Evaluate several branches' pipelines on the same questions, one recorded run each.
 
     The baselines do not depend on the pipeline, so they are measured once, with the first
-    branch. Progress counts the questions of every branch, so its ETA covers the whole call.
+    branch. Progress counts the builds and questions of every branch, so its ETA covers the
+    whole call; each line names the branch being built (`ProjectPaths.branch`), not the name
+    its results carry.
     """
-    notify = progress or (lambda p: None)
-    started = time.monotonic()
-    total = bench.questions * len(branches)
-    results = []
+    plans = []
     for i, (name, project) in enumerate(branches):
-        offset = bench.questions * i
         systems = settings.systems if i == 0 else tuple(s for s in settings.systems if s in PIPELINE_SYSTEMS)
-        if not systems:
-            continue
-
-        def shifted(p: Progress, name=name, offset=offset) -> None:
-            notify(Progress(offset + p.done, total, time.monotonic() - started, p.stage,
-                            f"branch {name}: {p.detail}" if p.detail else f"branch {name}"))
-        results.append(run_eval(bench, project=project, branch=name,
-                                settings=dataclasses.replace(settings, systems=systems),
-                                results_db=results_db, progress=shifted))
-    return results
+        if systems:
+            plans.append((name, project, dataclasses.replace(settings, systems=systems)))
+    clock = Clock(sum(builds_per_run(bench, s) for _, _, s in plans), bench.questions * len(plans), progress)
+    return [run_eval(bench, project=project, branch=name, settings=s, results_db=results_db, clock=clock)
+            for name, project, s in plans]
 
 
 def combined(results: list[dict]) -> dict:
@@ -285,6 +280,10 @@ def summarise_rows(rows: Iterable[dict], ks: Iterable[int] = metrics.KS) -> dict
     for (system, mode), rs in groups.items():
         entry = metrics.summarise(rs, ks)
         entry["by_category"] = metrics.summarise_by_category(rs, ks)
+        if system == "memory":  # where the misses' evidence was lost (attribution.py)
+            entry["attribution"] = attribution.summarise(rs)
+            for category, summary in entry["by_category"].items():
+                summary["attribution"] = attribution.summarise([r for r in rs if r["category"] == category])
         out.setdefault(system, {})[mode] = entry
     return out
 

@@ -5,7 +5,8 @@ loads the project's pipeline.py and swaps its sources for the case's export (sou
 built by the normal build (`app.run.run_build`): the same Dagster assets, store and
 projections as `synix run`. It shares the project's LLM response cache, so an unchanged
 pipeline re-evaluated costs no calls, and a pipeline that changed only its rollups reuses the
-episodes. Everything else (store, search index, context doc, Dagster home) stays in the scratch
+episodes; and the project's eval vectors (`.synix/eval/vectors.db`), so a turn another branch
+or raw RAG already embedded is not embedded again. Everything else (store, search index, context doc, Dagster home) stays in the scratch
 folder, so the user's memory is never touched.
 """
 from __future__ import annotations
@@ -18,11 +19,15 @@ from synix_assets.eval.data import Case
 from synix_assets.eval.source import write_export
 from synix_assets.pipeline.loader import load_pipeline
 from synix_assets.project import ProjectPaths
+from synix_assets.project.config import project_config, set_project_config
 from synix_resources.errors import PipelineDefinitionError
 
 EVAL_DIR = "eval"
 EXPORT_DIR = "exports"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+VECTORS_FILE = "vectors.db"
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,12 @@ class EvalPaths(ProjectPaths):
     @property
     def llm_cache(self) -> Path:
         return self.shared_cache if self.shared_cache is not None else super().llm_cache
+
+
+def vector_cache(project: ProjectPaths) -> Path:
+    """The vectors every scratch index of `project` shares (each branch's memory, raw RAG's):
+    embedding is most of an eval build's time, and they all index the same turns."""
+    return project.state_dir / EVAL_DIR / VECTORS_FILE
 
 
 def eval_pipeline(pipeline_file: str | Path, exports: str | Path, root: str | Path,
@@ -99,6 +110,9 @@ def scratch_project(project: ProjectPaths, root: Path, exports: Path, *, embeddi
     target = root / "pipeline.py"
     if not target.exists() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")
+    vectors = str(vector_cache(project).resolve())
+    if project_config(root).get("vector_cache") != vectors:
+        set_project_config(root, "vector_cache", vectors)
     return EvalPaths(root, shared_cache=project.llm_cache.resolve())
 
 

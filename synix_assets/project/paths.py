@@ -122,6 +122,15 @@ class ProjectPaths:
         return self.store if self.on_postgres else self.state_dir / "llm_cache.db"
 
     @property
+    def vector_cache(self) -> Path | None:
+        """A vectors file the search index shares with other indexes: `vector_cache` in
+        `.synix/config.toml` (an eval's scratch projects name their project's, so the build's
+        Dagster run, which knows only the folder, finds it too); None: the index embeds every
+        text it does not hold itself."""
+        configured = project_config(self.root).get("vector_cache")
+        return self.root / configured if configured else None
+
+    @property
     def internal(self) -> Path:
         return self.state_dir / "internal"
 

@@ -4,9 +4,10 @@ is one `synix` command with the same name (tests/python_api/test_python_cli_pari
 same results)."""
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 from synix_assets.project import ProjectPaths
 from synix_assets.python_api.memories import MemoryActions
@@ -140,11 +141,15 @@ class Actions(MemoryActions, ABC):
 
     def eval(self, benchmark: str = "locomo", *, data: str | Path | None = None,
              conversations: Sequence[str] | None = None, limit: int | None = None,
-             modes: Sequence[str] = ("hybrid",), baselines: Sequence[str] = ()) -> EvalResult:
+             modes: Sequence[str] = ("hybrid",), baselines: Sequence[str] = (),
+             progress: bool | Callable[[Any], None] = True) -> EvalResult:
         """Measure this pipeline's memory on a benchmark (`synix eval`): locomo and longmemeval
         read `data` (default: the SYNIX_LOCOMO_DATA / SYNIX_LONGMEMEVAL_DATA setting). The run is
-        recorded beside `synix eval report`'s."""
+        recorded beside `synix eval report`'s. `progress`: True prints the builds and questions
+        with an ETA on stderr, as the CLI does; False is silent; a function gets each
+        `synix_assets.eval.progress.Progress`."""
         from synix_assets.eval.data import load_locomo, load_longmemeval
+        from synix_assets.eval.progress import Printer
         from synix_assets.eval.results import results_path
         from synix_assets.eval.runner import EvalSettings, run_eval
         from synix_resources.settings import settings
@@ -166,8 +171,10 @@ class Actions(MemoryActions, ABC):
                  else load_longmemeval(data, limit=limit))
         settings_ = EvalSettings(modes=tuple(modes), systems=("memory", *baselines),
                                  qa_mode="hybrid" if "hybrid" in modes else modes[0])
+        notify = Printer(lambda line: print(line, file=sys.stderr, flush=True)) if progress is True \
+            else (progress or None)
         result = run_eval(bench, project=paths, branch=paths.branch, settings=settings_,
-                          results_db=results_path(paths.state_dir))
+                          results_db=results_path(paths.state_dir), progress=notify)
         return EvalResult(result, mode=settings_.qa_mode)
 
 

@@ -202,7 +202,10 @@ class MiniLMEmbedder:
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"],
                         self.eps)
         head_dim = self.dim // self.heads
-        attn_bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        # float32 scalars: under NumPy 2 a float64 scalar (np.sqrt of an int) promotes the
+        # whole forward pass to float64 from the first attention on, at twice the cost
+        scale = np.float32(1.0 / np.sqrt(head_dim))
+        attn_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         for n in range(self.layers):
             p = f"encoder.layer.{n}."
 
@@ -216,7 +219,7 @@ class MiniLMEmbedder:
             q = split(dense(x, "attention.self.query"))
             k = split(dense(x, "attention.self.key"))
             v = split(dense(x, "attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(head_dim) + attn_bias
+            scores = q @ k.transpose(0, 1, 3, 2) * scale + attn_bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, width, self.dim)

@@ -27,6 +27,7 @@ from synix_resources.search.index_read import MODES, IndexReader
 from synix_resources.search.index_write import IndexWriter
 from synix_resources.search.rows import Rows
 from synix_resources.search.units import UNIT_TITLE_FORMAT
+from synix_resources.search.vector_cache import VectorCache
 from synix_resources.search.vectors import Vectors
 
 __all__ = ["MODES", "SearchIndex"]
@@ -36,11 +37,14 @@ class SearchIndex:
     """A search index in its own SQLite file. `embeddings="auto"` computes MiniLM vectors at sync
     when the optional model is installed; False keeps the index FTS-only. `embedder` replaces
     the MiniLM model with any object that has `name`, `dim` and `embed(texts) -> array`.
+    `vector_cache` names a file of vectors shared with other indexes (vector_cache.py): a text
+    already embedded by any of them is not embedded again.
 
     It owns the connection; the work is done by the parts sharing it: `rows` (row reads and
     BM25 candidates), `vectors` (embedder, vectors, cosine candidates), a writer and a reader."""
 
-    def __init__(self, path: str | Path, *, embeddings: bool | str = "auto", embedder=None):
+    def __init__(self, path: str | Path, *, embeddings: bool | str = "auto", embedder=None,
+                 vector_cache: str | Path | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         private_file(self.path)  # memory text: 0600, and SQLite's -wal/-shm follow it
@@ -57,7 +61,8 @@ class SearchIndex:
             raise SearchError(f"search index {self.path} cannot be opened: {exc}",
                               hint="delete the file and rebuild the index") from exc
         self.rows = Rows(self.db)
-        self.vectors = Vectors(self.db, self.rows, embeddings=embeddings, embedder=embedder)
+        self.vectors = Vectors(self.db, self.rows, embeddings=embeddings, embedder=embedder,
+                               vector_cache=VectorCache(vector_cache) if vector_cache else None)
         self._writer = IndexWriter(self.db, self.vectors)
         self._reader = IndexReader(self.db, self.path, self.rows, self.vectors)
 

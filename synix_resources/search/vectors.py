@@ -11,16 +11,20 @@ from synix_resources.fingerprints import sha256_text
 from synix_resources.search.embeddings import load_embedder
 from synix_resources.search.filters import Filters
 from synix_resources.search.rows import CANDIDATE_UNITS, Rows
+from synix_resources.search.vector_cache import VectorCache
 
 QUERY_VECTOR_CACHE = 64       # recent query vectors kept: one search often runs twice
 
 
 class Vectors:
     """`embeddings="auto"` loads the MiniLM model when it is installed, False never embeds;
-    `embedder`, when given, is used instead of MiniLM."""
+    `embedder`, when given, is used instead of MiniLM; `vector_cache`, when given, is a
+    `VectorCache` consulted before embedding and given every new vector."""
 
-    def __init__(self, db, rows: Rows, *, embeddings: bool | str, embedder):
+    def __init__(self, db, rows: Rows, *, embeddings: bool | str, embedder,
+                 vector_cache: VectorCache | None = None):
         self.db = db
+        self.vector_cache = vector_cache
         self.rows = rows
         self._want_embeddings = embeddings
         self._embedder = embedder
@@ -55,10 +59,16 @@ class Vectors:
         todo = [k for k in keys if k not in have]
         if not todo:
             return
-        vecs = embedder.embed([texts[k] for k in todo])
-        self.db.conn.executemany(
-            "INSERT OR REPLACE INTO vectors(key, model, vec) VALUES (?, ?, ?)",
-            [(k, embedder.name, vecs[i].tobytes()) for i, k in enumerate(todo)])
+        shared = self.vector_cache.get(todo, embedder.name, embedder.dim * 4) if self.vector_cache else {}
+        rows = [(k, embedder.name, shared[k]) for k in todo if k in shared]
+        todo = [k for k in todo if k not in shared]
+        if todo:
+            vecs = embedder.embed([texts[k] for k in todo])
+            new = [(k, embedder.name, vecs[i].tobytes()) for i, k in enumerate(todo)]
+            if self.vector_cache is not None:
+                self.vector_cache.put(new)
+            rows += new
+        self.db.conn.executemany("INSERT OR REPLACE INTO vectors(key, model, vec) VALUES (?, ?, ?)", rows)
 
     def has_vectors(self) -> bool:
         return self.db.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
 SYSTEMS = ("main", "topical", "raw-rag")
 MODES = ("fts", "hybrid")
-METRIC_COLUMNS = ("S@1", "S@5", "S@10", "T@1", "T@5", "T@10", "p50 ms", "provenance", "fresh",
+METRIC_COLUMNS = ("S@1", "S@5", "S all@5", "S@10", "T@1", "T@5", "T@10", "T all@10", "p50 ms", "provenance", "fresh",
                   "QA acc", "$ / q", "build LLM calls", "build s")
 
 
