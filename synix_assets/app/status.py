@@ -5,7 +5,7 @@ from synix_assets.project import ProjectPaths
 
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
-    """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...},
+    """{"pipeline", "created_at", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...},
     "failures": [...]}."""
     from synix_assets.forget import pending_forget
     from synix_assets.app.plan import make_plan
@@ -24,7 +24,7 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
     forgetting = pending_forget(paths)
     last = runs[0] if runs else None
     last_layers = ((last.stats or {}).get("layers") or {}) if last else {}
-    out = {"pipeline": plan.pipeline, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
+    out = {"pipeline": plan.pipeline, "created_at": plan.created_at, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
            "projections": plan.projections, "sources": plan.sources,
            "last_run": {"run_id": last.run_id, "status": last.status, "started_at": last.started_at,
                         "finished_at": last.finished_at} if last else None,

@@ -21,6 +21,7 @@ current working directory.
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Self, Sequence
 
@@ -29,18 +30,24 @@ from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_i
 from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
-from synix_resources.errors import PipelineDefinitionError
+from synix_resources.errors import InvalidTime, PipelineDefinitionError
 from synix_resources.fingerprints import step_version
 from synix_resources.names import check_layer, check_project
+from synix_resources.values import as_utc, instant, utc_text
 
 
 class PipelineSpec:
     def __init__(self, name: str, *, agent: str = "", description: str = "",
                  model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,
-                 base_dir: str | Path | None = None):
+                 base_dir: str | Path | None = None, created_at: str | datetime | None = None):
+        """`created_at`: when the pipeline was created (design §3.1), an ISO 8601 date or
+        date-time (or a datetime), kept as UTC `YYYY-MM-DDTHH:MM:SSZ`; `synix init` writes it
+        into the pipeline.py it generates. It describes the pipeline only: no step version or
+        key reads it, so adding or changing it rebuilds nothing."""
         self.name = check_project(name)
         self.agent = agent
         self.description = description
+        self.created_at = _created_at(created_at)
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -393,3 +400,19 @@ def _pii(name: str, mode: str | None) -> str | None:
         raise PipelineDefinitionError(f"step '{name}': unknown pii mode {mode!r}",
                                       hint='use pii="flag" or pii="redact"')
     return mode
+
+
+def _created_at(value: str | datetime | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        when = as_utc(value)
+        if when is not None:
+            return utc_text(when)
+        value = str(value)
+    try:
+        return instant(value, "created_at")
+    except InvalidTime:
+        raise PipelineDefinitionError(f"Pipeline(created_at={value!r}) is not an ISO 8601 date or date-time "
+                                      "in the years 0001-9999",
+                                      hint='e.g. created_at="2025-02-07" or "2025-02-07T10:30:00Z"') from None

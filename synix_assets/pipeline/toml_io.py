@@ -41,6 +41,8 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
                                         "temperature": p.temperature, "max_tokens": p.max_tokens}}
     if p.model:
         doc["pipeline"]["model"] = p.model
+    if p.created_at:
+        doc["pipeline"]["created_at"] = p.created_at
     doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format,
                        **({"kind": s.kind} if s.kind != "exports" else {}),
                        **({"window": s.window} if s.window else {})}
@@ -117,7 +119,7 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
     p = cls(head.get("name", "pipeline"), agent=head.get("agent", ""),
             description=head.get("description", ""), model=head.get("model"),
             temperature=head.get("temperature", 0.3), max_tokens=head.get("max_tokens", 1024),
-            base_dir=base_dir)
+            base_dir=base_dir, created_at=head.get("created_at"))
     for s in doc.get("sources", []):
         if s.get("kind", "exports") == "live":
             p.source(s["name"], path=s["path"], kind="live", window=s.get("window", 0))

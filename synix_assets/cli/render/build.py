@@ -121,6 +121,8 @@ def status_table(out: Console, status: dict) -> None:
                       num(v["stale"]), num(v["failed"]),
                       (v["last_built"] or "never")[:19].replace("T", " "), ratio)
     out.print(table)
+    if status.get("created_at"):
+        out.print(f"pipeline created {safe(status['created_at'], one_line=True)}")
     for name, p in status["projections"].items():
         where = f" → {p['path']}" if p.get("path") else ""
         out.print(f"projection {safe(name)} ({safe(p['kind'])}): "
