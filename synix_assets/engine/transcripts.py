@@ -121,8 +121,10 @@ def _item(ctx, layer: str, step, w, s, conv) -> dict:
         text, found = pii.redact(text)
         if found:
             meta["meta.custom.pii_redacted"] = found
-    elif mode == "flag" and (found := pii.summarise(text)):
+    elif mode in ("flag", "detect") and (found := pii.summarise(text)):
         meta["meta.custom.pii"] = found
+        if mode == "detect":
+            meta["meta.custom.pii_findings"] = pii.locate(text)
     return {"layer": layer, "group_key": w.group_key, "content": text,
             "materialization_key": w.key, "level": 0, "metadata": meta, "run_id": ctx.run_id}
 

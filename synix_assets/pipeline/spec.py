@@ -398,7 +398,7 @@ def _single(name: str, kind: str, from_: Any) -> tuple[str, ...]:
 def _pii(name: str, mode: str | None) -> str | None:
     if mode not in PII_MODES:
         raise PipelineDefinitionError(f"step '{name}': unknown pii mode {mode!r}",
-                                      hint='use pii="flag" or pii="redact"')
+                                      hint='use pii="flag", pii="detect" or pii="redact"')
     return mode
 
 
