@@ -11,7 +11,8 @@ file imports from synix_assets.pipeline.api is this class plus `.branch()`).
     pipeline.context_doc("context", from_="core", path="context.md", budget_tokens=4000)
 
 The design's spellings work too: `source(..., file="chatgpt.json", format="chatgpt-export")`,
-`merge(..., dedupe="artifact_id")`, `artifact(name, from_=..., surface="search"|"projection")`,
+`merge(..., dedupe="artifact_id")`, `artifact(name, from_=..., surface="search"|"projection")`
+(or its earlier name `output(...)`),
 and a transform, aggregate or fold that reads a source directly (the source's conversations
 become the layer `<source>-conversations`, declared for it).
 
@@ -242,6 +243,11 @@ class PipelineSpec:
             return self.context_doc(name, from_=from_, **options)  # type: ignore[arg-type]
         raise PipelineDefinitionError(f"artifact '{name}': unknown surface {surface!r}",
                                       hint='use surface="search" or surface="projection"')
+
+    def output(self, name: str, *, from_: str | Sequence[str], surface: str, **options: Any) -> Projection:
+        """The earlier design's (001, "Synthex") name for `artifact()`: `surface="projection"` is
+        a context document, `surface="search"` a search index; same options, same projection."""
+        return self.artifact(name, from_=from_, surface=surface, **options)
 
     # ---- derived views ------------------------------------------------------------------
     def validate(self) -> Self:
