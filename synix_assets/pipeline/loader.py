@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import runpy
 import sys
 import threading
@@ -16,6 +17,7 @@ from typing import Any, Callable, Iterator
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
 from synix_resources.process import interrupts
+from synix_resources.settings import settings
 
 
 class DeclarationEnds(BaseException):
@@ -116,7 +118,38 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
         pipeline.base_dir = Path(base_dir).resolve()
     elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
+    read_source_dirs(pipeline, settings().source_dir)
     return Declaration(pipeline.validate(), namespace, action)
+
+
+def read_source_dirs(pipeline: PipelineSpec, given: str | None) -> None:
+    """Point export sources at the folders of SYNIX_SOURCE_DIR (`synix run --source-dir`): a
+    folder for the pipeline's one export source, or `NAME=folder` entries. Here, where every
+    pipeline is loaded, so each load of this build (plan, Dagster's definitions, workers) reads
+    the same folders. A source's path is in no step version, so keys do not change with it."""
+    if not given:
+        return
+    exports = [s for s in pipeline.sources.values() if s.kind == "exports"]
+    named = {}
+    for entry in filter(None, given.split(os.pathsep)):
+        name, eq, folder = entry.partition("=")
+        if not eq or not re.fullmatch(r"[\w-]+", name):
+            if len(exports) != 1:
+                raise PipelineDefinitionError(
+                    f"--source-dir {entry}: the pipeline has {len(exports)} export sources, so a folder alone "
+                    "cannot say which it replaces",
+                    hint=f"write NAME=FOLDER, NAME one of: {', '.join(s.name for s in exports) or '(none)'}")
+            name, folder = exports[0].name, entry
+        if name not in {s.name for s in exports}:
+            raise PipelineDefinitionError(f"--source-dir {entry}: the pipeline has no export source {name!r}",
+                                          hint=f"export sources: {', '.join(s.name for s in exports) or '(none)'}")
+        where = pipeline.resolve(Path(folder).expanduser())
+        if not where.is_dir():
+            raise PipelineDefinitionError(f"--source-dir {entry}: {where} is not a folder",
+                                          hint="give the folder holding the exports")
+        named[name] = where
+    for name, where in named.items():
+        pipeline.sources[name].path = where
 
 
 class ProcessEnding(BaseException):
