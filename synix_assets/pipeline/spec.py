@@ -25,6 +25,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Self, Sequence
+from urllib.parse import urlsplit
 
 from synix_assets.pipeline import validation
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
@@ -35,6 +36,9 @@ from synix_resources.errors import InvalidTime, PipelineDefinitionError
 from synix_resources.fingerprints import step_version
 from synix_resources.names import check_layer, check_project
 from synix_resources.values import as_utc, instant, utc_text
+
+# A projection's `on_update` hook: a function given one dict, or the URL a JSON POST goes to.
+OnUpdate = Callable[[dict], Any] | str
 
 
 class PipelineSpec:
@@ -58,6 +62,10 @@ class PipelineSpec:
         self.projections: dict[str, Projection] = {}
         # layers declared for a step that reads a source directly: layer → source
         self.implicit: dict[str, str] = {}
+        # projection → its `on_update` hook (a callable or an http(s) URL). Kept beside the
+        # projections, not in them: a hook changes no output, so nothing that versions or
+        # compares projections (build fingerprint, sync, branch diff) sees it.
+        self.on_update: dict[str, OnUpdate] = {}
 
     # ---- declarations -------------------------------------------------------------------
     def source(self, name: str, *, path: str | Path | None = None, file: str | Path | None = None,
@@ -210,24 +218,29 @@ class PipelineSpec:
         return self._add(Step(name, "identity", self._reads(name, "identity", from_),
                               description=description))
 
-    def search_index(self, name: str, *, from_: Sequence[str],
-                     embeddings: bool = False) -> SearchIndexProjection:
+    def search_index(self, name: str, *, from_: Sequence[str], embeddings: bool = False,
+                     on_update: OnUpdate | None = None) -> SearchIndexProjection:
         """`embeddings=True` also computes vectors for semantic/hybrid search (needs the
-        `synix[embeddings]` extra; without it search falls back to full text with a notice)."""
+        `synix[embeddings]` extra; without it search falls back to full text with a notice).
+        `on_update`: called (a callable) or POSTed to (an http(s) URL) after a build changed
+        the index, with what changed (docs/architecture.md, "Projection hooks")."""
         self._check_new_name(name)
         layers = (from_,) if isinstance(from_, str) else tuple(from_)
         proj = SearchIndexProjection(name, layers, embeddings)
+        self._set_hook(name, on_update)
         self.projections[name] = proj
         return proj
 
     def context_doc(self, name: str, *, from_: str, path: str | Path = "context.md",
-                    budget_tokens: int = 4000) -> ContextDocProjection:
+                    budget_tokens: int = 4000, on_update: OnUpdate | None = None) -> ContextDocProjection:
+        """`on_update`: as for search_index, after a build rewrote the document."""
         self._check_new_name(name)
         if not isinstance(from_, str):
             raise PipelineDefinitionError(f"projection '{name}' (context_doc): from_ must name one layer")
         if budget_tokens < 50:
             raise PipelineDefinitionError(f"projection '{name}' (context_doc): budget_tokens must be ≥ 50")
         proj = ContextDocProjection(name, from_, Path(path), budget_tokens)
+        self._set_hook(name, on_update)
         self.projections[name] = proj
         return proj
 
@@ -362,6 +375,7 @@ class PipelineSpec:
             if name in table:
                 del table[name]
                 self.implicit.pop(name, None)
+                self.on_update.pop(name, None)
                 return
         raise PipelineDefinitionError(f"no step, projection or source named '{name}'",
                                       hint=f"declared: {', '.join([*self.sources, *self.steps, *self.projections])}")
@@ -380,6 +394,19 @@ class PipelineSpec:
                                    "conflict": "prefer_latest", "pii": None}))
             self.implicit[layer] = up
         return (layer,)
+
+    def _set_hook(self, name: str, hook: OnUpdate | None) -> None:
+        if hook is None:
+            return
+        if isinstance(hook, str):
+            if urlsplit(hook).scheme not in ("http", "https") or not urlsplit(hook).netloc:
+                raise PipelineDefinitionError(f"projection '{name}': on_update={hook[:80]!r} is not an http(s) URL",
+                                              hint='give a URL such as "http://127.0.0.1:9000/memory-updated" '
+                                                   "or a function taking one dict")
+        elif not callable(hook):
+            raise PipelineDefinitionError(f"projection '{name}': on_update must be a function or an http(s) URL, "
+                                          f"got {type(hook).__name__}")
+        self.on_update[name] = hook
 
     def _add(self, step: Step) -> Step:
         self._check_new_name(step.name)
