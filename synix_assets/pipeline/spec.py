@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from synix_assets.pipeline import validation
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
-from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
+from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
 from synix_resources.errors import InvalidTime, PipelineDefinitionError
@@ -106,19 +106,33 @@ class PipelineSpec:
 
     def merge(self, name: str, *, from_: Sequence[str], dedupe: str = "metadata_match",
               fields: Sequence[str] = ("conversation_id",), conflict: str = "prefer_latest",
-              pii: str | None = None, description: str = "") -> Step:
+              pii: str | None = None, description: str = "", threshold: float | None = None) -> Step:
+        """`dedupe="fuzzy"`: conversations matched by id as with "metadata_match", and also
+        near-duplicates under different ids (the same chat exported twice with an edit, or by two
+        tools) merged when at least `threshold` (default 0.8) of the shorter one's 5-word
+        shingles are in the other (synix_assets/sources/fuzzy.py); the transcript lists the ones
+        merged into it (`meta.custom.duplicates`)."""
         if isinstance(from_, str):
             raise PipelineDefinitionError(
                 f"step '{name}' (merge): from_ must be a list of sources or layers",
                 hint=f'write from_=["{from_}"]')
         dedupe = {"artifact_id": "content"}.get(dedupe, dedupe)  # the design's name for it
-        if dedupe not in ("content", "metadata_match"):
+        if dedupe not in ("content", "metadata_match", "fuzzy"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown dedupe {dedupe!r}",
-                                          hint='use "artifact_id" (exact content) or "metadata_match"')
+                                          hint='use "artifact_id" (exact content), "metadata_match" or "fuzzy"')
         if conflict not in ("prefer_latest", "prefer_first", "keep_all"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown conflict {conflict!r}",
                                           hint='use "prefer_latest", "prefer_first" or "keep_all"')
         config = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict, "pii": _pii(name, pii)}
+        if threshold is not None and dedupe != "fuzzy":
+            raise PipelineDefinitionError(f"step '{name}' (merge): threshold= is for dedupe=\"fuzzy\" only",
+                                          hint='add dedupe="fuzzy", or remove threshold=')
+        if dedupe == "fuzzy":  # only here, so the config (and version) of every other merge is as before
+            threshold = FUZZY_THRESHOLD if threshold is None else threshold
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+                raise PipelineDefinitionError(f"step '{name}' (merge): threshold={threshold!r} must be a "
+                                              "number above 0 and at most 1", hint="e.g. threshold=0.8")
+            config["threshold"] = float(threshold)
         return self._add(Step(name, "merge", tuple(from_), description=description, config=config))
 
     def transform(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,

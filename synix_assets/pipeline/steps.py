@@ -25,6 +25,7 @@ FORMAT_ALIASES = {**{f"{name}-export": name for name in FORMATS if name != "auto
 SOURCE_KINDS = ("exports", "live")
 LIVE_INBOX = Path(".synix") / "live" / "inbox.db"  # a live source's default inbox
 PII_MODES = (None, "flag", "detect", "redact")
+FUZZY_THRESHOLD = 0.8  # merge(dedupe="fuzzy"): the share of shingles that makes two conversations one
 
 
 @dataclass

@@ -139,7 +139,8 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
         if kind == "merge":
             p.merge(name, from_=from_, dedupe=cfg.get("dedupe", "metadata_match"),
                     fields=cfg.get("fields", ["conversation_id"]),
-                    conflict=cfg.get("conflict", "prefer_latest"), pii=cfg.get("pii"), description=desc)
+                    conflict=cfg.get("conflict", "prefer_latest"), pii=cfg.get("pii"), description=desc,
+                    threshold=cfg.get("threshold"))
         elif kind == "transform":
             p.transform(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), pii=cfg.get("pii"),
                         description=desc, **common)
