@@ -38,7 +38,7 @@ from synix_resources.names import check_layer, check_project
 from synix_resources.values import as_utc, instant, utc_text
 
 # A projection's `on_update` hook: a function given one dict, or the URL a JSON POST goes to.
-OnUpdate = Callable[[dict], Any] | str
+OnUpdate = Callable[[dict[str, Any]], Any] | str
 
 
 class PipelineSpec:
@@ -123,7 +123,8 @@ class PipelineSpec:
         if conflict not in ("prefer_latest", "prefer_first", "keep_all"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown conflict {conflict!r}",
                                           hint='use "prefer_latest", "prefer_first" or "keep_all"')
-        config = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict, "pii": _pii(name, pii)}
+        config: dict[str, Any] = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict,
+                                  "pii": _pii(name, pii)}
         if threshold is not None and dedupe != "fuzzy":
             raise PipelineDefinitionError(f"step '{name}' (merge): threshold= is for dedupe=\"fuzzy\" only",
                                           hint='add dedupe="fuzzy", or remove threshold=')
