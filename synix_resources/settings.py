@@ -231,6 +231,11 @@ class Settings:
         "SYNIX_STORE_PATH", _text, "file path or URL", "`store` in the project's config.toml, "
         "else `.synix/synix.db`", "a SQLite file path or a `postgresql://` URL",
         "Where the artifact store is (e.g. for workers whose project folder is elsewhere).", BUILD)
+    source_dir = Var(
+        "SYNIX_SOURCE_DIR", _text, "folder, or NAME=folder entries", "none: each source reads its own path",
+        f"a folder (a pipeline with one export source), or `NAME=folder` entries separated by `{os.pathsep}`",
+        "The export folder(s) the pipeline reads instead of those pipeline.py names, in this process "
+        "and its children: what `synix run --source-dir` sets for its build.", BUILD)
     lock_timeout_s = Var(
         "SYNIX_LOCK_TIMEOUT_S", _float_or(DEFAULT_LOCK_TIMEOUT_S, "SYNIX_LOCK_TIMEOUT_S", LOCK_TIMEOUT_S),
         "float (seconds)",

@@ -31,6 +31,7 @@ ENVIRON_USERS = {
     "synix_assets/cli/branch_cmd.py": "EDITOR, read where the other team edits (step 17)",
     "synix_assets/dagster_defs/storage.py": "sets and restores DAGSTER_HOME and a Dagster switch",
     "synix_assets/app/demo.py": "sets the offline provider for the demo's own builds",
+    "synix_assets/cli/build_cmds.py": "sets and restores SYNIX_SOURCE_DIR for `synix run --source-dir`",
     "synix_assets/serve/home.py": "drops an inherited DAGSTER_HOME",
     "synix_assets/eval/mem0_system.py": "mem0 reads MEM0_TELEMETRY/MEM0_DIR from os.environ at import",
 }
@@ -51,7 +52,7 @@ def test_every_synix_variable_named_in_the_code_is_declared_with_its_documentati
     declared = {v.name for v in variables()}
     named = {m for _, text in _sources() for m in re.findall(r"\bSYNIX_[A-Z0-9_]+", text)}
     assert named - PROMPT_MARKERS - declared == set()
-    assert len([n for n in declared if n.startswith("SYNIX_")]) == 25  # + SYNIX_LOCOMO_DATA, SYNIX_LONGMEMEVAL_DATA
+    assert len([n for n in declared if n.startswith("SYNIX_")]) == 26  # + SYNIX_LOCOMO_DATA, SYNIX_LONGMEMEVAL_DATA
     assert {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DAGSTER_HOME", "EDITOR"} <= declared
     for var in variables():
         assert var.doc and var.type and var.default and var.range and var.attr, var.name

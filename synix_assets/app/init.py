@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import stat
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -13,6 +15,7 @@ from synix_assets.dagster_defs.instance_files import write_dotenv, write_instanc
 from synix_resources.errors import ExportFormatError, SourceEntrySkipped, SynixError
 from synix_resources.folders import new_folder, remove_inside
 from synix_resources.private import private_dir
+from synix_resources.values import utc_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
@@ -90,10 +93,19 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
     for export in (*exports, *read_in_place):
         check_export(export)
     text = watch_folders(text, [Path(f).expanduser().resolve() for f in read_in_place], template)
+    text = stamp_created_at(text)
     _check_target(root, force)
     with _made_by_this_call(root):
         _write_project(root, text, exports, store, dagster_storage, on_skip)
     return root
+
+
+def stamp_created_at(text: str) -> str:
+    """The template with `created_at=` (now, UTC) in its `Pipeline(...)` call: the design's
+    pipeline field (§3.1), fixed in the file so every load reads the same moment."""
+    stamp = utc_text(datetime.now(timezone.utc))
+    return re.sub(r"^(pipeline = Pipeline\([^)\n]*?)\)", rf'\1, created_at="{stamp}")', text, count=1,
+                  flags=re.MULTILINE)
 
 
 def check_export(export: str | Path) -> None:

@@ -47,6 +47,7 @@ class PlanReport:
     architecture: dict = field(default_factory=dict)
     compared_to_main: dict | None = None
     full: bool = False  # priced as `synix run --full`: every partition rebuilt
+    created_at: str | None = None  # the pipeline's own `created_at`, when it declares one
 
     def total(self, key: str) -> float:
         return sum(getattr(l, key) for l in self.layers.values())
@@ -57,7 +58,7 @@ class PlanReport:
             not any(p["stale"] for p in self.projections.values())
 
     def to_json(self) -> dict:
-        return {"pipeline": self.pipeline, "branch": self.branch, "full": self.full, "provider": self.provider,
+        return {"pipeline": self.pipeline, "created_at": self.created_at, "branch": self.branch, "full": self.full, "provider": self.provider,
                 "model": self.model, "architecture": self.architecture,
                 "compared_to_main": self.compared_to_main,
                 "layers": {k: asdict(v) for k, v in self.layers.items()},
@@ -151,6 +152,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             _as_full(ctx, plans)
         by_source = Counter(s.source for s in scan.summaries)
         report = PlanReport(pipeline.name, client.provider, client.model, full=full,
+                            created_at=pipeline.created_at,
                             sources={"files": len(scan.files),
                                      "conversations": len(scan.summaries),
                                      "by_source": {name: by_source[name] for name in pipeline.sources},

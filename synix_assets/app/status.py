@@ -21,9 +21,9 @@ def spent_by_layer(runs) -> dict[str, dict]:
 
 
 def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> dict:
-    """{"pipeline", "branch", "provider", "layers": {layer: {...}}, "projections": {...}, "last_run": {...},
-    "failures": [...], "spent": {...}}; each layer's "spent" sums the model calls, tokens and
-    cost of every build of the branch so far."""
+    """{"pipeline", "created_at", "branch", "provider", "layers": {layer: {...}}, "projections": {...},
+    "last_run": {...}, "failures": [...], "spent": {...}}; each layer's "spent" sums the model
+    calls, tokens and cost of every build of the branch so far."""
     from synix_assets.forget import pending_forget
     from synix_assets.app.plan import make_plan
     from synix_assets.orchestration.runs import settle_abandoned_runs
@@ -42,7 +42,7 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
     last = runs[0] if runs else None
     spent = spent_by_layer(runs)
     last_layers = ((last.stats or {}).get("layers") or {}) if last else {}
-    out = {"pipeline": plan.pipeline, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
+    out = {"pipeline": plan.pipeline, "created_at": plan.created_at, "branch": paths.branch, "provider": f"{plan.provider}:{plan.model}", "layers": {},
            "projections": plan.projections, "sources": plan.sources,
            "last_run": {"run_id": last.run_id, "status": last.status, "started_at": last.started_at,
                         "finished_at": last.finished_at} if last else None,

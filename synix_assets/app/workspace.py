@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from synix_assets.project import MAIN, ProjectPaths, find_project
+from synix_assets.project.paths import is_project
 from synix_assets.project.branches import branch_names, require_branch
-from synix_resources.errors import ArtifactNotFound, BranchError
+from synix_resources.errors import ArtifactNotFound, BranchError, PipelineDefinitionError
 from synix_resources.names import check_branch
 
 
@@ -24,6 +25,24 @@ def open_project(project: str | Path | None, branch: str | None) -> ProjectPaths
     paths = find_project(project, branch)
     check_branch_usable(paths)
     return paths
+
+
+def open_pipeline_file(file: str | Path, branch: str | None) -> ProjectPaths:
+    """The project whose main pipeline file `file` is (the 002 design's `synix run
+    pipeline.py`): the project is the file's folder, and the file must be the one that folder's
+    project builds (pipeline.py, or the script `.synix/config.toml` names)."""
+    path = Path(file).expanduser().resolve()
+    if not path.is_file():
+        raise PipelineDefinitionError(f"pipeline file {file} does not exist",
+                                      hint="give the pipeline.py of a project, or run `synix init DIR`")
+    paths = ProjectPaths(path.parent)
+    if not is_project(path.parent) or paths.pipeline_file.resolve() != path:
+        builds = paths.pipeline_file if is_project(path.parent) else None
+        raise PipelineDefinitionError(
+            f"{file} is not the pipeline file of a project"
+            + (f" (the project in {path.parent} builds {builds.name})" if builds else ""),
+            hint=f"name {builds}" if builds else "name a project's pipeline.py, or create one with `synix init DIR`")
+    return open_project(path.parent, branch)
 
 
 def check_branch_usable(paths: ProjectPaths) -> None:

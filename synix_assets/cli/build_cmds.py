@@ -1,9 +1,15 @@
 """Commands that create or build a project: init, run, plan, sync, demo."""
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
+
 import click
 
 from synix_assets.app.init import TEMPLATES
+from synix_assets.project import find_project
+from synix_resources.names import LAYER
 from synix_assets.cli.common import debug_enabled, echo_json, json_option, project_option, project_paths
 
 
@@ -72,14 +78,19 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
 @click.option("--full", is_flag=True, help="Ignore cached results and rebuild the selected steps.")
 @click.option("--batch", is_flag=True, help="Use the provider's batch API (half price, slower).")
 @click.option("--replay", is_flag=True, help="Answer LLM calls from the response cache only (offline).")
+@click.option("--source-dir", "source_dirs", multiple=True, metavar="[NAME=]DIR",
+              help="Read the exports of this folder instead of the folder pipeline.py names, for this "
+                   "run (NAME=DIR for one of several export sources; repeatable). The build then "
+                   "reflects DIR: a conversation missing from it is retired, as when its export is removed.")
 @json_option("Print one JSON object with the result at the end.")
 @project_option
 @click.pass_context
-def run(ctx, step, select, from_layer, full, batch, replay, as_json) -> None:
+def run(ctx, step, select, from_layer, full, batch, replay, source_dirs, as_json) -> None:
     """Build the memory: only what changed since the last build.
 
     STEP builds that step and what it needs (pipeline.run("episodes")); --select STEP is its
-    older spelling.
+    older spelling. A path to the project's pipeline file in its place (`synix run
+    pipeline.py`) builds that project, like -p with the file's folder.
 
     \b
     Examples:
@@ -87,18 +98,67 @@ def run(ctx, step, select, from_layer, full, batch, replay, as_json) -> None:
       synix run episodes
       synix run --from monthly --full
       synix run --branch topical --json
+      synix run mem/pipeline.py --source-dir ~/Downloads/exports
     """
     from synix_assets.cli.common import quick_exit
     from synix_resources.process import interrupts
 
+    if step is not None and not LAYER.fullmatch(step):  # a layer name never holds "." or "/"
+        _project_of_file(ctx, step)
+        step = None
     if step is not None and select is not None and step != select:
         raise click.UsageError(f"STEP {step!r} and --select {select!r} name different steps; give one")
     select = step if step is not None else select
     quick_exit()
     # Watched from the first line: Ctrl-C or SIGTERM anywhere in `synix run` ends with the resume
     # message and 128+signal, never with a traceback or a status that looks like success.
-    with interrupts.watching():
+    with interrupts.watching(), _source_dirs(source_dirs):
         _run_command(ctx, select, from_layer, full, batch, replay, as_json)
+
+
+def _project_of_file(ctx, file: str) -> None:
+    """`synix run path/pipeline.py`: the project is the file's folder (main's pipeline file)."""
+    from synix_assets.app.workspace import open_pipeline_file
+    from synix_resources.names import MAIN
+
+    obj = ctx.ensure_object(dict)
+    if obj.get("branch", MAIN) != MAIN:
+        raise click.UsageError(f"{file} is main's pipeline file; a branch builds its own: "
+                               f"synix run --branch {obj['branch']}")
+    paths = open_pipeline_file(file, MAIN)
+    if obj.get("project") and find_project(obj["project"]).root != paths.root:
+        raise click.UsageError(f"{file} is not the pipeline of the project -p names; give one of them")
+    obj["project"], obj["branch"] = str(paths.root), MAIN
+
+
+@contextlib.contextmanager
+def _source_dirs(given: tuple[str, ...]):
+    """SYNIX_SOURCE_DIR for this build (read wherever the pipeline is loaded, Dagster's runs and
+    workers included), each folder resolved against the folder the command was typed in."""
+    if not given:
+        yield
+        return
+    entries = []
+    for value in given:
+        name, eq, folder = value.partition("=")
+        named = bool(eq) and LAYER.fullmatch(name)
+        entries.append(f"{name}={_folder(folder)}" if named else str(_folder(value)))
+    before = os.environ.get("SYNIX_SOURCE_DIR")
+    os.environ["SYNIX_SOURCE_DIR"] = os.pathsep.join(entries)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SYNIX_SOURCE_DIR", None)
+        else:
+            os.environ["SYNIX_SOURCE_DIR"] = before
+
+
+def _folder(text: str) -> Path:
+    where = Path(text).expanduser().resolve()
+    if not where.is_dir():
+        raise click.BadParameter(f"{text} is not a folder", param_hint="--source-dir")
+    return where
 
 
 def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from synix_assets.engine import reduction
 from synix_assets.engine import topics as topic_finder
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, call_prompt,
-                                          make_request, merged_pii, prompt_failed, record_of)
+                                          make_request, merged_pii, pii_findings, prompt_failed,
+                                          record_of)
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.periods import period_of, sources_until
@@ -115,6 +116,8 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
             meta["meta.custom.pii"] = pii_counts
         if redacted and found:
             meta["meta.custom.pii_redacted"] = found
+        if findings := pii_findings(step.config.get("pii"), records):
+            meta["meta.custom.pii_findings"] = findings
         calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text, records,
                                                            f"{layer}/{w.group_key}", render,
                                                            shape="rollup"),

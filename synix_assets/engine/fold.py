@@ -7,7 +7,8 @@ last checkpoint whose prefix is unchanged, so inserting month 8 of 28 reruns mon
 """
 from __future__ import annotations
 
-from synix_assets.engine.llm_step import apply_pii, failure_flags, call_prompt, make_request, merged_pii, record_of
+from synix_assets.engine.llm_step import (apply_pii, failure_flags, call_prompt, make_request, merged_pii,
+                                          pii_findings, record_of)
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.periods import sources_until
@@ -150,6 +151,8 @@ class _Folder:
         pii_counts = merged_pii([a.metadata for a in arts])
         if pii_counts:
             meta["meta.custom.pii"] = pii_counts
+        if findings := pii_findings(self.step.config.get("pii"), [record_of(a) for a in arts]):
+            meta["meta.custom.pii_findings"] = findings
         art = ctx.store.put(layer=layer, group_key=GROUP, content=text, materialization_key=key,
                             level=ctx.pipeline.level(layer), metadata=meta, audit=audit,
                             parents=[a.artifact_id for a in arts], run_id=ctx.run_id)

@@ -39,7 +39,8 @@ def merged_pii(metadatas, found: dict[str, int] | None = None) -> dict[str, int]
 
 
 def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], dict[str, int]]:
-    """Flag or redact PII in the inputs of a step; returns the records the prompt should see."""
+    """Flag, detect or redact PII in the inputs of a step; returns the records the prompt should
+    see and the counts found in them."""
     if not mode:
         return records, {}
     totals: dict[str, int] = {}
@@ -54,6 +55,15 @@ def apply_pii(mode: str | None, records: list[Record]) -> tuple[list[Record], di
         for k, v in found.items():
             totals[k] = totals.get(k, 0) + v
     return out, totals
+
+
+def pii_findings(mode: str | None, records: list[Record]) -> list[dict]:
+    """`pii="detect"`: where each finding is in the inputs of a step (`in`: the input's
+    artifact id; the output is new text, so spans point into what it was made from)."""
+    if mode != "detect":
+        return []
+    found = [dict(f, **{"in": r.artifact_id}) for r in records for f in pii.locate(r.content)]
+    return found[:pii.MAX_FINDINGS]
 
 
 def call_prompt(step, *args) -> str:

@@ -1,7 +1,10 @@
 """PII detection and redaction (regex; no network, no model).
 
-`pii="flag"` records findings in metadata; `pii="redact"` replaces them with typed placeholders
-before the text reaches an LLM or the index.
+`pii="flag"` records how many findings of each kind a record holds (`meta.custom.pii`);
+`pii="detect"` also records where each one is (`meta.custom.pii_findings`: kind and character
+span, never the value, so the metadata does not copy what it points at) and leaves the text as
+it is; `pii="redact"` replaces them with typed placeholders before the text reaches an LLM or
+the index.
 """
 from __future__ import annotations
 
@@ -58,6 +61,17 @@ def find_pii(text: str) -> list[tuple[str, int, int]]:
             taken.append((s, e))
             found.append((kind, s, e))
     return sorted(found, key=lambda x: x[1])
+
+
+# A record's findings listed in its metadata at most (its counts are always complete): enough to
+# review a record, without a pasted contact list making every read of the record slow.
+MAX_FINDINGS = 200
+
+
+def locate(text: str) -> list[dict]:
+    """`pii="detect"`: where the findings are, as {"kind", "start", "end"} (the first
+    MAX_FINDINGS)."""
+    return [{"kind": kind, "start": s, "end": e} for kind, s, e in find_pii(text)[:MAX_FINDINGS]]
 
 
 def summarise(text: str) -> dict[str, int]:

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
+from synix_assets.engine import projection_hooks
 from synix_resources.agent_memory import MEMORY_LAYER
 from synix_resources.disk import mapped_disk_full
 from synix_resources.fingerprints import canonical_json, sha256_text
@@ -315,10 +316,17 @@ def tighten_context_docs(pipeline) -> None:
 
 
 def run_projection(ctx, name: str) -> ProjectionResult:
+    """Bring the projection up to date; when that changed it, its `on_update` hook is told."""
     proj = ctx.pipeline.projections[name]
     if proj.kind == "search_index":
-        return sync_search_index(ctx, name)
-    return write_context_doc(ctx, name)
+        result = sync_search_index(ctx, name)
+    else:
+        result = write_context_doc(ctx, name)
+    if result.changed:
+        sent = projection_hooks.notify(ctx.pipeline, ctx.paths.branch, name, result.kind, result.detail)
+        if sent is not None:
+            result.detail["on_update"] = sent
+    return result
 
 
 def projection_stale(ctx, name: str) -> bool:

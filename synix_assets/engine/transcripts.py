@@ -4,32 +4,59 @@ from __future__ import annotations
 from synix_assets.engine import pii
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.periods import period_of
+from synix_assets.sources import fuzzy
 from synix_assets.sources.model import ConversationSummary, IngestResult
-from synix_assets.sources.reader import dedupe
+from synix_assets.sources.reader import dedupe, pick
 from synix_resources.fingerprints import source_key
 
 STORE_BATCH = 500  # transcripts per store transaction
 
 
-def _groups(ctx, layer: str, scan: IngestResult) -> dict[str, list[ConversationSummary]]:
+def _groups(ctx, layer: str, scan: IngestResult) -> tuple[dict[str, list[ConversationSummary]],
+                                                          dict[str, list[fuzzy.Duplicate]]]:
+    """Group key → the conversation(s) the merge keeps, and (dedupe="fuzzy") group key → the
+    near-duplicates merged into it."""
     step = ctx.pipeline.steps[layer]
     wanted = set(step.from_)
-    return dedupe([s for s in scan.summaries if s.source in wanted],
-                  dedupe=step.config["dedupe"], conflict=step.config["conflict"])
+    groups = dedupe([s for s in scan.summaries if s.source in wanted],
+                    dedupe=step.config["dedupe"], conflict=step.config["conflict"])
+    if step.config["dedupe"] != "fuzzy" or step.config["conflict"] == "keep_all":
+        return groups, {}
+    return fuzzy.merge_near_duplicates(groups, lambda items: _texts(ctx, items), step.config["threshold"],
+                                       lambda items: pick(items, step.config["conflict"]))
 
 
-def plan(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> LayerPlan:
+def _texts(ctx, items) -> dict[str, str]:
+    """Transcript text by content hash, read from the exports (a conversation's content hash
+    is its text's, so the texts of one scan are the same whenever they are read)."""
+    out: dict[str, str] = {}
+    for s, conv in ctx.reader.stream((s, s) for s in items):
+        out[s.content_hash] = conv.transcript()
+    return out
+
+
+def _key(layer: str, s: ConversationSummary, merged: list[fuzzy.Duplicate], version: str) -> str:
+    """A transcript's key: its conversation's content, and those merged into it (a new
+    near-duplicate rewrites its list of duplicates); without any, the key it always had."""
+    if not merged:
+        return source_key(layer, s.content_hash, version)
+    return source_key(layer, "+".join([s.content_hash, *sorted(d.summary.content_hash for d in merged)]),
+                      version)
+
+
+def plan(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None, grouped=None) -> LayerPlan:
     """What to (re)build; with `keys`, only those partitions (nothing retired): a run of a few
-    partitions reads their rows, not the whole layer's."""
+    partitions reads their rows, not the whole layer's. `grouped`: `_groups` of this scan, when
+    the caller has it already (fuzzy grouping reads texts)."""
     current = ctx.store.current_index(layer, keys)
     out = LayerPlan(layer, "merge")
-    groups = _groups(ctx, layer, scan)
+    groups, merged = grouped or _groups(ctx, layer, scan)
     version = ctx.version(layer)
     for gk, items in sorted(groups.items()):
         if keys is not None and gk not in keys:
             continue
         s = items[0]
-        key = source_key(layer, s.content_hash, version)
+        key = _key(layer, s, merged.get(gk, []), version)
         ref = current.get(gk)
         if ref is not None and ref.materialization_key == key:
             out.cached.append(gk)
@@ -64,8 +91,8 @@ def _not_unreadable(ctx, layer: str, gone: list[str], scan: IngestResult) -> lis
 
 
 def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> LayerResult:
-    p = plan(ctx, layer, scan, keys)
-    groups = _groups(ctx, layer, scan)
+    groups, merged = _groups(ctx, layer, scan)
+    p = plan(ctx, layer, scan, keys, (groups, merged))
     step = ctx.pipeline.steps[layer]
     result = LayerResult(layer)
     todo = [w for w in p.stale if keys is None or w.group_key in keys]
@@ -75,7 +102,7 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
     # Streamed from the exports, stored a batch at a time: neither the parsed conversations nor
     # the texts of a large export ever all sit in memory.
     for gk, conv in ctx.reader.stream((w.group_key, groups[w.group_key][0]) for w in todo):
-        items.append(_item(ctx, layer, step, work[gk], groups[gk][0], conv))
+        items.append(_item(ctx, layer, step, work[gk], groups[gk][0], conv, merged.get(gk, [])))
         if len(items) == STORE_BATCH:
             _store(ctx, items, built)
             items = []
@@ -91,7 +118,7 @@ def build(ctx, layer: str, scan: IngestResult, keys: set[str] | None = None) -> 
 
 
 
-def _item(ctx, layer: str, step, w, s, conv) -> dict:
+def _item(ctx, layer: str, step, w, s, conv, merged: list[fuzzy.Duplicate]) -> dict:
     """The store item (put's keyword arguments) of one conversation's transcript."""
     text = conv.transcript()
     meta = {
@@ -116,13 +143,20 @@ def _item(ctx, layer: str, step, w, s, conv) -> dict:
               "cwd", "gitBranch", "repository", "project_hash", "parent_session"):
         if k in conv.metadata:
             meta[f"meta.custom.{k}"] = conv.metadata[k]
+    if merged:  # provenance of the near-duplicates this transcript stands for (dedupe="fuzzy")
+        meta["meta.custom.duplicates"] = [
+            {"conversation_id": d.summary.conversation_id, "title": d.summary.title,
+             "source": d.summary.source, "path": d.summary.file, "similarity": d.similarity}
+            for d in merged]
     mode = step.config.get("pii")
     if mode == "redact":
         text, found = pii.redact(text)
         if found:
             meta["meta.custom.pii_redacted"] = found
-    elif mode == "flag" and (found := pii.summarise(text)):
+    elif mode in ("flag", "detect") and (found := pii.summarise(text)):
         meta["meta.custom.pii"] = found
+        if mode == "detect":
+            meta["meta.custom.pii_findings"] = pii.locate(text)
     return {"layer": layer, "group_key": w.group_key, "content": text,
             "materialization_key": w.key, "level": 0, "metadata": meta, "run_id": ctx.run_id}
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store, call_prompt,
-                                          inherited, make_request, merged_pii, prompt_failed,
-                                          record_of)
+                                          inherited, make_request, merged_pii, pii_findings,
+                                          prompt_failed, record_of)
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.upstream import (avg_out_tokens, blocked_groups, version_changed)
@@ -108,6 +108,8 @@ def _calls(ctx, layer: str, step, todo: list[WorkItem]) -> tuple[list[PendingCal
             meta["meta.custom.pii"] = pii_counts
         if redacted and found:
             meta["meta.custom.pii_redacted"] = found
+        if findings := pii_findings(step.config.get("pii"), records):
+            meta["meta.custom.pii_findings"] = findings
         calls.append(PendingCall(w.group_key, make_request(ctx, layer, prompt_text, [rec],
                                                            f"{layer}/{w.group_key}", render),
                                  [art.artifact_id], meta, w.key, 1))

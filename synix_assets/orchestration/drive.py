@@ -170,8 +170,12 @@ def run_projections(ctx, launch, pipeline, report, notify, deferred, scan) -> No
     recorded = {ev.asset_key for ev in events}
     written = {ev.asset_key for ev in events
                if ev.materialization.metadata.get("changed", MetadataValue.bool(True)).value}
+    # what the projection's on_update hook answered ("sent", or its one-line failure)
+    hooks = {ev.asset_key: ev.materialization.metadata["on_update"].value for ev in events
+             if "on_update" in ev.materialization.metadata}
     for name in stale:
         key = launch.names.layer(name)
         report.projections[name] = {"changed": key in written,
-                                    **({} if key in recorded else {"not_written": True})}
+                                    **({} if key in recorded else {"not_written": True}),
+                                    **({"on_update": hooks[key]} if key in hooks else {})}
     notify("projections", "done", report.projections)

@@ -4,6 +4,8 @@ what it read) is unchanged; each load gets its own copy of the pipeline."""
 from __future__ import annotations
 
 import copy
+import os
+import re
 import runpy
 import sys
 import threading
@@ -17,6 +19,7 @@ from synix_assets.pipeline import file_reads
 from synix_assets.pipeline.spec import PipelineSpec
 from synix_resources.errors import PipelineDefinitionError, SynixError
 from synix_resources.process import endings, interrupts
+from synix_resources.settings import settings
 
 
 class DeclarationEnds(BaseException):
@@ -93,16 +96,20 @@ def load_declaration(path: str | Path, *, base_dir: str | Path | None = None) ->
         kept = _loaded.get(key)
     if kept is not None and file_reads.unchanged(kept[0]):
         file_reads.note_all(kept[0])  # a load this one is nested in read them too
-        return kept[1].copy()
-    with file_reads.recording() as reads:
-        file_reads.note(path)
-        declaration = _run(path, base_dir)
-    try:
-        kept_copy = declaration.copy()
-    except (TypeError, copy.Error):  # an object the file declared cannot be copied: not kept
-        return declaration
-    with _loaded_lock:
-        _loaded[key] = (tuple(reads), kept_copy)
+        declaration = kept[1].copy()
+    else:
+        with file_reads.recording() as reads:
+            file_reads.note(path)
+            declaration = _run(path, base_dir)
+        try:
+            kept_copy = declaration.copy()
+        except (TypeError, copy.Error):  # an object the file declared cannot be copied: not kept
+            kept_copy = None
+        if kept_copy is not None:
+            with _loaded_lock:
+                _loaded[key] = (tuple(reads), kept_copy)
+    # on each load, not in the kept declaration: the setting is this run's, not the file's
+    read_source_dirs(declaration.pipeline, settings().source_dir)
     return declaration
 
 
@@ -190,6 +197,36 @@ def _run(path: Path, base_dir: str | Path | None) -> Declaration:
     elif pipeline.base_dir is None:
         pipeline.base_dir = path.parent
     return Declaration(pipeline.validate(), namespace, action)
+
+
+def read_source_dirs(pipeline: PipelineSpec, given: str | None) -> None:
+    """Point export sources at the folders of SYNIX_SOURCE_DIR (`synix run --source-dir`): a
+    folder for the pipeline's one export source, or `NAME=folder` entries. Here, where every
+    pipeline is loaded, so each load of this build (plan, Dagster's definitions, workers) reads
+    the same folders. A source's path is in no step version, so keys do not change with it."""
+    if not given:
+        return
+    exports = [s for s in pipeline.sources.values() if s.kind == "exports"]
+    named = {}
+    for entry in filter(None, given.split(os.pathsep)):
+        name, eq, folder = entry.partition("=")
+        if not eq or not re.fullmatch(r"[\w-]+", name):
+            if len(exports) != 1:
+                raise PipelineDefinitionError(
+                    f"--source-dir {entry}: the pipeline has {len(exports)} export sources, so a folder alone "
+                    "cannot say which it replaces",
+                    hint=f"write NAME=FOLDER, NAME one of: {', '.join(s.name for s in exports) or '(none)'}")
+            name, folder = exports[0].name, entry
+        if name not in {s.name for s in exports}:
+            raise PipelineDefinitionError(f"--source-dir {entry}: the pipeline has no export source {name!r}",
+                                          hint=f"export sources: {', '.join(s.name for s in exports) or '(none)'}")
+        where = pipeline.resolve(Path(folder).expanduser())
+        if not where.is_dir():
+            raise PipelineDefinitionError(f"--source-dir {entry}: {where} is not a folder",
+                                          hint="give the folder holding the exports")
+        named[name] = where
+    for name, where in named.items():
+        pipeline.sources[name].path = where
 
 
 def _user_frame(exc: BaseException, path: Path) -> str:

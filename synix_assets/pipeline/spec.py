@@ -11,7 +11,8 @@ file imports from synix_assets.pipeline.api is this class plus `.branch()`).
     pipeline.context_doc("context", from_="core", path="context.md", budget_tokens=4000)
 
 The design's spellings work too: `source(..., file="chatgpt.json", format="chatgpt-export")`,
-`merge(..., dedupe="artifact_id")`, `artifact(name, from_=..., surface="search"|"projection")`,
+`merge(..., dedupe="artifact_id")`, `artifact(name, from_=..., surface="search"|"projection")`
+(or its earlier name `output(...)`),
 and a transform, aggregate or fold that reads a source directly (the source's conversations
 become the layer `<source>-conversations`, declared for it).
 
@@ -21,26 +22,37 @@ current working directory.
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Self, Sequence
+from urllib.parse import urlsplit
 
 from synix_assets.pipeline import file_reads, validation
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
-from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
+from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
-from synix_resources.errors import PipelineDefinitionError
+from synix_resources.errors import InvalidTime, PipelineDefinitionError
 from synix_resources.fingerprints import step_version
 from synix_resources.names import check_layer, check_project
+from synix_resources.values import as_utc, instant, utc_text
+
+# A projection's `on_update` hook: a function given one dict, or the URL a JSON POST goes to.
+OnUpdate = Callable[[dict[str, Any]], Any] | str
 
 
 class PipelineSpec:
     def __init__(self, name: str, *, agent: str = "", description: str = "",
                  model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,
-                 base_dir: str | Path | None = None):
+                 base_dir: str | Path | None = None, created_at: str | datetime | None = None):
+        """`created_at`: when the pipeline was created (design §3.1), an ISO 8601 date or
+        date-time (or a datetime), kept as UTC `YYYY-MM-DDTHH:MM:SSZ`; `synix init` writes it
+        into the pipeline.py it generates. It describes the pipeline only: no step version or
+        key reads it, so adding or changing it rebuilds nothing."""
         self.name = check_project(name)
         self.agent = agent
         self.description = description
+        self.created_at = _created_at(created_at)
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -50,6 +62,10 @@ class PipelineSpec:
         self.projections: dict[str, Projection] = {}
         # layers declared for a step that reads a source directly: layer → source
         self.implicit: dict[str, str] = {}
+        # projection → its `on_update` hook (a callable or an http(s) URL). Kept beside the
+        # projections, not in them: a hook changes no output, so nothing that versions or
+        # compares projections (build fingerprint, sync, branch diff) sees it.
+        self.on_update: dict[str, OnUpdate] = {}
 
     # ---- declarations -------------------------------------------------------------------
     def source(self, name: str, *, path: str | Path | None = None, file: str | Path | None = None,
@@ -90,19 +106,34 @@ class PipelineSpec:
 
     def merge(self, name: str, *, from_: Sequence[str], dedupe: str = "metadata_match",
               fields: Sequence[str] = ("conversation_id",), conflict: str = "prefer_latest",
-              pii: str | None = None, description: str = "") -> Step:
+              pii: str | None = None, description: str = "", threshold: float | None = None) -> Step:
+        """`dedupe="fuzzy"`: conversations matched by id as with "metadata_match", and also
+        near-duplicates under different ids (the same chat exported twice with an edit, or by two
+        tools) merged when at least `threshold` (default 0.8) of the shorter one's 5-word
+        shingles are in the other (synix_assets/sources/fuzzy.py); the transcript lists the ones
+        merged into it (`meta.custom.duplicates`)."""
         if isinstance(from_, str):
             raise PipelineDefinitionError(
                 f"step '{name}' (merge): from_ must be a list of sources or layers",
                 hint=f'write from_=["{from_}"]')
         dedupe = {"artifact_id": "content"}.get(dedupe, dedupe)  # the design's name for it
-        if dedupe not in ("content", "metadata_match"):
+        if dedupe not in ("content", "metadata_match", "fuzzy"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown dedupe {dedupe!r}",
-                                          hint='use "artifact_id" (exact content) or "metadata_match"')
+                                          hint='use "artifact_id" (exact content), "metadata_match" or "fuzzy"')
         if conflict not in ("prefer_latest", "prefer_first", "keep_all"):
             raise PipelineDefinitionError(f"step '{name}' (merge): unknown conflict {conflict!r}",
                                           hint='use "prefer_latest", "prefer_first" or "keep_all"')
-        config = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict, "pii": _pii(name, pii)}
+        config: dict[str, Any] = {"dedupe": dedupe, "fields": list(fields), "conflict": conflict,
+                                  "pii": _pii(name, pii)}
+        if threshold is not None and dedupe != "fuzzy":
+            raise PipelineDefinitionError(f"step '{name}' (merge): threshold= is for dedupe=\"fuzzy\" only",
+                                          hint='add dedupe="fuzzy", or remove threshold=')
+        if dedupe == "fuzzy":  # only here, so the config (and version) of every other merge is as before
+            threshold = FUZZY_THRESHOLD if threshold is None else threshold
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+                raise PipelineDefinitionError(f"step '{name}' (merge): threshold={threshold!r} must be a "
+                                              "number above 0 and at most 1", hint="e.g. threshold=0.8")
+            config["threshold"] = float(threshold)
         return self._add(Step(name, "merge", tuple(from_), description=description, config=config))
 
     def transform(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
@@ -202,24 +233,29 @@ class PipelineSpec:
         return self._add(Step(name, "identity", self._reads(name, "identity", from_),
                               description=description))
 
-    def search_index(self, name: str, *, from_: Sequence[str],
-                     embeddings: bool = False) -> SearchIndexProjection:
+    def search_index(self, name: str, *, from_: Sequence[str], embeddings: bool = False,
+                     on_update: OnUpdate | None = None) -> SearchIndexProjection:
         """`embeddings=True` also computes vectors for semantic/hybrid search (needs the
-        `synix[embeddings]` extra; without it search falls back to full text with a notice)."""
+        `synix[embeddings]` extra; without it search falls back to full text with a notice).
+        `on_update`: called (a callable) or POSTed to (an http(s) URL) after a build changed
+        the index, with what changed (docs/architecture.md, "Projection hooks")."""
         self._check_new_name(name)
         layers = (from_,) if isinstance(from_, str) else tuple(from_)
         proj = SearchIndexProjection(name, layers, embeddings)
+        self._set_hook(name, on_update)
         self.projections[name] = proj
         return proj
 
     def context_doc(self, name: str, *, from_: str, path: str | Path = "context.md",
-                    budget_tokens: int = 4000) -> ContextDocProjection:
+                    budget_tokens: int = 4000, on_update: OnUpdate | None = None) -> ContextDocProjection:
+        """`on_update`: as for search_index, after a build rewrote the document."""
         self._check_new_name(name)
         if not isinstance(from_, str):
             raise PipelineDefinitionError(f"projection '{name}' (context_doc): from_ must name one layer")
         if budget_tokens < 50:
             raise PipelineDefinitionError(f"projection '{name}' (context_doc): budget_tokens must be ≥ 50")
         proj = ContextDocProjection(name, from_, Path(path), budget_tokens)
+        self._set_hook(name, on_update)
         self.projections[name] = proj
         return proj
 
@@ -235,6 +271,11 @@ class PipelineSpec:
             return self.context_doc(name, from_=from_, **options)  # type: ignore[arg-type]
         raise PipelineDefinitionError(f"artifact '{name}': unknown surface {surface!r}",
                                       hint='use surface="search" or surface="projection"')
+
+    def output(self, name: str, *, from_: str | Sequence[str], surface: str, **options: Any) -> Projection:
+        """The earlier design's (001, "Synthex") name for `artifact()`: `surface="projection"` is
+        a context document, `surface="search"` a search index; same options, same projection."""
+        return self.artifact(name, from_=from_, surface=surface, **options)
 
     # ---- derived views ------------------------------------------------------------------
     def validate(self) -> Self:
@@ -350,6 +391,7 @@ class PipelineSpec:
             if name in table:
                 del table[name]
                 self.implicit.pop(name, None)
+                self.on_update.pop(name, None)
                 return
         raise PipelineDefinitionError(f"no step, projection or source named '{name}'",
                                       hint=f"declared: {', '.join([*self.sources, *self.steps, *self.projections])}")
@@ -368,6 +410,19 @@ class PipelineSpec:
                                    "conflict": "prefer_latest", "pii": None}))
             self.implicit[layer] = up
         return (layer,)
+
+    def _set_hook(self, name: str, hook: OnUpdate | None) -> None:
+        if hook is None:
+            return
+        if isinstance(hook, str):
+            if urlsplit(hook).scheme not in ("http", "https") or not urlsplit(hook).netloc:
+                raise PipelineDefinitionError(f"projection '{name}': on_update={hook[:80]!r} is not an http(s) URL",
+                                              hint='give a URL such as "http://127.0.0.1:9000/memory-updated" '
+                                                   "or a function taking one dict")
+        elif not callable(hook):
+            raise PipelineDefinitionError(f"projection '{name}': on_update must be a function or an http(s) URL, "
+                                          f"got {type(hook).__name__}")
+        self.on_update[name] = hook
 
     def _add(self, step: Step) -> Step:
         self._check_new_name(step.name)
@@ -392,5 +447,21 @@ def _single(name: str, kind: str, from_: Any) -> tuple[str, ...]:
 def _pii(name: str, mode: str | None) -> str | None:
     if mode not in PII_MODES:
         raise PipelineDefinitionError(f"step '{name}': unknown pii mode {mode!r}",
-                                      hint='use pii="flag" or pii="redact"')
+                                      hint='use pii="flag", pii="detect" or pii="redact"')
     return mode
+
+
+def _created_at(value: str | datetime | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        when = as_utc(value)
+        if when is not None:
+            return utc_text(when)
+        value = str(value)
+    try:
+        return instant(value, "created_at")
+    except InvalidTime:
+        raise PipelineDefinitionError(f"Pipeline(created_at={value!r}) is not an ISO 8601 date or date-time "
+                                      "in the years 0001-9999",
+                                      hint='e.g. created_at="2025-02-07" or "2025-02-07T10:30:00Z"') from None

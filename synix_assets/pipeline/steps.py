@@ -24,7 +24,8 @@ FORMAT_ALIASES = {**{f"{name}-export": name for name in FORMATS if name != "auto
                   "obsidian": "notes", "markdown": "notes", "codex": "codex-cli", "gemini": "gemini-cli"}
 SOURCE_KINDS = ("exports", "live")
 LIVE_INBOX = Path(".synix") / "live" / "inbox.db"  # a live source's default inbox
-PII_MODES = (None, "flag", "redact")
+PII_MODES = (None, "flag", "detect", "redact")
+FUZZY_THRESHOLD = 0.8  # merge(dedupe="fuzzy"): the share of shingles that makes two conversations one
 
 
 @dataclass

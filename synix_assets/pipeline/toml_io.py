@@ -1,7 +1,8 @@
 """Export a pipeline to TOML for sharing, and import it back.
 
 Prompts are written as `module:qualname` (plus their identity hash, so a reader can tell whether
-the imported function is the same version) or `template:PATH`. On import a prompt is looked up
+the imported function is the same version) or `template:PATH`; a projection's `on_update` as
+its URL, or a function as `module:qualname`. On import a prompt or hook function is looked up
 in `namespace` first, then imported.
 """
 from __future__ import annotations
@@ -41,6 +42,8 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
                                         "temperature": p.temperature, "max_tokens": p.max_tokens}}
     if p.model:
         doc["pipeline"]["model"] = p.model
+    if p.created_at:
+        doc["pipeline"]["created_at"] = p.created_at
     doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format,
                        **({"kind": s.kind} if s.kind != "exports" else {}),
                        **({"window": s.window} if s.window else {})}
@@ -65,13 +68,17 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
         steps.append(item)
     doc["steps"] = steps
     projs = []
+    hooks = getattr(p, "on_update", {})
     for pr in p.projections.values():
         if isinstance(pr, SearchIndexProjection):
-            projs.append({"name": pr.name, "kind": pr.kind, "from": list(pr.from_),
-                          "embeddings": pr.embeddings})
+            item = {"name": pr.name, "kind": pr.kind, "from": list(pr.from_), "embeddings": pr.embeddings}
         else:
-            projs.append({"name": pr.name, "kind": pr.kind, "from": pr.from_, "path": str(pr.path),
-                          "budget_tokens": pr.budget_tokens})
+            item = {"name": pr.name, "kind": pr.kind, "from": pr.from_, "path": str(pr.path),
+                    "budget_tokens": pr.budget_tokens}
+        hook = hooks.get(pr.name)
+        if hook is not None:  # a URL as it is; a function by reference, like a prompt
+            item["on_update"] = hook if isinstance(hook, str) else _prompt_ref(hook)
+        projs.append(item)
     doc["projections"] = projs
     return tomli_w.dumps(doc)
 
@@ -117,7 +124,7 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
     p = cls(head.get("name", "pipeline"), agent=head.get("agent", ""),
             description=head.get("description", ""), model=head.get("model"),
             temperature=head.get("temperature", 0.3), max_tokens=head.get("max_tokens", 1024),
-            base_dir=base_dir)
+            base_dir=base_dir, created_at=head.get("created_at"))
     for s in doc.get("sources", []):
         if s.get("kind", "exports") == "live":
             p.source(s["name"], path=s["path"], kind="live", window=s.get("window", 0))
@@ -132,7 +139,8 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
         if kind == "merge":
             p.merge(name, from_=from_, dedupe=cfg.get("dedupe", "metadata_match"),
                     fields=cfg.get("fields", ["conversation_id"]),
-                    conflict=cfg.get("conflict", "prefer_latest"), pii=cfg.get("pii"), description=desc)
+                    conflict=cfg.get("conflict", "prefer_latest"), pii=cfg.get("pii"), description=desc,
+                    threshold=cfg.get("threshold"))
         elif kind == "transform":
             p.transform(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), pii=cfg.get("pii"),
                         description=desc, **common)
@@ -164,9 +172,13 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
         else:
             raise PipelineDefinitionError(f"step '{name}': unknown kind {kind!r} in TOML")
     for pr in doc.get("projections", []):
+        hook = pr.get("on_update")
+        if isinstance(hook, str) and "://" not in hook:
+            hook = _resolve_prompt(hook, namespace, bd)
         if pr["kind"] == "search_index":
-            p.search_index(pr["name"], from_=pr["from"], embeddings=pr.get("embeddings", False))
+            p.search_index(pr["name"], from_=pr["from"], embeddings=pr.get("embeddings", False),
+                           on_update=hook)
         else:
             p.context_doc(pr["name"], from_=pr["from"], path=pr.get("path", "context.md"),
-                          budget_tokens=pr.get("budget_tokens", 4000))
+                          budget_tokens=pr.get("budget_tokens", 4000), on_update=hook)
     return p.validate()

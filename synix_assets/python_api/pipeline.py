@@ -5,6 +5,7 @@ application layer, with the project the pipeline belongs to (python_api/project.
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -52,12 +53,13 @@ class Pipeline(PipelineSpec, Actions):
 
     def __init__(self, name: str, *, agent: str = "", description: str = "",
                  model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,
-                 base_dir: str | Path | None = None):
+                 base_dir: str | Path | None = None, created_at: str | datetime | None = None):
         self.declared_in = _caller_file(1)
         if base_dir is None and self.declared_in is not None:
             base_dir = self.declared_in.parent
         super().__init__(name, agent=agent, description=description, model=model,
-                         temperature=temperature, max_tokens=max_tokens, base_dir=base_dir)
+                         temperature=temperature, max_tokens=max_tokens, base_dir=base_dir,
+                         created_at=created_at)
         self._opened: ProjectPaths | None = None
 
     # ---- opening --------------------------------------------------------------------------

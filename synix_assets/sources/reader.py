@@ -331,10 +331,13 @@ def dedupe(summaries: Iterable[ConversationSummary], *, dedupe: str, conflict: s
     for key, items in groups.items():
         unique = {s.content_hash: s for s in items}
         items = [s for s in items if unique.get(s.content_hash) is s]
-        if len(items) == 1:
-            chosen[key] = items
-        elif conflict == "prefer_first":
-            chosen[key] = [items[0]]
-        else:  # prefer_latest: newest last message, then the longer conversation, then the later file
-            chosen[key] = [max(items, key=lambda s: (s.updated_at or "", s.message_count, s.file))]
+        chosen[key] = items if len(items) == 1 else [pick(items, conflict)]
     return chosen
+
+
+def pick(items: list[ConversationSummary], conflict: str) -> ConversationSummary:
+    """The version the conflict rule keeps of conversations that are one."""
+    if conflict == "prefer_first":
+        return items[0]
+    # prefer_latest: newest last message, then the longer conversation, then the later file
+    return max(items, key=lambda s: (s.updated_at or "", s.message_count, s.file))

@@ -163,3 +163,24 @@ def test_relative_paths_resolve_next_to_the_pipeline_file_not_the_cwd(tmp_path, 
     monkeypatch.chdir("/")
     p = load_pipeline(f)
     assert p.resolve(p.sources["exports"].path) == (tmp_path / "proj" / "exports").resolve()
+
+
+def test_output_is_the_earlier_designs_name_for_artifact_and_makes_the_same_projections():
+    from synix_assets.pipeline.steps import ContextDocProjection, SearchIndexProjection
+
+    def declared(method: str):
+        p = _base()
+        p.transform("summaries", from_="transcripts", prompt=_p1)
+        getattr(p, method)("context", from_="summaries", surface="projection")
+        getattr(p, method)("search", from_=["summaries"], surface="search", embeddings=True)
+        return p.validate()
+
+    out, art = declared("output"), declared("artifact")
+    assert isinstance(out.projections["context"], ContextDocProjection)
+    assert out.projections["context"].path.name == "context.md"
+    assert isinstance(out.projections["search"], SearchIndexProjection)
+    assert out.projections == art.projections
+    assert out.to_toml() == art.to_toml()
+    with pytest.raises(PipelineDefinitionError) as err:
+        _base().output("x", from_="transcripts", surface="graph")
+    assert "unknown surface 'graph'" in err.value.one_line()

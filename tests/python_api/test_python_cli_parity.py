@@ -80,7 +80,7 @@ CLI_ONLY = {
 PYTHON_ONLY = {
     **{name: "declares the pipeline; the CLI reads the declaration from pipeline.py"
        for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "window_fold", "open_loops", "identity_facts", "search_index",
-                    "context_doc", "artifact", "remove", "validate", "to_toml", "from_toml")},
+                    "context_doc", "artifact", "output", "remove", "validate", "to_toml", "from_toml")},
     **{name: "a question about the declaration the engine asks, not an action"
        for name in ("resolve", "layer_order", "level", "partitioning", "downstream", "upstream",
                     "llm_settings", "version_inputs", "version")},

@@ -48,6 +48,64 @@ def test_flag_records_every_kind_in_metadata(small_project, make_conversations, 
         store.close()
 
 
+def test_detect_records_where_each_finding_is_and_keeps_the_text(small_project, make_conversations,
+                                                                 claude_export):
+    paths = small_project(1)
+    conv = make_conversations(1)[0]
+    conv["messages"][0] = ("human", ALL_KINDS, conv["messages"][0][2])
+    claude_export(paths.root / "exports" / "talks.json", [conv])
+    _pipeline(paths, "detect")
+    text = paths.pipeline_file.read_text().replace("prompt=prompts.episode_summary)",
+                                                   'prompt=prompts.episode_summary, pii="detect")')
+    paths.pipeline_file.write_text(text)
+    run_build(paths)
+    store = ArtifactStore(paths.store)
+    try:
+        transcript = store.current("transcripts", "conv-0")
+        assert "jane.roe@example.org" in transcript.content  # detected, not changed
+        findings = transcript.metadata["meta.custom.pii_findings"]
+        spans = {f["kind"]: transcript.content[f["start"]:f["end"]] for f in findings}
+        assert spans["EMAIL"] == "jane.roe@example.org"
+        assert spans["IBAN"] == "NL91ABNA0417164300"
+        assert spans["API_KEY"] == "sk-ant-abcdefghijklmnopqrstu"
+        # the counts are the flag's, so search hits and downstream layers carry them as before
+        counts = transcript.metadata["meta.custom.pii"]
+        assert counts["EMAIL"] == 1 and sum(counts.values()) == len(findings)
+        assert "jane.roe@example.org" not in json.dumps(transcript.metadata)  # spans, never values
+        episode = store.current("episodes", "conv-0")
+        at = [f for f in episode.metadata["meta.custom.pii_findings"] if f["kind"] == "EMAIL"]
+        assert at and at[0]["in"] == transcript.artifact_id
+        assert transcript.content[at[0]["start"]:at[0]["end"]] == "jane.roe@example.org"
+    finally:
+        store.close()
+
+
+def test_flag_lists_no_findings(small_project, make_conversations, claude_export):
+    paths = small_project(1)
+    conv = make_conversations(1)[0]
+    conv["messages"][0] = ("human", ALL_KINDS, conv["messages"][0][2])
+    claude_export(paths.root / "exports" / "talks.json", [conv])
+    _pipeline(paths, "flag")
+    run_build(paths)
+    store = ArtifactStore(paths.store)
+    try:
+        meta = store.current("transcripts", "conv-0").metadata
+        assert meta["meta.custom.pii"]["EMAIL"] == 1 and "meta.custom.pii_findings" not in meta
+    finally:
+        store.close()
+
+
+def test_unknown_pii_mode_names_the_three_modes():
+    from synix_assets.pipeline.api import Pipeline
+    from synix_resources.errors import PipelineDefinitionError
+
+    p = Pipeline("t", base_dir="/tmp")
+    p.source("exports", path="exports")
+    with pytest.raises(PipelineDefinitionError) as err:
+        p.merge("transcripts", from_=["exports"], pii="mask")
+    assert 'pii="detect"' in err.value.one_line()
+
+
 def _owner_values(raw: str) -> tuple[set[str], set[str]]:
     emails = {m for m in re.findall(r"[\w.+-]+@[\w-]+\.[\w.]+", raw)
               if hashlib.sha256(m.encode()).hexdigest() == OWNER_EMAIL_SHA}

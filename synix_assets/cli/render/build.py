@@ -149,6 +149,8 @@ def status_table(out: Console, status: dict) -> None:
     out.print("last build: built = records made, reused = of them answered from the LLM response "
               "cache (no model call); cache hits = partitions that needed no model call")
     spent_table(out, status)
+    if status.get("created_at"):
+        out.print(f"pipeline created {safe(status['created_at'], one_line=True)}")
     for name, p in status["projections"].items():
         where = f" → {p['path']}" if p.get("path") else ""
         out.print(f"projection {safe(name)} ({safe(p['kind'])}): "
