@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from synix_assets.dagster_defs.instance_files import write_dotenv, write_instance_yaml
+from synix_assets.pipeline.steps import FORMATS
 from synix_resources.errors import ExportFormatError, SourceEntrySkipped, SynixError
 from synix_resources.folders import new_folder, remove_inside
 from synix_resources.private import private_dir
@@ -22,6 +23,7 @@ DEMO_EXPORTS = Path(__file__).resolve().parent.parent / "demo"
 TEMPLATES = ("monthly", "topical", "live", "synapse", "syke")
 # Formats of coding agents whose history folder keeps growing: read in place, never copied.
 SESSION_FORMATS = frozenset({"claude-code", "codex-cli", "gemini-cli"})
+EXPORT_FORMATS = tuple(f for f in FORMATS if f != "auto")  # what `synix init --format` accepts
 OnSkip = Callable[[SourceEntrySkipped], None]
 log = logging.getLogger("synix.init")
 
@@ -74,12 +76,13 @@ def demo_exports() -> list[Path]:
 def init_project(root: str | Path, *, exports: list[str | Path] = (), template: str = "monthly",
                  force: bool = False, store: str | None = None,
                  dagster_storage: str | None = None, read_in_place: list[str | Path] = (),
-                 on_skip: OnSkip | None = None) -> Path:
+                 on_skip: OnSkip | None = None, format: str | None = None) -> Path:
     """Create the project folder; refuses to overwrite an existing pipeline.py unless `force`.
     `exports`: files and folders copied into exports/ (a folder: the files a source would read,
     in their subfolders; an entry the walk skips goes to `on_skip`). `read_in_place`: tool
     history folders added as sources where they are. `store` / `dagster_storage`: PostgreSQL
     URLs for Synix's store and Dagster's storage (default: SQLite files under .synix/).
+    `format`: the format the export sources name (default "auto": each file's is detected).
 
     Everything is checked before anything is written, and a failure while writing removes what
     this call made (the folder, or what it put into an empty one): never a half-made project."""
@@ -92,7 +95,8 @@ def init_project(root: str | Path, *, exports: list[str | Path] = (), template: 
             postgres_setup.check_postgres_url(url, option)
     for export in (*exports, *read_in_place):
         check_export(export)
-    text = watch_folders(text, [Path(f).expanduser().resolve() for f in read_in_place], template)
+    text = watch_folders(text, [Path(f).expanduser().resolve() for f in read_in_place], template,
+                         format or "auto")
     text = stamp_created_at(text)
     _check_target(root, force)
     with _made_by_this_call(root):
@@ -211,34 +215,39 @@ _EXPORTS_SOURCE = 'pipeline.source("exports", path="exports", format="auto")\n'
 _EXPORTS_MERGE = 'from_=["exports"]'
 
 
-def watch_folders(text: str, folders: list[Path], template: str) -> str:
-    """pipeline.py with one more source per tool history folder given to `--from`. A folder is
-    read where it is, never copied: the export sensor then sees each session as the tool writes
-    it (a session is read once it settles and rebuilt when it grows)."""
+def watch_folders(text: str, folders: list[Path], template: str, format: str = "auto") -> str:
+    """pipeline.py with one more source per tool history folder given to `--from`, every export
+    source naming `format`. A folder is read where it is, never copied: the export sensor then
+    sees each session as the tool writes it (a session is read once it settles and rebuilt when
+    it grows)."""
+    if not folders and format == "auto":
+        return text
+    if _EXPORTS_SOURCE not in text or (folders and _EXPORTS_MERGE not in text):
+        raise SynixError(f"the {template} template has no export source to add a folder or a format to",
+                         hint="use --template monthly or topical with a folder in --from or --format")
+    names = ["history" if i == 0 else f"history_{i + 1}" for i in range(len(folders))]
+    sources = "".join(f"pipeline.source({name!r}, path={str(folder)!r}, format=\"{format}\")\n"
+                      for name, folder in zip(names, folders))
+    exports = _EXPORTS_SOURCE.replace('format="auto"', f'format="{format}"')
+    text = text.replace(_EXPORTS_SOURCE, exports + sources, 1)
     if not folders:
         return text
-    if _EXPORTS_SOURCE not in text or _EXPORTS_MERGE not in text:
-        raise SynixError(f"the {template} template has no export source to add a folder to",
-                         hint="use --template monthly or topical with a folder in --from")
-    names = ["history" if i == 0 else f"history_{i + 1}" for i in range(len(folders))]
-    sources = "".join(f"pipeline.source({name!r}, path={str(folder)!r}, format=\"auto\")\n"
-                      for name, folder in zip(names, folders))
-    text = text.replace(_EXPORTS_SOURCE, _EXPORTS_SOURCE + sources, 1)
     return text.replace(_EXPORTS_MERGE, "from_=" + repr(["exports", *names]).replace("'", '"'), 1)
 
 
 def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str] = (),
                    template: str = "monthly", demo: bool = False, force: bool = False,
-                   store: str | None = None,
-                   dagster_storage: str | None = None) -> tuple[Path, list[Path]]:
+                   store: str | None = None, dagster_storage: str | None = None,
+                   format: str | None = None) -> tuple[Path, dict[Path, str]]:
     """`synix init`: check each given export's format first, so a bad one fails naming the file
     rather than at the first build; add the bundled demo exports when `demo`. A folder whose
     files are all coding-agent sessions (`SESSION_FORMATS`: ~/.codex/sessions, ~/.gemini/tmp,
     ~/.claude/projects) is read in place, since those sessions keep growing; any other folder
     (notes, a .specstory history, exports) is copied. An entry of a folder that is not read (a
-    symlink loop, a link leading outside the folder: `iter_export_files`) is one warning line. Returns the project root and the exports and folders it reads."""
-    from synix_assets.parsers.detect import detect_format
-
+    symlink loop, a link leading outside the folder: `iter_export_files`) is one warning line.
+    `format`: every export must be in it (an empty one is taken to be), and pipeline.py's
+    sources name it instead of "auto". Returns the project root and each export or folder it
+    reads with the format found there (a folder's formats joined by ", ")."""
     sources = [Path(e) for e in exports]
     for src in sources:
         check_export(src)
@@ -249,41 +258,51 @@ def create_project(directory: str | Path, *, exports: tuple[str, ...] | list[str
             seen.add(str(skipped.path))
             log.warning(skipped.one_line())
 
-    in_place = [src for src in sources if src.is_dir() and _holds_only_sessions(src, skip_once)]
-    for src in sources:
-        if src.is_file():
-            detect_format(src)
+    found = {src: _formats(src, format, skip_once) for src in sources}
+    in_place = [src for src in sources if src.is_dir() and found[src] <= SESSION_FORMATS]
     copied = [src for src in sources if src not in in_place]
     if demo:
         copied += demo_exports()
+        found.update({src: _formats(src, format, skip_once) for src in demo_exports()})
     root = init_project(directory, exports=copied, template=template, force=force,
                         store=store, dagster_storage=dagster_storage, read_in_place=in_place,
-                        on_skip=skip_once)
-    return root, [*copied, *in_place]
+                        on_skip=skip_once, format=format)
+    return root, {src: ", ".join(sorted(found[src])) for src in [*copied, *in_place]}
 
 
-def _holds_only_sessions(folder: Path, on_skip: OnSkip) -> bool:
-    """Whether every file a source would read in `folder` is a coding agent's session; each
-    file's format is checked (a bad one fails naming it), and a folder with nothing is refused."""
+def _formats(src: Path, told: str | None, on_skip: OnSkip) -> set[str]:
+    """The formats of an export file or of the files a source would read in a folder; with
+    `told`, each must be that one (a file that says otherwise fails naming both)."""
     from synix_assets.parsers.detect import detect_format
     from synix_assets.sources.reader import export_files
 
-    found = export_files(folder, on_skip)
-    if not found:
-        raise ExportFormatError(f"{folder}: the folder holds no exports, sessions or notes",
-                                hint="give a folder of .md/.txt notes, a .specstory/history folder, "
-                                     "a tool history folder such as ~/.codex/sessions, or an export file")
-    return {detect_format(path) for path in found} <= SESSION_FORMATS
+    if src.is_file():
+        files = [src]
+    else:
+        files = export_files(src, on_skip)
+        if not files:
+            raise ExportFormatError(f"{src}: the folder holds no exports, sessions or notes",
+                                    hint="give a folder of .md/.txt notes, a .specstory/history folder, "
+                                         "a tool history folder such as ~/.codex/sessions, or an export file")
+    formats = set()
+    for path in files:
+        fmt = detect_format(path, told)
+        if told is not None and fmt != told:
+            raise ExportFormatError(f"{path} looks like a {fmt} export, not {told}",
+                                    hint=f"pass --format {fmt}, or leave --format out to detect each file's")
+        formats.add(fmt)
+    return formats
 
 
-def describe_project(root: Path, *, template: str, exports: int,
+def describe_project(root: Path, *, template: str, formats: dict[Path, str],
                      dagster_storage: str | None) -> dict:
     """What `synix init --json` prints about the new project."""
     from synix_assets.project import ProjectPaths
     from synix_resources.store.postgres import display_url
 
     paths = ProjectPaths(root)
-    return {"project": str(root), "template": template, "exports": exports,
+    return {"project": str(root), "template": template, "exports": len(formats),
+            "formats": {str(src): fmt for src, fmt in formats.items()},
             "store": display_url(str(paths.store)),
             "dagster_yaml": str(paths.dagster_home / "dagster.yaml"),
             "dagster_storage": "postgresql" if dagster_storage else "sqlite"}

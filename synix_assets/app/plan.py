@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from synix_assets.project import ProjectPaths
 from synix_resources.errors import ExportFormatError
@@ -76,10 +77,22 @@ def require_exports(pipeline) -> None:
 
     if SourceReader(pipeline, None).files():
         return
-    where = ", ".join(str(pipeline.resolve(s.path)) for s in pipeline.sources.values()) or "(no sources)"
-    raise ExportFormatError(f"no export files in {where}",
+    where = "; ".join(_why_empty(pipeline.resolve(s.path)) for s in pipeline.sources.values()
+                      if s.kind != "live")
+    raise ExportFormatError(where or "the pipeline has no export sources",
                             hint="copy a ChatGPT conversations.json or Claude export (.json/.zip/.jsonl) "
-                                 "there, or run `synix init DIR --from EXPORT`")
+                                 "there or fix the path in pipeline.source(...), or run "
+                                 "`synix init DIR --from EXPORT`")
+
+
+def _why_empty(path: Path) -> str:
+    """Why one export source gives no files, naming a file as a file and a folder as a folder
+    (a path that is not there is a file when its name has a suffix: `file="conversations.json"`)."""
+    if path.is_dir():
+        return f"no export files in the folder {path}"
+    if path.exists():  # a FIFO, socket or device: never read
+        return f"{path} is not a regular file or folder"
+    return f"the export {'file' if path.suffix else 'folder'} {path} does not exist"
 
 
 def plan_client(llm_config: dict | None = None):

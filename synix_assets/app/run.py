@@ -38,6 +38,7 @@ from synix_assets.project import ProjectPaths
 from synix_assets.project.scale_config import load_scale_config
 from synix_resources.errors import BuildFailed, BuildInterrupted
 from synix_resources.llm.factory import make_client
+from synix_resources.llm.pricing import TOKENLESS_NOTE, TOKENLESS_PROVIDERS
 from synix_resources.process import interrupts, progress
 from synix_resources.process.locking import project_lock
 from synix_resources.settings import settings
@@ -75,9 +76,11 @@ class BuildReport:
         took = f"{minutes}m {seconds}s" if minutes else f"{self.seconds:.1f}s"
         reused = int(self.total("from_response_cache"))
         answered = f" ({reused:,} answered from the LLM response cache)" if reused else ""
+        tokens = f"Tokens: {int(self.total('tokens_in')):,} input / {int(self.total('tokens_out')):,} output"
+        if self.provider.split(":")[0] in TOKENLESS_PROVIDERS and self.total("llm_calls"):
+            tokens += f" ({TOKENLESS_NOTE}; set ANTHROPIC_API_KEY or SYNIX_LLM_PROVIDER to use one)"
         return (f"{mark} in {took}\n  Records: {int(self.total('built')):,} created{answered}\n"
-                f"  LLM calls: {int(self.total('llm_calls')):,}\n"
-                f"  Tokens: {int(self.total('tokens_in')):,} input / {int(self.total('tokens_out')):,} output")
+                f"  LLM calls: {int(self.total('llm_calls')):,}\n  {tokens}")
 
     __repr__ = __str__
 

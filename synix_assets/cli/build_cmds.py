@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from synix_assets.app.init import TEMPLATES
+from synix_assets.app.init import EXPORT_FORMATS, TEMPLATES
 from synix_assets.project import find_project
 from synix_resources.names import LAYER
 from synix_assets.cli.common import debug_enabled, echo_json, json_option, project_option, project_paths
@@ -33,9 +33,13 @@ from synix_assets.cli.common import debug_enabled, echo_json, json_option, proje
                    "(postgresql://USER@HOST:PORT/DB) instead of .synix/*.db; see docs/postgres.md.")
 @click.option("--dagster-storage", "dagster_storage", metavar="URL",
               help="Keep Dagster's runs and events in PostgreSQL (writes .synix/dagster/dagster.yaml).")
+@click.option("--format", "export_format", type=click.Choice(EXPORT_FORMATS), default=None,
+              help="The format of every --from export: each is checked to be in it (an empty one is "
+                   "taken to be), and pipeline.py names it (default: detected per file).")
 @json_option("Print one JSON object describing the new project.")
 def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, force: bool,
-         store_url: str | None, dagster_storage: str | None, as_json: bool) -> None:
+         store_url: str | None, dagster_storage: str | None, export_format: str | None,
+         as_json: bool) -> None:
     """Create a project folder with a pipeline.py and your exports.
 
     DIRECTORY must be new or empty (an existing project: --force). Nothing is left behind when
@@ -54,13 +58,17 @@ def init(directory: str, exports: tuple[str, ...], template: str, demo: bool, fo
     from synix_assets.cli.render import console
 
     root, sources = create_project(directory, exports=exports, template=template, demo=demo,
-                                   force=force, store=store_url, dagster_storage=dagster_storage)
+                                   force=force, store=store_url, dagster_storage=dagster_storage,
+                                   format=export_format)
     if as_json:
-        echo_json(describe_project(root, template=template, exports=len(sources),
+        echo_json(describe_project(root, template=template, formats=sources,
                                    dagster_storage=dagster_storage))
         return
     out = console()
     out.print(f"Created [bold]{render.safe(root)}[/] ({template} pipeline, {len(sources)} export file(s)).")
+    for src, fmt in sources.items():
+        how = "--format" if export_format else "detected"
+        out.print(f"  {render.safe(src)}: {render.safe(fmt)} ({how})")
     if not sources:
         out.print(f"Copy your exports into {render.safe(root / 'exports')} (ChatGPT conversations.json, "
                   "Claude export).")

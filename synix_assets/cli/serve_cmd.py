@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from synix_assets.cli.common import echo_json, json_option, project_option, project_paths
+from synix_assets.serve.mcp_hosts import HOSTS
 from synix_resources.settings import Settings
 
 TOKEN_ENV = Settings.serve_token.name
@@ -81,7 +82,7 @@ def serve(ctx, host, port, token, allow_hosts, home, no_build) -> None:
     run_server(svc, host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts))
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio for agent hosts that start the server; http for streamable HTTP at /mcp.")
 @_listen_options(8766)
@@ -91,18 +92,56 @@ def mcp(ctx, transport, host, port, token, allow_hosts) -> None:
     """Serve the memory's read tools over MCP (search_memories, search_evidence, get_memory,
     follow, lineage, list_layer, browse_timeline, get_map, get_recent_memories).
 
+    On stdio with no usable project (a host started it without -p, from its own folder), the
+    server still answers: every tool list and call is an MCP error naming the problem and the fix.
+
     \b
     Examples:
       synix mcp -p ~/mem                     # stdio, e.g. in an MCP client's config
+      synix mcp -p ~/mem config claude-code  # the line that adds it to Claude Code (docs/hosts.md)
       synix mcp --transport http --port 8766 # http://127.0.0.1:8766/mcp
     """
-    from synix_assets.serve.mcp_server import run_http, run_stdio
+    from synix_assets.serve.mcp_server import run_http, run_stdio, run_stdio_unavailable
+    from synix_resources.errors import SynixError
 
+    if ctx.invoked_subcommand is not None:
+        return
     if transport == "stdio":
-        run_stdio(_service(ctx))
+        try:
+            service = _service(ctx)
+        except SynixError as exc:
+            # The host shows its user only what arrives over MCP; stderr goes to its log.
+            click.echo(f"error: {exc.one_line()}", err=True)
+            run_stdio_unavailable(exc.one_line())
+            return
+        run_stdio(service)
         return
     _check_listen(host, port, token)
     run_http(_service(ctx), host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts))
+
+
+@mcp.command("config")
+@click.argument("host_app", metavar="HOST", type=click.Choice(HOSTS))
+@click.option("--name", default="synix-memory", show_default=True,
+              help="The server's name in the host's config.")
+@project_option
+@click.pass_context
+def mcp_config(ctx, host_app, name) -> None:
+    """Print what starts this project's memory in an agent host, with absolute paths:
+    the `claude mcp add` line for claude-code, else the JSON for the host's config file
+    (claude-desktop: claude_desktop_config.json; cursor: .cursor/mcp.json; vscode:
+    .vscode/mcp.json; mcp-json: a project's .mcp.json). docs/hosts.md says where each goes.
+
+    \b
+    Examples:
+      synix mcp -p ~/mem config claude-code       # then run the printed line
+      synix mcp -p ~/mem config claude-desktop
+    """
+    from synix_assets.serve.mcp_hosts import host_config
+
+    paths = project_paths(ctx)
+    branch = (ctx.obj or {}).get("branch")
+    click.echo(host_config(host_app, paths.root, name=name, branch=branch))
 
 
 @click.command()

@@ -51,9 +51,11 @@ _ID_KEYS = {"chatgpt": chatgpt.ID_KEYS, "claude": claude.ID_KEYS,
             openwebui.FORMAT: openwebui.ID_KEYS, copilot.FORMAT: copilot.ID_KEYS}
 
 
-def detect_format(path: str | Path) -> str:
+def detect_format(path: str | Path, told: str | None = None) -> str:
     """One of `FORMATS`, from the first bytes and the first conversation's (or line's) keys
-    (Markdown and text files: SpecStory's markers, else a note; `.vscdb`: Cursor's SQLite store)."""
+    (Markdown and text files: SpecStory's markers, else a note; `.vscdb`: Cursor's SQLite store).
+    `told`: the format the caller was given, taken for an export with no conversations to tell
+    its format by (an empty one)."""
     if textfiles.is_text_source(path):
         check_file_name(path)
         return textfiles.detect_text(path)
@@ -62,10 +64,13 @@ def detect_format(path: str | Path) -> str:
         cursor_db.check(Path(path))
         return cursor_db.FORMAT
     fmt, _layout = inspect(Path(path))
+    if fmt is None and told is not None:
+        return told
     if fmt is None:
         raise ExportFormatError(
             f"{path}: the export contains no conversations, so its format cannot be told; "
-            f"check you picked the right file or pass the format explicitly")
+            f"check you picked the right file or pass the format explicitly "
+            f"(`synix init --format NAME`, or format= on the source)")
     return fmt
 
 

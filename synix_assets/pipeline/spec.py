@@ -41,6 +41,12 @@ from synix_resources.values import as_utc, instant, utc_text
 OnUpdate = Callable[[dict[str, Any]], Any] | str
 
 
+# What the engine, compiler and doors ask of a spec (order, levels, versions, paths), not what a
+# script declares or does: `synix.Pipeline` keeps them out of help() and dir().
+ENGINE_METHODS = frozenset({"layer_order", "level", "partitioning", "downstream", "upstream",
+                            "llm_settings", "version_inputs", "version", "resolve"})
+
+
 class PipelineSpec:
     def __init__(self, name: str, *, agent: str = "", description: str = "",
                  model: str | None = None, temperature: float = 0.3, max_tokens: int = 1024,

@@ -5,13 +5,14 @@ application layer, with the project the pipeline belongs to (python_api/project.
 from __future__ import annotations
 
 import sys
+from abc import ABCMeta
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from synix_assets.pipeline.loader import DeclarationEnds, keep_running_script, loading
-from synix_assets.pipeline.spec import PipelineSpec
+from synix_assets.pipeline.spec import ENGINE_METHODS, PipelineSpec
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.python_api.actions import Actions
 from synix_assets.python_api.project import check_same, log, open_paths, register, superseded
@@ -37,7 +38,16 @@ def _declaring_namespace() -> dict[str, Any]:
     return {}
 
 
-class Pipeline(PipelineSpec, Actions):
+class _PublicMembers(ABCMeta):
+    """`help(Pipeline)` and `dir(Pipeline)` (what pydoc and completion read) list what a script
+    declares and does: the spec's engine-side methods stay callable but unlisted."""
+
+    def __dir__(cls) -> list[str]:
+        return sorted(set(super().__dir__()) - ENGINE_METHODS
+                      - {"__dict__", "__weakref__", "__abstractmethods__"})
+
+
+class Pipeline(PipelineSpec, Actions, metaclass=_PublicMembers):
     """A memory pipeline: declare sources, steps and artifacts, then act on it.
 
         pipeline = Pipeline("personal-memory", agent="mark")
@@ -61,6 +71,11 @@ class Pipeline(PipelineSpec, Actions):
                          temperature=temperature, max_tokens=max_tokens, base_dir=base_dir,
                          created_at=created_at)
         self._opened: ProjectPaths | None = None
+
+    def __repr__(self) -> str:
+        where = f", project={str(self.base_dir)!r}" if self.base_dir else ""
+        return (f"Pipeline({self.name!r}, sources={list(self.sources)}, steps={list(self.steps)}, "
+                f"artifacts={list(self.projections)}{where})")
 
     # ---- opening --------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from synix_resources.llm.pricing import FREE_PROVIDERS, price_for
+from synix_resources.llm.pricing import FREE_PROVIDERS, TOKENLESS_NOTE, TOKENLESS_PROVIDERS, price_for
 
 
 class CostWarning(UserWarning):
@@ -112,7 +112,10 @@ class Plan:
             per = f", ~{_tokens(est['tokens_in'] / est['llm_calls'])} tok/rec" if est["llm_calls"] else ""
             n = est["stale"]
             lines.append(f"  {name:<{width}}  →  {n:>6} record{'s' if n != 1 else ' '} ({est['kind']}{per})")
-        lines += ["", f"Estimated tokens: {self.total_input_tokens:,} input / {self.total_output_tokens:,} output",
+        tokens = f"Estimated tokens: {self.total_input_tokens:,} input / {self.total_output_tokens:,} output"
+        if r["provider"] in TOKENLESS_PROVIDERS and self.total_input_tokens:
+            tokens += f" (what a model would be sent; {TOKENLESS_NOTE})"
+        lines += ["", tokens,
                   f"Estimated cost: {self._cost_line()}", "",
                   "Run with: pipeline.run()" if self.branch == "main" else "Run with: branch.run()"]
         return "\n".join(lines)

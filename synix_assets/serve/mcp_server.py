@@ -69,6 +69,25 @@ def build_server(service: MemoryService, *, writes: bool = True):
     return server
 
 
+def unavailable_server(problem: str):
+    """A server for a host that started `synix mcp` on no usable project: it completes the
+    handshake (its instructions name the problem) and answers every tool list or call with an
+    MCP error naming it, so the host can show the user why instead of "connection closed"."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INTERNAL_ERROR
+
+    message = f"synix mcp has no memory to serve: {problem}"
+
+    class UnavailableServer(_server_class()):
+        async def list_tools(self):
+            raise MCPError(INTERNAL_ERROR, message)
+
+        async def call_tool(self, name, arguments, context=None):
+            raise MCPError(INTERNAL_ERROR, message)
+
+    return UnavailableServer("synix-memory", instructions=message, log_level="WARNING")
+
+
 def run_stdio(service: MemoryService) -> None:
     import anyio
 
@@ -78,6 +97,15 @@ def run_stdio(service: MemoryService) -> None:
         anyio.run(serve_stdio, build_server(service))
     finally:
         service.close()
+
+
+def run_stdio_unavailable(problem: str) -> None:
+    """Serve `unavailable_server` on stdio until the host closes it."""
+    import anyio
+
+    from synix_assets.serve.mcp_stdio import serve_stdio
+
+    anyio.run(serve_stdio, unavailable_server(problem))
 
 
 def run_http(service: MemoryService, *, host: str, port: int, token: str | None = None,

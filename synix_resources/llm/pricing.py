@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 BATCH_DISCOUNT = 0.5
 FREE_PROVIDERS = frozenset({"extractive", "fake"})
+# Picks sentences instead of calling a model, so its runs count no tokens while a plan still
+# estimates what a model would be sent; both say so (TOKENLESS_NOTE).
+TOKENLESS_PROVIDERS = frozenset({"extractive"})
+TOKENLESS_NOTE = "the offline extractive summariser calls no model, so it counts no tokens"
 
 
 @dataclass(frozen=True)

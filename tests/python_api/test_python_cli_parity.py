@@ -65,6 +65,7 @@ CLI_ONLY = {
     "demo": "a guided tour that makes its own project and prints a story; not an action on a pipeline",
     "serve": "a long-running HTTP server process, not an action returning a result",
     "mcp": "a long-running MCP server process (stdio/HTTP), not an action returning a result",
+    "mcp config": "prints an agent host's config for starting that process (docs/hosts.md)",
     "ui": "starts Dagster's web UI process for the project",
     "worker": "a Celery worker process for scaled builds",
     "live status": "the tenants' home of live memories (docs/live.md), not one pipeline",
@@ -77,13 +78,11 @@ CLI_ONLY = {
 }
 
 # Public attributes of the Python classes that are not actions, and why there is no command.
+# (The questions the engine asks a spec, `spec.ENGINE_METHODS`, are not listed by dir(Pipeline).)
 PYTHON_ONLY = {
     **{name: "declares the pipeline; the CLI reads the declaration from pipeline.py"
        for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "window_fold", "open_loops", "identity_facts", "search_index",
                     "context_doc", "artifact", "output", "remove", "validate", "to_toml", "from_toml")},
-    **{name: "a question about the declaration the engine asks, not an action"
-       for name in ("resolve", "layer_order", "level", "partitioning", "downstream", "upstream",
-                    "llm_settings", "version_inputs", "version")},
     "load": "opens a project; the CLI's -p/--project",
     "project": "the folder of the project; the CLI's -p/--project",
     "name": "the branch's name; the CLI's --branch NAME",
@@ -155,6 +154,8 @@ def _cli_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> dict[str,
         if isinstance(cmd, click.Group):
             assert cmd.list_commands(ctx), f"synix {' '.join((*prefix, name))} has no subcommand"
             out.update(_cli_commands(cmd, (*prefix, name)))
+            if cmd.invoke_without_command:  # `synix mcp` runs on its own, `synix mcp config` too
+                out[" ".join((*prefix, name))] = cmd
         else:
             out[" ".join((*prefix, name))] = cmd
     return out

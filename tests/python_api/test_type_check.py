@@ -165,3 +165,25 @@ def test_a_user_script_using_the_api_wrongly_is_flagged_line_by_line(tmp_path, m
                    (f"memory.py:{line}: error: " in e and message in e) for e in errors), \
             f"line {line} not flagged with {message!r}:\n{done.stdout}"
     assert len(errors) == len(expected), done.stdout
+
+
+def test_the_readmes_editable_install_advice_reports_only_the_users_own_errors(tmp_path, mypy_cache):
+    """The README's command for an editable install, as written, on a script outside the
+    checkout: the one wrong line of the script is the only error (no flood from the library's
+    own modules, which MYPYPATH would bring)."""
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    advice = "`PYTHONPATH=<clone> python -m mypy --strict memory.py`"
+    assert advice in readme
+    script = USER_SCRIPT_HEAD + "\nwrong: int = pipeline.plan()\n"
+    (tmp_path / "memory.py").write_text(script, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    variable, command = advice.strip("`").split(" ", 1)
+    env[variable.split("=")[0]] = str(REPO)  # <clone>
+    argv = command.split()
+    assert argv[:3] == ["python", "-m", "mypy"]
+    done = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(mypy_cache), *argv[3:]],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    line = script.count("\n")
+    assert errors == [f"memory.py:{line}: error: Incompatible types in assignment (expression has type "
+                      f'"Plan", variable has type "int")  [assignment]'], done.stdout + done.stderr
