@@ -92,7 +92,8 @@ PYTHON_ONLY = {
 RENAMED = {("eval", "baselines"): "--baseline", ("branch", "from_branch"): "--from"}
 # Python keywords with no CLI option, and why.
 NO_OPTION = {("purge", "cascade"): "the CLI always cascades; Python refuses cascade=False",
-             ("eval", "conversations"): "only `eval locomo` has it (LongMemEval has no conversations)"}
+             ("eval", "conversations"): "only `eval locomo` has it (LongMemEval has no conversations)",
+             ("eval", "progress"): "the CLI always shows the eval's progress on stderr (stdout keeps the report)"}
 
 
 def synix_cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
