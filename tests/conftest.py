@@ -74,20 +74,23 @@ def _isolated_env(monkeypatch, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _synix_loggers_restored():
+def _synix_loggers_as_the_library_leaves_them():
     """The CLI run in-process takes over the `synix` loggers (its own handler, no propagation,
-    quieter parsers); a later test's caplog must see them as the library leaves them."""
+    quieter parsers), also from a module-scoped fixture that runs before this one: every test
+    starts and ends with them as the library leaves them (no handler, propagating, no level),
+    so caplog sees their lines whatever ran before."""
     import logging
 
-    names = ("synix", "synix.ingest", "synix.parsers")
-    saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).propagate,
-                 logging.getLogger(n).level) for n in names}
+    def reset():
+        for name in ("synix", "synix.ingest", "synix.parsers"):
+            log = logging.getLogger(name)
+            log.handlers[:] = []
+            log.propagate = True
+            log.setLevel(logging.NOTSET)
+
+    reset()
     yield
-    for name, (handlers, propagate, level) in saved.items():
-        log = logging.getLogger(name)
-        log.handlers[:] = handlers
-        log.propagate = propagate
-        log.setLevel(level)
+    reset()
 
 
 @pytest.fixture(scope="session")

@@ -151,7 +151,7 @@ def test_a_branch_build_goes_through_the_work_graph_and_stores_what_a_layer_by_l
     assert run_build(a).noop
 
 
-def test_a_last_layer_left_with_nothing_to_build_still_gets_its_projections_written(tmp_path):
+def test_a_last_layer_left_with_nothing_to_build_still_gets_its_index_written_and_no_empty_context(tmp_path):
     # topics that match no episode: the topical rollups and the core fold over them end up with
     # nothing to build, which the plan made before the episodes existed could not know
     root = init_project(tmp_path / "p", exports=demo_exports(), template="topical")
@@ -165,8 +165,10 @@ def test_a_last_layer_left_with_nothing_to_build_still_gets_its_projections_writ
     out = report.to_json()
     assert out["layers"]["topics"]["built"] == 0 and out["layers"]["core"]["built"] == 0
     assert out["projections"]["memory-index"]["changed"] is True
-    assert out["projections"]["context"]["changed"] is True
-    assert (root / "context.md").exists()
+    # a context document drawn from no core would tell the agent it remembers nothing
+    assert out["projections"]["context"]["changed"] is False
+    assert "not_written" in out["projections"]["context"], out["projections"]["context"]
+    assert not (root / "context.md").exists()
     import sqlite3
 
     with contextlib.closing(sqlite3.connect(paths.search)) as db:  # the episodes are indexed
