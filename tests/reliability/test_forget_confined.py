@@ -1,6 +1,6 @@
-"""`forget` stays inside the project: a symlinked export is unlinked, never followed (its target,
-inside or outside the project, export or not, keeps every byte), and an export folder that lives
-outside the project is reported and left alone."""
+"""`forget` stays inside the project: a link in the export folder that leads outside it is never
+read (so there is nothing of it to forget, and forget touches neither the link nor its target),
+and an export folder that lives outside the project is reported and left alone."""
 from __future__ import annotations
 
 import os
@@ -23,59 +23,44 @@ def _untouched(path, before: tuple[bytes, int]) -> bool:
     return path.read_bytes() == before[0] and path.stat().st_mtime_ns == before[1]
 
 
-def test_forget_of_a_symlinked_export_removes_the_link_and_not_its_target(
-        small_project, claude_export, make_conversations, tmp_path, files_containing):
+def _linked_outside(small_project, claude_export, make_conversations, tmp_path):
     paths = small_project(2)
     (tmp_path / "elsewhere").mkdir()
     outside = claude_export(tmp_path / "elsewhere" / "linked.json",
                             make_conversations(2, prefix="linked", marker_at={0: MARKER}))
-    before = (outside.read_bytes(), outside.stat().st_mtime_ns)
     link = paths.root / "exports" / "x.json"
     link.symlink_to(outside)
+    return paths, outside, link
+
+
+def test_an_export_link_leading_outside_the_folder_is_never_read_so_nothing_of_it_is_remembered(
+        small_project, claude_export, make_conversations, tmp_path, files_containing):
+    # links that leave the folder given are skipped (a folder holding a link into ~/.ssh must not
+    # put a key into the memory), so its conversations never reach the store or the index
+    paths, outside, link = _linked_outside(small_project, claude_export, make_conversations, tmp_path)
+    before = (outside.read_bytes(), outside.stat().st_mtime_ns)
     run_build(paths)
-    result = _forget_cli(paths, "exports/x.json")
-    assert result.exit_code == 0, result.output
-    assert "removed the link" in result.output and str(outside) in result.output.replace("\n", "")
-    assert not link.is_symlink() and not link.exists()
-    assert _untouched(outside, before)  # not zero-filled, not deleted, not rewritten
-    assert files_containing(paths.root, MARKER) == []
+    assert files_containing(paths.state_dir, MARKER) == []  # store, index, caches
+    assert MARKER not in (paths.root / "context.md").read_text(encoding="utf-8")
     store = ArtifactStore(paths.store)
     try:
         assert sorted(store.current_index("transcripts")) == ["conv-0", "conv-1"]
     finally:
         store.close()
+    assert _untouched(outside, before) and link.is_symlink()
 
 
-def test_forget_of_a_link_to_a_file_that_is_not_an_export_only_removes_the_link(
-        small_project, tmp_path):
-    paths = small_project(2)
-    precious = tmp_path / "home" / "notes.json"
-    precious.parent.mkdir()
-    precious.write_text('{"not": "an export"}')
-    before = (precious.read_bytes(), precious.stat().st_mtime_ns)
-    (paths.root / "exports" / "notes.json").symlink_to(precious)
-    run_build(paths)
-    report = forget(paths, "exports/notes.json", rebuild=run_build)
-    assert report.links_removed == [{"link": str(paths.root / "exports" / "notes.json"),
-                                     "points_to": str(precious)}]
-    assert report.files_deleted == [] and report.files_rewritten == []
-    assert _untouched(precious, before)
-    assert not (paths.root / "exports" / "notes.json").is_symlink()
-
-
-def test_forget_by_id_unlinks_the_linked_export_holding_it(
-        small_project, claude_export, make_conversations, tmp_path, files_containing):
-    paths = small_project(2)
-    (tmp_path / "elsewhere").mkdir()
-    outside = claude_export(tmp_path / "elsewhere" / "linked.json",
-                            make_conversations(2, prefix="linked", marker_at={0: MARKER}))
+def test_forget_of_an_export_link_leading_outside_refuses_in_one_line_and_touches_neither_link_nor_target(
+        small_project, claude_export, make_conversations, tmp_path):
+    paths, outside, link = _linked_outside(small_project, claude_export, make_conversations, tmp_path)
     before = (outside.read_bytes(), outside.stat().st_mtime_ns)
-    (paths.root / "exports" / "x.json").symlink_to(outside)
     run_build(paths)
-    report = forget(paths, "linked-0", rebuild=run_build)
-    assert [r["link"] for r in report.links_removed] == [str(paths.root / "exports" / "x.json")]
-    assert _untouched(outside, before)
-    assert files_containing(paths.root, MARKER) == []
+    for target in ("exports/x.json", "linked-0"):
+        result = _forget_cli(paths, target)
+        assert result.exit_code == 1, result.output
+        lines = result.output.strip().splitlines()
+        assert lines[-1].startswith("error: ") and "Traceback" not in result.output, result.output
+    assert _untouched(outside, before) and link.is_symlink()
 
 
 def test_an_export_folder_outside_the_project_is_reported_and_left_alone(
