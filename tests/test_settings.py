@@ -34,6 +34,8 @@ ENVIRON_USERS = {
     "synix_assets/cli/build_cmds.py": "sets and restores SYNIX_SOURCE_DIR for `synix run --source-dir`",
     "synix_assets/serve/home.py": "drops an inherited DAGSTER_HOME",
     "synix_assets/eval/mem0_system.py": "mem0 reads MEM0_TELEMETRY/MEM0_DIR from os.environ at import",
+    "synix_assets/dagster_defs/event_log.py": "the root dagster.yaml's storage: DAGSTER_HOME of the project it serves",
+    "synix_assets/component/memory.py": "defs.yaml's model as the default SYNIX_LLM_PROVIDER/MODEL of the code location",
 }
 
 

@@ -103,11 +103,13 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         (ISO date/time): what the memory held then."""
         return svc.brief(query, budget_tokens=budget_tokens, as_of=as_of, session=session)
 
-    # each result within the budget an agent's context can take (`budget.py` says what it cut)
-    return [budgeted(tool) for tool in (
+    # each result within the budget an agent's context can take (`budget.py` says what it cut);
+    # the brief keeps to the `budget_tokens` its caller chose, so a second budget would cut what
+    # the agent asked for (its working memory, Tier 1)
+    return [*(budgeted(tool) for tool in (
         get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
-        browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference,
-        get_brief)]
+        browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference)),
+        get_brief]
 
 
 def write_tools(writer: MemoryWriter) -> list[Callable]:

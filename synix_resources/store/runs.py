@@ -159,10 +159,13 @@ class RunsMixin:
         return run_from_row(row) if row else None
 
     def list_runs(self, limit: int = 20) -> list[Run]:
-        """The most recent runs of this store's branch, newest first."""
+        """The most recent runs of this store's branch, newest first (a negative limit: all;
+        PostgreSQL refuses SQLite's `LIMIT -1`, so no LIMIT is written then)."""
+        query = (f"{self._RUN_COLS} WHERE branch = ? ORDER BY started_at DESC, "
+                 f"{self.dialect.rowid} DESC")
+        args: tuple = (self.branch,) if limit < 0 else (self.branch, limit)
         with self._read("listing runs") as conn:
-            rows = conn.execute(f"{self._RUN_COLS} WHERE branch = ? ORDER BY started_at DESC, "
-                                f"{self.dialect.rowid} DESC LIMIT ?", (self.branch, limit)).fetchall()
+            rows = conn.execute(query if limit < 0 else f"{query} LIMIT ?", args).fetchall()
         return [run_from_row(r) for r in rows]
 
     # --- fold checkpoints ---------------------------------------------------------------

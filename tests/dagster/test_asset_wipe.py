@@ -25,7 +25,7 @@ def _tick_messages(dev: DagsterDev) -> list[str]:
     """What the export sensor's recent ticks logged (the UI shows it on each tick)."""
     q = """{ sensorOrError(sensorSelector: {repositoryLocationName: "synix",
         repositoryName: "__repository__", sensorName: "synix_exports_sensor"}) { ... on Sensor {
-        sensorState { ticks(limit: 30) { logEvents { events { message } } } } } } }"""
+        sensorState { ticks(limit: 500) { logEvents { events { message } } } } } } }"""
     ticks = dev.gql(q)["sensorOrError"]["sensorState"]["ticks"]
     return [e["message"] for t in ticks for e in t["logEvents"]["events"]]
 

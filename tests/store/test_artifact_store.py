@@ -696,6 +696,7 @@ def test_runs_round_trip_with_layer_stats_merged(store):
     assert second == "explicit-id"
     assert [r.run_id for r in store.list_runs()] == ["explicit-id", run_id]
     assert len(store.list_runs(limit=1)) == 1
+    assert [r.run_id for r in store.list_runs(limit=-1)] == ["explicit-id", run_id]  # all, on every backend
     assert store.get_run("nope") is None
     with pytest.raises(StoreError, match="nope"):
         store.finish_run("nope", "failed", {})
