@@ -13,6 +13,7 @@ command run in it), loading the definitions also syncs that instance with the st
 """
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from synix_assets.dagster_defs.graph import Names, code_versions
 from synix_assets.dagster_defs.jobs import BuildFn, build_all_job, layer_jobs
 from synix_assets.dagster_defs.live_sensor import live_sensors
 from synix_assets.dagster_defs.llm_config import launchpad_llm
-from synix_assets.dagster_defs.records import sync_instance, wipe_orphans
+from synix_assets.dagster_defs.records import rerecorded_note, sync_instance, wipe_orphans
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.engine.schedule import WorkGraph
@@ -158,8 +159,12 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
         if sync and main_paths.has_store():
             with dg.DagsterInstance.get() as instance, ArtifactStore(main_paths.store) as store:
                 for graph in graphs:
-                    sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
-                                  graph.versions, graph.names, graph.paths, building_run)
+                    synced = sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
+                                           graph.versions, graph.names, graph.paths, building_run)
+                    if note := rerecorded_note(synced, graph.names.branch):
+                        # a process loading the definitions (a run worker, the code server)
+                        # can come before the sensor's tick: it says so too
+                        logging.getLogger("synix.dagster").warning(note)
                 if only is None:
                     wipe_orphans(instance, keys)
     return defs

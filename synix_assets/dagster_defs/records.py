@@ -162,6 +162,18 @@ def record_current(instance, pipeline, store, versions: dict[str, str], names: N
     return recorded
 
 
+def rerecorded_note(synced: dict, branch: str) -> str | None:
+    """What a sync that recorded materializations for assets with no Dagster record says (e.g.
+    after `dagster asset wipe`: the store still holds what was built and Dagster must show it),
+    rather than undoing the wipe silently; None when it recorded none of those."""
+    if synced["partitions_renamed"] or not synced["materializations_recorded"]:
+        return None
+    return (f"{', '.join(synced['assets_recorded'])} ({branch}) had no Dagster record (wiped?): "
+            f"recorded {synced['materializations_recorded']} materialization(s) from the Synix "
+            f"store, which still holds them; to rebuild instead, run `synix run --full` (or purge "
+            f"what should go)")
+
+
 def sync_instance(instance, pipeline, store, versions: dict[str, str], names: Names = MAIN_NAMES,
                   paths=None, building_run: str | None = None) -> dict:
     """Bring `instance` in step with one branch's pointers in the store (see the module

@@ -27,7 +27,7 @@ from synix_assets.dagster_defs.automation import automation_on
 from synix_assets.dagster_defs.checks import check_evaluation
 from synix_assets.dagster_defs.graph import Names
 from synix_assets.dagster_defs.partitions import partition_keys
-from synix_assets.dagster_defs.records import (register_partitions, sync_instance,
+from synix_assets.dagster_defs.records import (register_partitions, rerecorded_note, sync_instance,
                                                wipe_orphans)
 from synix_assets.dagster_defs.vocabulary import (BRANCH_TAG, EXPORTS_SENSOR, TRIGGER_EXPORTS_SENSOR,
                                                  TRIGGER_TAG)
@@ -188,14 +188,8 @@ def export_sensor(graphs, build_jobs: dict, asset_keys, *, whole: bool = True,
                     f"moved {synced['partitions_renamed']} conversation partition(s) of "
                     f"{g.names.branch} from export ids to readable keys, recording "
                     f"{synced['materializations_recorded']} materialization(s) from the Synix store")
-            elif synced["materializations_recorded"]:
-                # e.g. after `dagster asset wipe`: the store still holds what was built, and
-                # Dagster must show it; say so rather than undo the wipe silently
-                context.log.warning(
-                    f"{', '.join(synced['assets_recorded'])} ({g.names.branch}) had no Dagster "
-                    f"record (wiped?): recorded {synced['materializations_recorded']} "
-                    f"materialization(s) from the Synix store, which still holds them; to "
-                    f"rebuild instead, run `synix run --full` (or purge what should go)")
+            elif note := rerecorded_note(synced, g.names.branch):
+                context.log.warning(note)
             elif synced["partitions_added"]:
                 context.log.info(f"synced Dagster with the Synix store ({g.names.branch}): {synced}")
         known = {g.names.branch for g in graphs} - {MAIN}
