@@ -32,7 +32,7 @@ def test_parameters_read_from_the_corpus(path):
     assert path.read_text() == "[]"
 
 def test_without_the_corpus():
-    assert True
+    assert not hasattr(test_without_the_corpus, "pytestmark")  # unmarked: runs with or without it
 '''
 
 SKIPPING = '''
