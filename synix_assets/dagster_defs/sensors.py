@@ -88,6 +88,14 @@ def _whole(path) -> bool:
     return False
 
 
+def _abandoned(prev: dict | None, st, now: float) -> bool:
+    """A .jsonl whose last line stays cut short: unchanged since the last tick and untouched for
+    `SETTLE_SECONDS`, so no tool is still writing it (a crash cut it). The parser reads the whole
+    lines and reports the cut one; waiting for a newline that never comes would hide the rest."""
+    return bool(prev and prev.get("size") == st.st_size and prev.get("mtime") == st.st_mtime_ns
+                and now - st.st_mtime_ns / 1e9 >= SETTLE_SECONDS)
+
+
 def _settled(prev: dict | None, size: int, mtime_ns: int, now: float, path=None) -> bool:
     if prev and prev.get("size") == size and prev.get("mtime") == mtime_ns:
         return True
@@ -101,15 +109,25 @@ def changed_files(readers: list[SourceReader], cursor: dict, now: float) -> tupl
     new_cursor, changed = {}, []
     files = {str(path): path for reader in readers for _, path, _ in reader.files()}
     for name, path in sorted(files.items()):
-        st = path.stat()
         prev = cursor.get(name)
-        entry = {"size": st.st_size, "mtime": st.st_mtime_ns, "sha": prev.get("sha") if prev else None}
-        if not _settled(prev, st.st_size, st.st_mtime_ns, now, path) or not _last_line_complete(path):
-            entry["sha"] = None  # still being written: look again next tick
-        elif not (prev and prev.get("sha") and prev["size"] == st.st_size and prev["mtime"] == st.st_mtime_ns):
-            entry["sha"] = file_sha256(path)
-            if not prev or prev.get("sha") != entry["sha"]:
-                changed.append((name, entry["sha"]))
+        try:
+            st = path.stat()
+            entry = {"size": st.st_size, "mtime": st.st_mtime_ns,
+                     "sha": prev.get("sha") if prev else None}
+            if not _settled(prev, st.st_size, st.st_mtime_ns, now, path) or not (
+                    _last_line_complete(path) or _abandoned(prev, st, now)):
+                entry["sha"] = None  # still being written: look again next tick
+            elif not (prev and prev.get("sha") and prev["size"] == st.st_size
+                      and prev["mtime"] == st.st_mtime_ns):
+                entry["sha"] = file_sha256(path)
+                if not prev or prev.get("sha") != entry["sha"]:
+                    changed.append((name, entry["sha"]))
+        except FileNotFoundError:
+            # gone between the listing and the read (moved or deleted mid-tick): a removal, not
+            # a failed tick
+            if prev and prev.get("sha"):
+                changed.append((name, "removed"))
+            continue
         new_cursor[name] = entry
     # a deleted export is a change too: its conversations leave the memory at the next build
     changed += [(name, "removed") for name, prev in sorted(cursor.items())
