@@ -17,8 +17,22 @@ from synix_resources.errors import UnknownParameter, WritesNotAllowed
 ROUTES = served_by("http")
 
 
+def api_routes(routes) -> list:
+    """Every FastAPI route under `routes`, through included routers (FastAPI keeps an included
+    router as one entry that hides its routes from matching by hand)."""
+    from fastapi.routing import APIRoute
+
+    out = []
+    for route in routes:
+        if isinstance(route, APIRoute):
+            out.append(route)
+        elif getattr(route, "original_router", None) is not None:
+            out += api_routes(route.original_router.routes)
+    return out
+
+
 def _route(app, scope):
-    for route in app.router.routes:
+    for route in api_routes(app.router.routes):
         match, _ = route.matches(scope)
         if match == Match.FULL:
             return route
