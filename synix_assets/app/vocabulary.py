@@ -71,12 +71,13 @@ PARAMS: dict[str, str] = {
     "branch": "the branch to read or write (default main)",
     "project": "the project folder (CLI -p)",
     "as_json": "print the answer as JSON (CLI --json)",
+    "token": "the server's token, given once in the URL (the guard's, docs/serve.md)",
 }
 
 # Parameters a door adds to every capability it serves (not the capability's own).
 DOOR_PARAMS: dict[str, tuple[str, ...]] = {
     "cli": ("project", "branch", "as_json"),
-    "http": ("branch",),
+    "http": ("branch", "token"),
     "python": (),
     "mcp": (),
 }
@@ -116,12 +117,13 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     _cap("get_memory", "memory_id as_of", {"record_id": "memory_id", "artifact_id": "memory_id"},
          mcp="get_memory", http="GET /v1/memories/{memory_id},GET /v1/records/{record_id}",
          cli="memory get_memory,get", python="get_memory,get"),
-    _cap("list_active_memories", "limit", mcp="list_active_memories",
-         http="GET /v1/memories", python="list_active_memories"),
+    _cap("list_active_memories", "limit", mcp="list_active_memories", http="GET /v1/memories",
+         cli="memory list_active_memories", python="list_active_memories"),
     _cap("get_memory_history", "memory_id", mcp="get_memory_history",
          http="GET /v1/memories/{memory_id}/history", cli="memory get_memory_history",
          python="get_memory_history"),
-    _cap("get_memex", "recent", mcp="get_memex,get_map", http="GET /v1/map", python="get_memex"),
+    _cap("get_memex", "recent", mcp="get_memex,get_map", http="GET /v1/map", cli="memory get_memex",
+         python="get_memex"),
     _cap("get_recent_memories", "limit", mcp="get_recent_memories"),
     _cap("browse_timeline", "since before until source step limit page", {"layers": "step"},
          mcp="browse_timeline", http="GET /v1/timeline"),

@@ -189,3 +189,52 @@ def brief(ctx, query, budget_tokens, as_of, session, as_json) -> None:
         echo_json(answer, ascii=False)
     else:
         click.echo(answer["text"] or "(empty brief)")
+
+
+@memory_group.command("list_active_memories")
+@click.option("--limit", "-k", type=click.IntRange(1, 200), default=50, show_default=True)
+@json_option("Print the index as JSON.")
+@project_option
+@click.pass_context
+def active(ctx, limit, as_json) -> None:
+    """The memories held now, newest first: each one's id and first line."""
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.cli.render import plain
+
+    svc = MemoryService(project_paths(ctx))
+    try:
+        answer = svc.active_memories(limit)
+    finally:
+        svc.close()
+    if as_json:
+        echo_json(answer, ascii=False)
+        return
+    for mem in answer["memories"]:
+        click.echo(f"{mem['memory_id']} v{mem['version']}: {plain(mem['first_line'])}")
+
+
+@memory_group.command("get_memex")
+@click.option("--recent", type=click.IntRange(1, 200), default=5, show_default=True,
+              help="Recent records shown per layer.")
+@json_option("Print the map as JSON.")
+@project_option
+@click.pass_context
+def memex(ctx, recent, as_json) -> None:
+    """The map an agent reads first (Syke's memex): core memory, layers, recent records."""
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.cli.render import plain
+
+    svc = MemoryService(project_paths(ctx))
+    try:
+        answer = svc.memory_map(recent=recent)
+    finally:
+        svc.close()
+    if as_json:
+        echo_json(answer, ascii=False)
+        return
+    if answer.get("map"):
+        click.echo(plain(answer["map"]["content"]))
+    for rec in answer["core"]:
+        click.echo(f"{rec['artifact_id']} ({rec['layer']}): {plain(rec.get('title') or '')}")
+    for layer in answer["layers"]:
+        click.echo(f"{layer['layer']}: {layer['records']} record(s)")

@@ -73,6 +73,7 @@ def test_each_hosts_printed_config_starts_the_memory_from_root(served_project, h
     tools, result = asyncio.run(_as_host(spec, work))
     assert {"get_map", "search_memories", "create_memory"} <= tools
     assert not result.is_error
+    assert json.loads(result.content[0].text)["core"][0]["layer"] == "core"
 
 
 def test_a_config_without_writes_starts_a_read_only_memory(served_project):
@@ -88,7 +89,6 @@ def test_a_config_without_writes_starts_a_read_only_memory(served_project):
     assert {"get_memex", "search_memories"} <= tools and "create_memory" not in tools
     text = "".join(getattr(c, "text", "") for c in refused.content)
     assert refused.is_error and "read-only" in text and "synix mcp --writes" in text, text
-    assert json.loads(result.content[0].text)["core"][0]["layer"] == "core"
 
 
 def test_printed_config_names_the_branch_and_server_name_asked_for(served_project):
