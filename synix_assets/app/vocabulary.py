@@ -17,7 +17,7 @@ text and update_memory's older spelling of `new_content`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from synix_resources.errors import UnknownParameter
 
@@ -197,18 +197,22 @@ def served_by(door: str) -> dict[str, Capability]:
 
 
 def resolve(capability: str, given: Mapping[str, Any], *, door: str = "mcp",
-            extra: tuple[str, ...] = ()) -> dict[str, Any]:
+            extra: tuple[str, ...] = (), only: Iterable[str] | None = None) -> dict[str, Any]:
     """`given` with every alias replaced by its name. An unknown name, or a name given twice
-    (under its alias too), is `UnknownParameter` naming what the capability accepts. `extra`:
-    names the door adds (path parameters, `branch`)."""
+    (under its alias too), is `UnknownParameter` naming what is accepted. `extra`: names the
+    door adds (path parameters); `only`: the names this door's entry really takes (a door may
+    serve a part of a capability: MCP's search_memories has no `exact`), so a declared name it
+    would drop is refused too."""
     cap = CAPABILITIES[capability]
-    accepted = cap.params + extra + DOOR_PARAMS.get(door, ())
+    own = cap.params if only is None else tuple(p for p in cap.params if p in set(only))
+    accepted = own + extra + DOOR_PARAMS.get(door, ())
+    aliases = {a: n for a, n in cap.aliases.items() if n in accepted}
     out: dict[str, Any] = {}
     for key, value in given.items():
-        name = cap.aliases.get(key, key) if key not in accepted else key
+        name = aliases.get(key, key) if key not in accepted else key
         if name not in accepted:
             raise UnknownParameter(f"{capability} takes no parameter {str(key)[:60]!r}",
-                                   hint=f"it accepts {describe(cap, extra + DOOR_PARAMS.get(door, ()))}")
+                                   hint=f"it accepts {describe(accepted, aliases)}")
         if name in out:
             raise UnknownParameter(f"{capability} was given {name!r} twice (also as {key!r})",
                                    hint=f"pass {name} once")
@@ -216,12 +220,12 @@ def resolve(capability: str, given: Mapping[str, Any], *, door: str = "mcp",
     return out
 
 
-def describe(cap: Capability, extra: tuple[str, ...] = ()) -> str:
-    """`a, b, c (older: x → a)`: what a capability accepts, in one line."""
-    names = ", ".join(dict.fromkeys(cap.params + extra)) or "no parameters"
-    if cap.aliases:
-        names += " (older spellings: " + ", ".join(f"{a} → {n}" for a, n in cap.aliases.items()) + ")"
-    return names
+def describe(names: tuple[str, ...], aliases: Mapping[str, str]) -> str:
+    """`a, b, c (older spellings: x → a)`: what is accepted, in one line."""
+    text = ", ".join(dict.fromkeys(names)) or "no parameters"
+    if aliases:
+        text += " (older spellings: " + ", ".join(f"{a} → {n}" for a, n in aliases.items()) + ")"
+    return text
 
 
 def one_of(capability: str, name: str, value: Any, alias: str, alias_value: Any, *,

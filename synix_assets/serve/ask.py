@@ -55,7 +55,7 @@ def _run_tool(fns: dict, name: str, args: dict) -> tuple[str, bool]:
     capability = served_by("mcp").get(name)
     if capability is not None and isinstance(args, dict):
         try:  # the same names, and older spellings, as `synix mcp` takes
-            args = resolve(capability.name, args, door="mcp")
+            args = resolve(capability.name, args, door="mcp", only=inspect.signature(fn).parameters)
         except UnknownParameter as exc:
             return exc.one_line(), True
     try:

@@ -71,8 +71,10 @@ def _server_class():
                     f"{name} writes to the memory and this server is read-only",
                     hint="start it with `synix mcp --writes` (docs/doors.md)").one_line())
             if name in capabilities and isinstance(arguments, dict):
+                listed = {t.name: t for t in await self.list_tools()}
+                takes = listed[name].input_schema.get("properties", {}) if name in listed else None
                 try:
-                    arguments = resolve(capabilities[name].name, arguments, door="mcp")
+                    arguments = resolve(capabilities[name].name, arguments, door="mcp", only=takes)
                 except UnknownParameter as exc:
                     raise MCPError(INVALID_PARAMS, f"Invalid params: {exc.one_line()}") from exc
             try:

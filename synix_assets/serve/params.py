@@ -60,7 +60,8 @@ def vocabulary_checks(app, *, writes: bool):
         items = request.query_params.multi_items()
         try:
             names = resolve(cap.name, dict.fromkeys(k for k, _ in items), door="http",
-                            extra=tuple(route.param_convertors))
+                            extra=tuple(route.param_convertors),
+                            only=[p.alias for p in route.dependant.query_params])
         except UnknownParameter as exc:
             return _refuse(400, exc)
         renamed = dict(zip(dict.fromkeys(k for k, _ in items), names))

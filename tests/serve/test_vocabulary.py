@@ -117,6 +117,8 @@ def test_every_mcp_tool_lists_only_declared_names_and_refuses_unknown_ones(serve
 
     service = MemoryService(served_project)
     calls = [("unknown", "search_memories", {"query": "marathon", "colour": "red"}),
+             # declared for search (the CLI and HTTP have it), but not a parameter of this tool
+             ("not_here", "search_memories", {"query": "marathon", "exact": True}),
              ("alias", "search_memories", {"query": "marathon", "layers": ["episodes"], "limit": 2}),
              ("step", "search_memories", {"query": "marathon", "step": "episodes", "limit": 2}),
              ("twice", "get_memory", {"memory_id": "x", "record_id": "x"}),
@@ -138,6 +140,8 @@ def test_every_mcp_tool_lists_only_declared_names_and_refuses_unknown_ones(serve
     assert (kind, code) == ("error", -32602) and "colour" in text and "accepts query" in text, text
     assert "\n" not in text
     assert out["twice"][:2] == ("error", -32602) and "twice" in out["twice"][2]
+    kind, code, text = out["not_here"]
+    assert (kind, code) == ("error", -32602) and "'exact'" in text and "leaves" not in text, text
     for key in ("alias", "step"):
         kind, is_error, text = out[key]
         assert not is_error and {h["layer"] for h in json.loads(text)["hits"]} == {"episodes"}, text
