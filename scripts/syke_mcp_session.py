@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="write the session as markdown here (default: stdout)")
     args = parser.parse_args(argv)
     port = free_port()
-    proc = subprocess.Popen([SYNIX, "-p", args.project, "mcp", "--transport", "http", "--port", str(port)],
+    proc = subprocess.Popen([SYNIX, "-p", args.project, "mcp", "--writes", "--transport", "http", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_serving(port, proc)

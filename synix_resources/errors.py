@@ -233,3 +233,13 @@ class InvalidMemoryId(InvalidName, MemoryOpRefused):
 class UnsafeRemoval(SynixError):
     """A folder was about to be removed that is not strictly inside the folder it belongs in
     (or, for a clean-up, was not made by the failing call); nothing was removed."""
+
+
+class UnknownParameter(SynixError, TypeError):
+    """A door was given a parameter name the capability does not declare
+    (`synix_assets/app/vocabulary.py`); nothing is ignored in silence. HTTP 400, MCP -32602."""
+
+
+class WritesNotAllowed(SynixError):
+    """A write reached a server started read-only (`synix serve` / `synix mcp` without
+    `--writes`). HTTP 403, an MCP tool error."""

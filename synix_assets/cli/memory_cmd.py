@@ -6,8 +6,10 @@ import click
 
 from synix_assets.cli.common import WHEN, echo_json, json_option, project_option, project_paths
 
-EVIDENCE = click.option("--evidence", "evidence", metavar="RECORD_ID", multiple=True,
-                        help="A record the memory is drawn from (repeat for several).")
+EVIDENCE = click.option("--source-event-id", "--evidence", "source_event_ids", metavar="RECORD_ID",
+                        multiple=True, help="A record the memory is drawn from: a transcript or any "
+                                            "built record (repeat for several; --evidence is the "
+                                            "older spelling).")
 VALID_FROM = click.option("--valid-from", type=WHEN, metavar="WHEN", help="When it became true (ISO date/time; default now).")
 AS_OF = click.option("--as-of", type=WHEN, metavar="WHEN", help="What was held at that time (ISO date/time).")
 
@@ -59,42 +61,43 @@ def _read(ctx, method: str, *args, as_json: bool, **kwargs) -> None:
 @json_option("Print the answer as JSON.")
 @project_option
 @click.pass_context
-def create(ctx, content, evidence, valid_from, as_json) -> None:
+def create(ctx, content, source_event_ids, valid_from, as_json) -> None:
     """Write a new memory citing its evidence.
 
     \b
     Example:
-      synix memory create_memory "Lives in Berlin" --evidence transcripts-1a2b3c --valid-from 2024-01-10
+      synix memory create_memory "Lives in Berlin" --source-event-id transcripts-1a2b3c --valid-from 2024-01-10
     """
-    _write(ctx, "create_memory", content, evidence=list(evidence), valid_from=valid_from, as_json=as_json)
+    _write(ctx, "create_memory", content, evidence=list(source_event_ids), valid_from=valid_from,
+           as_json=as_json)
 
 
 @memory_group.command("update_memory")
 @click.argument("memory_id")
-@click.argument("content")
+@click.argument("new_content")
 @EVIDENCE
 @VALID_FROM
 @json_option("Print the answer as JSON.")
 @project_option
 @click.pass_context
-def update(ctx, memory_id, content, evidence, valid_from, as_json) -> None:
+def update(ctx, memory_id, new_content, source_event_ids, valid_from, as_json) -> None:
     """Edit a memory in place (a new version of it)."""
-    _write(ctx, "update_memory", memory_id, content, evidence=list(evidence), valid_from=valid_from,
-           as_json=as_json)
+    _write(ctx, "update_memory", memory_id, new_content, evidence=list(source_event_ids),
+           valid_from=valid_from, as_json=as_json)
 
 
 @memory_group.command("supersede_memory")
 @click.argument("memory_id")
-@click.argument("content")
-@click.option("--reason", required=True, help="Why the memory is replaced.")
+@click.argument("new_content")
+@click.option("--reason", default=None, help="Why the memory is replaced (optional).")
 @EVIDENCE
 @VALID_FROM
 @json_option("Print the answer as JSON.")
 @project_option
 @click.pass_context
-def supersede(ctx, memory_id, content, reason, evidence, valid_from, as_json) -> None:
+def supersede(ctx, memory_id, new_content, reason, source_event_ids, valid_from, as_json) -> None:
     """Replace a memory by a new one; the old one stays in its history."""
-    _write(ctx, "supersede_memory", memory_id, content, reason, evidence=list(evidence),
+    _write(ctx, "supersede_memory", memory_id, new_content, reason, evidence=list(source_event_ids),
            valid_from=valid_from, as_json=as_json)
 
 
@@ -154,15 +157,15 @@ def links(ctx, memory_id, as_json) -> None:
 
 
 @memory_group.command("cross_reference")
-@click.argument("query")
+@click.argument("topic")
 @AS_OF
 @click.option("--limit", "-k", type=click.IntRange(1, 1000), default=10, show_default=True)
 @json_option("Print the answer as JSON.")
 @project_option
 @click.pass_context
-def xref(ctx, query, as_of, limit, as_json) -> None:
-    """The memories about QUERY beside the built records that mention it, by source."""
-    _read(ctx, "cross_reference", query, as_of=as_of, limit=limit, as_json=as_json)
+def xref(ctx, topic, as_of, limit, as_json) -> None:
+    """The memories about TOPIC beside the built records that mention it, by source."""
+    _read(ctx, "cross_reference", topic, as_of=as_of, limit=limit, as_json=as_json)
 
 
 @memory_group.command("get_brief")
@@ -186,3 +189,52 @@ def brief(ctx, query, budget_tokens, as_of, session, as_json) -> None:
         echo_json(answer, ascii=False)
     else:
         click.echo(answer["text"] or "(empty brief)")
+
+
+@memory_group.command("list_active_memories")
+@click.option("--limit", "-k", type=click.IntRange(1, 200), default=50, show_default=True)
+@json_option("Print the index as JSON.")
+@project_option
+@click.pass_context
+def active(ctx, limit, as_json) -> None:
+    """The memories held now, newest first: each one's id and first line."""
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.cli.render import plain
+
+    svc = MemoryService(project_paths(ctx))
+    try:
+        answer = svc.active_memories(limit)
+    finally:
+        svc.close()
+    if as_json:
+        echo_json(answer, ascii=False)
+        return
+    for mem in answer["memories"]:
+        click.echo(f"{mem['memory_id']} v{mem['version']}: {plain(mem['first_line'])}")
+
+
+@memory_group.command("get_memex")
+@click.option("--recent", type=click.IntRange(1, 200), default=5, show_default=True,
+              help="Recent records shown per layer.")
+@json_option("Print the map as JSON.")
+@project_option
+@click.pass_context
+def memex(ctx, recent, as_json) -> None:
+    """The map an agent reads first (Syke's memex): core memory, layers, recent records."""
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.cli.render import plain
+
+    svc = MemoryService(project_paths(ctx))
+    try:
+        answer = svc.memory_map(recent=recent)
+    finally:
+        svc.close()
+    if as_json:
+        echo_json(answer, ascii=False)
+        return
+    if answer.get("map"):
+        click.echo(plain(answer["map"]["content"]))
+    for rec in answer["core"]:
+        click.echo(f"{rec['artifact_id']} ({rec['layer']}): {plain(rec.get('title') or '')}")
+    for layer in answer["layers"]:
+        click.echo(f"{layer['layer']}: {layer['records']} record(s)")

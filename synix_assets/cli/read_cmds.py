@@ -52,7 +52,7 @@ def stats(ctx, as_json) -> None:
 
 @click.command()
 @click.argument("query")
-@click.option("--step", "steps", metavar="STEP", multiple=True,
+@click.option("--step", "step", metavar="STEP", multiple=True,
               help="A step to search (repeatable; default: all indexed, best altitude per lineage).")
 @click.option("--layers", help="The older spelling of --step: comma-separated steps.")
 @click.option("--mode", type=click.Choice(["fts", "semantic", "hybrid"]), default="fts", show_default=True,
@@ -74,7 +74,7 @@ def stats(ctx, as_json) -> None:
 @json_option("Print the hits as JSON.")
 @project_option
 @click.pass_context
-def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, period,
+def search(ctx, query, step, layers, mode, exact, leaves, limit, since, until, period,
            conversation, as_of, as_json) -> None:
     """Search the memory; every hit shows where it came from.
 
@@ -93,8 +93,8 @@ def search(ctx, query, steps, layers, mode, exact, leaves, limit, since, until, 
 
     # a bad filter value is wrong whatever the project holds
     check_filters(since=since, until=until, period=period, conversation=conversation)
-    named = [*(s.strip() for s in steps), *(l.strip() for l in (layers or "").split(","))]
-    if any(not s.strip() for s in steps):
+    named = [*(s.strip() for s in step), *(l.strip() for l in (layers or "").split(","))]
+    if any(not s.strip() for s in step):
         raise click.BadParameter("a step name is empty", param_hint="--step")
     layer_list = list(dict.fromkeys(s for s in named if s)) or None
     paths = project_paths(ctx)

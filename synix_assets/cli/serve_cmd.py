@@ -1,5 +1,6 @@
 """`synix serve`, `synix mcp`, `synix ask`: the built memory for people (explorer), programs
-(HTTP JSON API) and agents (MCP tools, an ask agent). Read-only; loopback unless told."""
+(HTTP JSON API) and agents (MCP tools, an ask agent). Read-only unless started with
+`--writes` (agent memories only); loopback unless told."""
 from __future__ import annotations
 
 import click
@@ -31,6 +32,12 @@ def _listen_options(default_port: int):
     return wrap
 
 
+WRITES = click.option("--writes", is_flag=True,
+                      help="Also accept agent-memory writes (create_memory, update_memory, "
+                           "supersede_memory, deactivate_memory, create_link); without it the "
+                           "server is read-only and refuses them (docs/doors.md).")
+
+
 def _check_listen(host: str, port: int, token: str | None) -> None:
     from synix_assets.web.guard import is_loopback
     from synix_assets.web.serving import check_port_free
@@ -49,14 +56,19 @@ def _check_listen(host: str, port: int, token: str | None) -> None:
                    "and the memory API, bearer token per tenant; docs/live.md).")
 @click.option("--no-build", is_flag=True, help="With --home: do not build closed sessions in "
                                                "this process (run `synix live drain` elsewhere).")
+@WRITES
 @project_option
 @click.pass_context
-def serve(ctx, host, port, token, allow_hosts, home, no_build) -> None:
-    """Serve the memory explorer and the HTTP JSON API (/v1, docs at /docs), read-only.
+def serve(ctx, host, port, token, allow_hosts, home, no_build, writes) -> None:
+    """Serve the memory explorer and the HTTP JSON API (/v1, docs at /docs). Read-only unless
+    --writes: then POST /v1/memories… and /v1/links write agent memories (a read-only server
+    answers them 403). With --home, each tenant's live ingest is the point (bearer token per
+    tenant); agent-memory writes are not served there.
 
     \b
     Examples:
-      synix serve                      # http://127.0.0.1:8765
+      synix serve                      # http://127.0.0.1:8765, read-only
+      synix serve --writes             # agents may write memories over HTTP
       synix serve --port 9000
       SYNIX_SERVE_TOKEN=… synix serve --host 0.0.0.0
       synix serve --home ~/synix-home  # every tenant, live ingest + brief (docs/live.md)
@@ -66,6 +78,10 @@ def serve(ctx, host, port, token, allow_hosts, home, no_build) -> None:
 
     if home is not None:
         from synix_assets.serve.home import open_home, serve_home
+
+        if writes:
+            raise click.UsageError("--writes is for one project's memory API; a home serves "
+                                   "live ingest and reads (docs/doors.md)")
 
         tenants = open_home(home, host=host, port=port, token=token)
         names = tenants.names()
@@ -79,18 +95,23 @@ def serve(ctx, host, port, token, allow_hosts, home, no_build) -> None:
     shown = f"[{host}]" if ":" in host else host
     console().print(f"Synix explorer for {svc.paths.root} at [bold]http://{shown}:{port}[/] "
                     f"(API: /v1, docs: /docs; Ctrl-C to stop)")
-    run_server(svc, host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts))
+    run_server(svc, host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts), writes=writes)
 
 
 @click.group(invoke_without_command=True)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio for agent hosts that start the server; http for streamable HTTP at /mcp.")
 @_listen_options(8766)
+@WRITES
 @project_option
 @click.pass_context
-def mcp(ctx, transport, host, port, token, allow_hosts) -> None:
-    """Serve the memory's read tools over MCP (search_memories, search_evidence, get_memory,
-    follow, lineage, list_layer, browse_timeline, get_map, get_recent_memories).
+def mcp(ctx, transport, host, port, token, allow_hosts, writes) -> None:
+    """Serve the memory's tools over MCP. Read tools (Syke's, design 003): get_memex,
+    search_memories, search_evidence, get_memory, list_active_memories, get_recent_memories,
+    get_memory_history, follow_links, browse_timeline, cross_reference; and Synix's: get_map,
+    follow, lineage, list_layer, get_brief. With --writes also Syke's write tools:
+    create_memory, update_memory, supersede_memory, deactivate_memory, create_link; without
+    it they are not listed and a call to one is refused.
 
     On stdio with no usable project (a host started it without -p, from its own folder), the
     server still answers: every tool list and call is an MCP error naming the problem and the fix.
@@ -98,6 +119,7 @@ def mcp(ctx, transport, host, port, token, allow_hosts) -> None:
     \b
     Examples:
       synix mcp -p ~/mem                     # stdio, e.g. in an MCP client's config
+      synix mcp -p ~/mem --writes            # the agent may write memories too
       synix mcp -p ~/mem config claude-code  # the line that adds it to Claude Code (docs/hosts.md)
       synix mcp --transport http --port 8766 # http://127.0.0.1:8766/mcp
     """
@@ -114,19 +136,22 @@ def mcp(ctx, transport, host, port, token, allow_hosts) -> None:
             click.echo(f"error: {exc.one_line()}", err=True)
             run_stdio_unavailable(exc.one_line())
             return
-        run_stdio(service)
+        run_stdio(service, writes=writes)
         return
     _check_listen(host, port, token)
-    run_http(_service(ctx), host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts))
+    run_http(_service(ctx), host=host, port=port, token=token, allowed_hosts=tuple(allow_hosts),
+             writes=writes)
 
 
 @mcp.command("config")
 @click.argument("host_app", metavar="HOST", type=click.Choice(HOSTS))
 @click.option("--name", default="synix-memory", show_default=True,
               help="The server's name in the host's config.")
+@click.option("--writes", is_flag=True, help="The server the host starts accepts agent-memory "
+                                             "writes (`synix mcp --writes`).")
 @project_option
 @click.pass_context
-def mcp_config(ctx, host_app, name) -> None:
+def mcp_config(ctx, host_app, name, writes) -> None:
     """Print what starts this project's memory in an agent host, with absolute paths:
     the `claude mcp add` line for claude-code, else the JSON for the host's config file
     (claude-desktop: claude_desktop_config.json; cursor: .cursor/mcp.json; vscode:
@@ -141,7 +166,7 @@ def mcp_config(ctx, host_app, name) -> None:
 
     paths = project_paths(ctx)
     branch = (ctx.obj or {}).get("branch")
-    click.echo(host_config(host_app, paths.root, name=name, branch=branch))
+    click.echo(host_config(host_app, paths.root, name=name, branch=branch, writes=writes))
 
 
 @click.command()

@@ -1,4 +1,7 @@
-"""The HTTP JSON API under /v1: thin handlers over `MemoryService` (OpenAPI at /docs)."""
+"""The HTTP JSON API under /v1: thin handlers over `MemoryService` (OpenAPI at /docs).
+
+Parameter names are `app/vocabulary.py`'s (the older `q` and `layers` are renamed to `query`
+and `step` by `params.py` before a handler runs; an unknown name is a 400 there)."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
@@ -15,14 +18,15 @@ def memory_for(request: Request, branch: str = "main") -> MemoryService:
     return request.app.state.branches.get(branch)
 
 
-def _list(value: str | None) -> list[str] | None:
-    items = [v.strip() for v in (value or "").split(",") if v.strip()]
-    return items or None
+def _steps(values: list[str] | None) -> list[str] | None:
+    """`step` given once comma-separated, or repeated (`?step=a&step=b`)."""
+    items = [v.strip() for value in values or () for v in value.split(",") if v.strip()]
+    return list(dict.fromkeys(items)) or None
 
 
 @router.get("/search", summary="Search the memory; every hit carries its provenance")
-def search(request: Request, q: str = Query(..., description="Words to search for."),
-           layers: str | None = Query(None, description="Comma-separated layers (default: all, best altitude per lineage)."),
+def search(request: Request, query: str = Query(..., description="Words to search for (older spelling: q)."),
+           step: list[str] | None = Query(None, description="A layer to search, repeatable or comma-separated (default: all, best altitude per lineage; older spelling: layers)."),
            mode: str = Query("fts", description=f"One of {', '.join(MODES)}."),
            since: str | None = Query(None, description="Documents dated on or after: YYYY[-MM[-DD]] or an ISO date-time."),
            until: str | None = Query(None, description="Documents dated on or before: YYYY[-MM[-DD]] or an ISO date-time."),
@@ -32,7 +36,7 @@ def search(request: Request, q: str = Query(..., description="Words to search fo
            evidence: bool = Query(False, description="Search the raw transcripts (passages)."),
            as_of: str | None = Query(None, description="ISO date/time: the memories held then, the records dated up to then."),
            branch: str = BRANCH) -> dict:
-    return memory_for(request, branch).search(q, branch=branch, layers=_list(layers), mode=mode,
+    return memory_for(request, branch).search(query, branch=branch, layers=_steps(step), mode=mode,
                                               since=since, until=until, limit=limit, evidence=evidence,
                                               period=period, conversation=conversation, as_of=as_of)
 
@@ -56,11 +60,11 @@ def leaves(request: Request, record_id: str, limit: int = Query(100, ge=1, le=MA
 
 @router.get("/records/{record_id}/lineage", summary="The provenance tree down to the transcripts")
 def lineage(request: Request, record_id: str,
-            q: str | None = Query(None, description="Keep the branches that mention these words."),
+            query: str | None = Query(None, description="Keep the branches that mention these words (older spelling: q)."),
             depth: int = Query(20, ge=1, le=20, description="Levels of sources to follow."),
             per_node: int | None = Query(None, ge=1, le=MAX_LIMIT, description="Most sources shown per record."),
             branch: str = BRANCH) -> dict:
-    return memory_for(request, branch).lineage(record_id, branch, query=q, depth=depth,
+    return memory_for(request, branch).lineage(record_id, branch, query=query, depth=depth,
                                                per_node=per_node)
 
 
@@ -82,13 +86,15 @@ def layer(request: Request, layer: str, page: int = Query(1, ge=1),
                                                   source=source, source_file=source_file)
 
 
-@router.get("/timeline", summary="Records in a time window, grouped by source")
-def timeline(request: Request, since: str | None = None, until: str | None = None,
-             source: str | None = None, layers: str | None = None,
+@router.get("/timeline", summary="browse_timeline: records in a time window, grouped by source")
+def timeline(request: Request, since: str | None = None,
+             before: str | None = Query(None, description="Dated strictly before (design 003)."),
+             until: str | None = Query(None, description="Dated on or before (inclusive)."),
+             source: str | None = None, step: list[str] | None = Query(None),
              limit: int = Query(50, ge=1, le=MAX_LIMIT), page: int = Query(1, ge=1),
              branch: str = BRANCH) -> dict:
-    return memory_for(request, branch).timeline(branch=branch, since=since, until=until, source=source,
-                                                layers=_list(layers), limit=limit, page=page)
+    return memory_for(request, branch).timeline(branch=branch, since=since, before=before, until=until,
+                                                source=source, layers=_steps(step), limit=limit, page=page)
 
 
 @router.get("/context", summary="The context document and the records it was drawn from")
@@ -97,7 +103,7 @@ def context(request: Request, branch: str = BRANCH) -> dict:
 
 
 @router.get("/brief", summary="Core memory + recent records + top hits, within a token budget")
-def brief(request: Request, query: str | None = None,
+def brief(request: Request, query: str | None = Query(None, description="Words for the top hits (older spelling: q)."),
           budget_tokens: int = Query(2000, ge=100, le=200_000),
           hits: int = Query(5, ge=1, le=MAX_LIMIT), branch: str = BRANCH,
           as_of: str | None = Query(None, description="ISO date/time: what the memory held then (records built from sources all dated up to then, Tier 1 as it stood)."),
@@ -106,7 +112,7 @@ def brief(request: Request, query: str | None = None,
                                              hits=hits, as_of=as_of, session=session)
 
 
-@router.get("/map", summary="The map an agent reads first: core memory, layers, recent records")
+@router.get("/map", summary="get_memex: the map an agent reads first: core memory, layers, recent records")
 def memory_map(request: Request, recent: int = Query(5, ge=1, le=MAX_LIMIT),
                branch: str = BRANCH) -> dict:
     return memory_for(request, branch).memory_map(branch, recent=recent)

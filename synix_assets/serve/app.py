@@ -17,10 +17,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from synix_assets.app.memory import BranchServices, MemoryService
 from synix_assets.serve import api, explorer, memory_api
 from synix_assets.serve.errors import internal_error_line, status_of, validation_line
+from synix_assets.serve.params import vocabulary_checks
 from synix_resources.errors import SynixError
 
 
-def create_app(service: MemoryService) -> FastAPI:
+def create_app(service: MemoryService, *, writes: bool = False) -> FastAPI:
+    """The app serving `service`'s project; `writes`: the agent-memory write routes are
+    answered (else 403, `params.py`)."""
     # docs_url=None: the default /docs page loads Swagger UI from a CDN; ours is vendored.
     app = FastAPI(title="Synix memory API", version="1", docs_url=None, redoc_url=None,
                   description="A built Synix memory: search with provenance, agent-written memories, "
@@ -40,6 +43,7 @@ def create_app(service: MemoryService) -> FastAPI:
             extra = urlencode({"branch": chosen}).encode()
             request.scope["query_string"] = query + b"&" + extra if query else extra
         return await call_next(request)
+    vocabulary_checks(app, writes=writes)
     app.include_router(api.router)
     app.include_router(memory_api.router)
     app.include_router(explorer.router)
@@ -78,12 +82,12 @@ def create_app(service: MemoryService) -> FastAPI:
 
 
 def run_server(service: MemoryService, *, host: str, port: int, token: str | None = None,
-               allowed_hosts: tuple[str, ...] = ()) -> None:
+               allowed_hosts: tuple[str, ...] = (), writes: bool = False) -> None:
     """Serve until Ctrl-C/SIGTERM, behind the guard; closes the service's readers after."""
     from synix_assets.web.guard import GuardPolicy
     from synix_assets.web.serving import make_server, serve_until_stopped
 
     policy = GuardPolicy(port=port, bind_host=host, token=token, allowed_hosts=allowed_hosts)
-    app = create_app(service)
+    app = create_app(service, writes=writes)
     serve_until_stopped(make_server(app, policy, host=host, port=port),
                         on_stop=app.state.branches.close)

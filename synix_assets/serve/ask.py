@@ -12,8 +12,9 @@ import re
 from typing import Any
 
 from synix_assets.app.memory import BadRequest, MemoryService
+from synix_assets.app.vocabulary import resolve, served_by
 from synix_assets.serve.tools import memory_tools
-from synix_resources.errors import LLMConfigError, LLMError, SynixError
+from synix_resources.errors import LLMConfigError, LLMError, SynixError, UnknownParameter
 from synix_resources.settings import settings
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -51,6 +52,12 @@ def _run_tool(fns: dict, name: str, args: dict) -> tuple[str, bool]:
     fn = fns.get(name)
     if fn is None:
         return f"unknown tool {name!r}", True
+    capability = served_by("mcp").get(name)
+    if capability is not None and isinstance(args, dict):
+        try:  # the same names, and older spellings, as `synix mcp` takes
+            args = resolve(capability.name, args, door="mcp", only=inspect.signature(fn).parameters)
+        except UnknownParameter as exc:
+            return exc.one_line(), True
     try:
         inspect.signature(fn).bind(**(args or {}))
     except TypeError as exc:  # arguments that do not fit the tool's signature

@@ -1,10 +1,13 @@
 """Synix errors as HTTP answers: a status per failure kind and a one-line reason."""
 from __future__ import annotations
 
-from synix_resources.errors import ArtifactNotFound, ProjectNotFound, SearchError, ServeError, StoreError
+from synix_resources.errors import (ArtifactNotFound, ProjectNotFound, SearchError, ServeError, StoreError,
+                                    WritesNotAllowed)
 
 
 def status_of(exc: Exception) -> int:
+    if isinstance(exc, WritesNotAllowed):
+        return 403
     if isinstance(exc, (ArtifactNotFound, ProjectNotFound)):
         return 404
     if isinstance(exc, (SearchError, ServeError)):

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.app.live import TenantServices
 from synix_assets.serve.errors import internal_error_line, json_errors, validation_line
+from synix_assets.serve.params import vocabulary_checks
 from synix_resources.errors import (ArtifactNotFound, IdempotencyConflict, LiveInputError, LiveInputTooLarge,
                                     SessionNotFound, StoreError, SynixError, TenantError)
 from synix_resources.live.requests import MAX_BODY_BYTES
@@ -67,6 +68,7 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 def live_api(services: TenantServices) -> FastAPI:
     app = FastAPI(title="Synix live memory API", version="1", docs_url=None, redoc_url=None,
                   openapi_url=None)
+    vocabulary_checks(app, writes=True)  # live ingest is what a home serves
 
     @app.post("/v1/tenants/{tenant}/ingest")
     async def ingest(tenant: str, request: Request):
@@ -86,7 +88,7 @@ def live_api(services: TenantServices) -> FastAPI:
         return {"tenant": tenant, **services.inboxes.get(tenant).status()}
 
     @app.get("/v1/tenants/{tenant}/brief")
-    def brief(tenant: str, query: str | None = None,
+    def brief(tenant: str, query: str | None = Query(None, description="older spelling: q"),
               budget_tokens: int = Query(2000, ge=100, le=200_000), hits: int = Query(5, ge=1, le=200),
               as_of: str | None = None, session: str | None = None):
         return services.brief(tenant, query, budget_tokens=budget_tokens, hits=hits, as_of=as_of,

@@ -25,19 +25,22 @@ def synix_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "synix_assets.cli"]
 
 
-def server_argv(project: Path, branch: str | None = None) -> list[str]:
-    """The full command line a host runs: `synix mcp -p PROJECT [--branch NAME]`, absolute."""
+def server_argv(project: Path, branch: str | None = None, *, writes: bool = False) -> list[str]:
+    """The full command line a host runs: `synix mcp -p PROJECT [--branch NAME] [--writes]`,
+    absolute."""
     argv = [*synix_command(), "mcp", "-p", str(Path(project).absolute())]
     if branch is not None:
         argv += ["--branch", branch]
+    if writes:
+        argv.append("--writes")
     return argv
 
 
 def host_config(host: str, project: Path, *, name: str = "synix-memory",
-                branch: str | None = None) -> str:
+                branch: str | None = None, writes: bool = False) -> str:
     """The text to paste (or run) for `host`: a `claude mcp add` command line for Claude Code,
     else the JSON of the host's config file with one server under `name`."""
-    command, *args = server_argv(project, branch)
+    command, *args = server_argv(project, branch, writes=writes)
     if host == "claude-code":
         return shlex.join(["claude", "mcp", "add", name, "--", command, *args])
     entry = {"command": command, "args": args}

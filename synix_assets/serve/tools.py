@@ -3,8 +3,8 @@
 
 Each tool is a plain function over a `MemoryService` whose signature and docstring become the
 tool's JSON schema and description (via the MCP SDK's own inference). `memory_tools` are
-read-only; `write_tools` are Syke's writes of agent memories (served by `synix mcp` unless
-`--read-only`; never handed to `synix ask`).
+read-only; `write_tools` are Syke's writes of agent memories (served by `synix mcp --writes`
+only; never handed to `synix ask`).
 """
 from __future__ import annotations
 
@@ -16,15 +16,22 @@ from synix_assets.serve.budget import budgeted
 
 
 def memory_tools(svc: MemoryService) -> list[Callable]:
-    """The tools, bound to one service."""
+    """The read tools, bound to one service: Syke's ten (design 003, by its names and
+    arguments) and Synix's own navigation (get_map, follow, lineage, list_layer, get_brief).
+    Parameter names are `app/vocabulary.py`'s; the older spellings it lists are accepted by
+    the server (`mcp_server.py`) and renamed before a tool runs."""
 
-    def get_map() -> dict:
-        """Read this first: the map an agent step wrote (`map`, when the pipeline has one), the
-        core memory, the layers with their sizes, and the most recent records of each layer
-        below the core."""
+    def get_memex() -> dict:
+        """Read this first: the map (Syke's memex) — the map an agent step wrote (`map`, when
+        the pipeline has one), the core memory, the layers with their sizes, and the most
+        recent records of each layer below the core."""
         return svc.memory_map()
 
-    def search_memories(query: str, layers: list[str] | None = None, mode: str = "fts",
+    def get_map() -> dict:
+        """The same map as get_memex (its older name)."""
+        return svc.memory_map()
+
+    def search_memories(query: str, step: list[str] | str | None = None, mode: str = "fts",
                         since: str | None = None, until: str | None = None, limit: int = 10,
                         period: str | None = None, conversation: str | None = None,
                         as_of: str | None = None) -> dict:
@@ -32,28 +39,30 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         conversations themselves, ranked together. Each hit has its record id, layer, the
         matched text (snippet), how many conversations it covers and the first few it came
         from (follow/lineage for the rest); `passages` are the conversations' own matched
-        messages with their date and message range. `layers` scopes the search (e.g.
-        ["episodes"]); since/until bound the date (YYYY[-MM[-DD]] or an ISO date-time);
-        `period` is a record's period (2025-03); `conversation` keeps the records built from
-        that conversation id; mode is fts, semantic or hybrid. `as_of` (ISO date/time): the
-        records dated up to then, and `memories` holds the agent memories held then."""
-        return svc.search(query, layers=layers, mode=mode, since=since, until=until,
+        messages with their date and message range. `step` scopes the search to a layer or a
+        list of them (e.g. "episodes"; older spelling `layers`); since/until bound the date
+        (YYYY[-MM[-DD]] or an ISO date-time); `period` is a record's period (2025-03);
+        `conversation` keeps the records built from that conversation id; mode is fts,
+        semantic or hybrid. `as_of` (ISO date/time): the records dated up to then, and
+        `memories` holds the agent memories held then."""
+        return svc.search(query, layers=_steps(step), mode=mode, since=since, until=until,
                           period=period, conversation=conversation, limit=limit, as_of=as_of)
 
     def search_evidence(query: str, since: str | None = None, until: str | None = None,
                         limit: int = 10, period: str | None = None,
                         conversation: str | None = None) -> dict:
-        """Search the raw conversation transcripts: each hit is a passage with the
-        conversation, its date and the exact message range. Use it to verify a memory.
-        Filters as search_memories'."""
+        """Search the raw conversation transcripts (the evidence): each hit is a passage with
+        the conversation, its date and the exact message range. Use it to verify a memory and
+        to find the record ids create_memory cites. Filters as search_memories'."""
         return svc.search(query, since=since, until=until, period=period,
                           conversation=conversation, limit=limit, evidence=True)
 
-    def get_memory(record_id: str, as_of: str | None = None) -> dict:
-        """One record in full: content, metadata, the LLM audit (model, tokens, cost), its
-        direct sources and the source conversations. Transcripts include their messages. A
-        memory id (mem-…) gives the agent memory. `as_of` (ISO date/time): the version held then."""
-        return svc.record(record_id, as_of=as_of)
+    def get_memory(memory_id: str, as_of: str | None = None) -> dict:
+        """One memory (mem-…) or any record in full (older spelling `record_id`): content,
+        metadata, the LLM audit (model, tokens, cost), its direct sources and the source
+        conversations; transcripts include their messages. `as_of` (ISO date/time): the
+        version held then."""
+        return svc.record(memory_id, as_of=as_of)
 
     def follow(record_id: str) -> dict:
         """One hop down: the records this record was built from (e.g. a month's episodes)."""
@@ -71,15 +80,24 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         return svc.layer_page(layer, page=page, per_page=per_page, period=period,
                               conversation=conversation)
 
-    def browse_timeline(since: str | None = None, until: str | None = None,
-                        source: str | None = None, limit: int = 20) -> dict:
-        """Conversations dated in [since, until] (YYYY[-MM[-DD]]), oldest first, grouped by
-        the export source they came from."""
-        return svc.timeline(since=since, until=until, source=source, limit=limit)
+    def list_active_memories(limit: int = 50) -> dict:
+        """A compact index of the memories held now, newest first: each memory's id and first
+        line (get_memory for the rest)."""
+        return svc.active_memories(limit)
+
+    def browse_timeline(since: str | None = None, before: str | None = None,
+                        source: str | None = None, until: str | None = None,
+                        step: list[str] | str | None = None, limit: int = 20) -> dict:
+        """Conversations (or the records of `step`) dated from `since` to strictly `before`
+        (YYYY[-MM[-DD]] or an ISO date-time; `until` instead: up to and including), oldest
+        first, grouped by the export source they came from (`source` keeps one)."""
+        return svc.timeline(since=since, before=before, until=until, source=source,
+                            layers=_steps(step), limit=limit)
 
     def get_recent_memories(limit: int = 5) -> dict:
-        """The most recent records of every layer below the core memory."""
-        return {"recent": svc.memory_map(recent=limit)["recent"]}
+        """The newest memories held now, newest first (`memories`), and the most recent
+        records of every layer below the core memory (`recent`)."""
+        return svc.recent_memories(limit)
 
     def get_memory_history(memory_id: str) -> dict:
         """The supersession chain through a memory, oldest first: each memory with its
@@ -90,10 +108,11 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         """The memories linked to this one, each with the reason the link was made."""
         return svc.follow_links(memory_id)
 
-    def cross_reference(query: str, as_of: str | None = None, limit: int = 10) -> dict:
-        """Everything about a topic: the agent memories (with their links) beside the built
-        records that mention it, grouped by the source they came from."""
-        return svc.cross_reference(query, as_of=as_of, limit=limit)
+    def cross_reference(topic: str, as_of: str | None = None, limit: int = 10) -> dict:
+        """Everything about a topic across every source: the agent memories (with their
+        links) beside the built records that mention it, grouped by the source they came from
+        (older spelling of `topic`: `query`)."""
+        return svc.cross_reference(topic, as_of=as_of, limit=limit)
 
     def get_brief(query: str | None = None, budget_tokens: int = 2000, as_of: str | None = None,
                   session: str | None = None) -> dict:
@@ -107,32 +126,43 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
     # the brief keeps to the `budget_tokens` its caller chose, so a second budget would cut what
     # the agent asked for (its working memory, Tier 1)
     return [*(budgeted(tool) for tool in (
-        get_map, search_memories, search_evidence, get_memory, follow, lineage, list_layer,
-        browse_timeline, get_recent_memories, get_memory_history, follow_links, cross_reference)),
+        get_memex, get_map, search_memories, search_evidence, get_memory, follow, lineage,
+        list_layer, list_active_memories, browse_timeline, get_recent_memories,
+        get_memory_history, follow_links, cross_reference)),
         get_brief]
 
 
+def _steps(step: list[str] | str | None) -> list[str] | None:
+    return [step] if isinstance(step, str) else list(step) if step else None
+
+
 def write_tools(writer: MemoryWriter) -> list[Callable]:
-    """Syke's five write tools, bound to one branch's writer. Each write is on disk (the
-    branch's memory-ops log) when it returns and becomes a record at once, or at the next build
-    when one holds the lock (`applied: false`)."""
+    """Syke's five write tools (design 003's names and arguments), bound to one branch's
+    writer. Each write is on disk (the branch's memory-ops log) when it returns and becomes a
+    record at once, or at the next build when one holds the lock (`applied: false`)."""
 
-    def create_memory(content: str, evidence: list[str] | None = None,
+    def create_memory(content: str, source_event_ids: list[str] | None = None,
                       valid_from: str | None = None) -> dict:
-        """A new memory (free text) citing the record ids it is drawn from (`evidence`, from
-        search_memories/get_memory); `valid_from`: when it became true (default now)."""
-        return writer.create_memory(content, evidence=evidence, valid_from=valid_from)
+        """A new memory (free text) citing the evidence it is drawn from: `source_event_ids`
+        are record ids from search_evidence / search_memories / get_memory (a transcript or
+        any built record; older spelling `evidence`). Each is resolved to its record and
+        stored with the memory (`evidence` in get_memory); an id that names nothing refuses
+        the write. `valid_from`: when it became true (default now)."""
+        return writer.create_memory(content, evidence=source_event_ids, valid_from=valid_from)
 
-    def update_memory(memory_id: str, content: str, evidence: list[str] | None = None,
+    def update_memory(memory_id: str, new_content: str, source_event_ids: list[str] | None = None,
                       valid_from: str | None = None) -> dict:
-        """Edit a memory in place (a minor change): a new version of the same memory."""
-        return writer.update_memory(memory_id, content, evidence=evidence, valid_from=valid_from)
+        """Edit a memory in place (a minor change): a new version of the same memory (older
+        spelling of `new_content`: `content`)."""
+        return writer.update_memory(memory_id, new_content, evidence=source_event_ids,
+                                    valid_from=valid_from)
 
-    def supersede_memory(memory_id: str, content: str, reason: str,
-                         evidence: list[str] | None = None, valid_from: str | None = None) -> dict:
+    def supersede_memory(memory_id: str, new_content: str, reason: str | None = None,
+                         source_event_ids: list[str] | None = None,
+                         valid_from: str | None = None) -> dict:
         """Replace a memory (a major change): a new memory, the old one kept as superseded
-        with a pointer to it; get_memory_history walks the chain."""
-        return writer.supersede_memory(memory_id, content, reason, evidence=evidence,
+        with a pointer to it (and `reason`, when given); get_memory_history walks the chain."""
+        return writer.supersede_memory(memory_id, new_content, reason, evidence=source_event_ids,
                                        valid_from=valid_from)
 
     def deactivate_memory(memory_id: str, reason: str, valid_from: str | None = None) -> dict:

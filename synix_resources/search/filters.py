@@ -182,3 +182,29 @@ def check_filters(*, layers: object = None, since: object = None, until: object 
                    until=check_date(until, "--until"), source=source,
                    period=check_period(period, "--period"),
                    conversation=check_conversation(conversation, "--conversation"))
+
+
+def just_before(value: object, what: str = "before") -> str | None:
+    """An exclusive end (`before`, design 003's browse_timeline) as the inclusive prefix bound
+    `until` takes: the day, month or year before a date, the second before a date-time (stored
+    dates are to the second), so `before=2025-03` keeps February and earlier. Before year 1:
+    a bound no date reaches."""
+    from datetime import date, datetime, timedelta
+
+    bound = check_date(value, what)
+    if bound is None:
+        return None
+    try:
+        if "T" in bound:
+            moment = datetime.strptime(bound, "%Y-%m-%dT%H:%M:%S") - timedelta(seconds=1)
+            return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
+        parts = [int(p) for p in bound.split("-")]
+        if len(parts) == 3:
+            day = date(*parts) - timedelta(days=1)
+            return f"{day.year:04d}-{day:%m-%d}"
+    except OverflowError:  # the first second/day of year 1: nothing is dated before it
+        return "0000"
+    year, month = parts[0], (parts[1] if len(parts) == 2 else None)
+    if month is None:
+        return f"{year - 1:04d}"
+    return f"{year:04d}-{month - 1:02d}" if month > 1 else f"{year - 1:04d}-12"

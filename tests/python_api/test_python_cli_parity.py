@@ -56,7 +56,8 @@ CLI_TO_PYTHON = {
     # agent-written memories (Syke's tool names, issue 32)
     **{f"memory {name}": ("Pipeline", name) for name in (
         "create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link",
-        "get_memory", "get_memory_history", "follow_links", "cross_reference", "get_brief")},
+        "get_memory", "get_memory_history", "follow_links", "cross_reference", "get_brief",
+        "list_active_memories", "get_memex")},
 }
 
 # Commands that start or administer a process, or make a project; no Pipeline action is them.
@@ -93,7 +94,9 @@ RENAMED = {("eval", "baselines"): "--baseline", ("branch", "from_branch"): "--fr
 # Python keywords with no CLI option, and why.
 NO_OPTION = {("purge", "cascade"): "the CLI always cascades; Python refuses cascade=False",
              ("eval", "conversations"): "only `eval locomo` has it (LongMemEval has no conversations)",
-             ("eval", "progress"): "the CLI always shows the eval's progress on stderr (stdout keeps the report)"}
+             ("eval", "progress"): "the CLI always shows the eval's progress on stderr (stdout keeps the report)",
+             **{(write, "content"): "the older spelling of new_content, the command's NEW_CONTENT argument"
+                for write in ("update_memory", "supersede_memory")}}
 
 
 def synix_cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:

@@ -77,7 +77,7 @@ def test_a_syke_session_over_mcp_writes_and_reads_with_every_tool(project):
     evidence = [t.artifact_id for t in transcripts(project)[:2]]
     service = MemoryService(project)
     try:
-        out = asyncio.run(_session(build_server(service), evidence))
+        out = asyncio.run(_session(build_server(service, writes=True), evidence))
     finally:
         service.close()
     if TRANSCRIPT:
@@ -107,7 +107,7 @@ def server(project, tmp_path_factory):
     port = free_port()
     log_path = tmp_path_factory.mktemp("syke_serve") / "serve.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(synix_cmd("-p", str(project.root), "serve", "--port", str(port)),
+        proc = subprocess.Popen(synix_cmd("-p", str(project.root), "serve", "--writes", "--port", str(port)),
                                 stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, "SYNIX_LLM_PROVIDER": "fake"})
     try:

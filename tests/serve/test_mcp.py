@@ -12,9 +12,10 @@ from serve_helpers import free_port, request, stop, synix_cmd
 
 TOOLS = {"get_map", "search_memories", "search_evidence", "get_memory", "follow", "lineage",
          "list_layer", "browse_timeline", "get_recent_memories", "get_brief",
-         # Syke's memory tools (issue 32): reads, then the five writes
-         "get_memory_history", "follow_links", "cross_reference",
-         "create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link"}
+         # Syke's memory tools (issue 32, design 003 names since issue 42): reads
+         "get_memory_history", "follow_links", "cross_reference", "get_memex", "list_active_memories"}
+# served only with `synix mcp --writes` (issue 42)
+WRITE_TOOLS = {"create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link"}
 
 
 def _text(result) -> str:
@@ -55,7 +56,7 @@ async def _exercise(session) -> dict:
 
 
 def _check(out: dict) -> None:
-    assert set(out["tools"]) == TOOLS
+    assert set(out["tools"]) == TOOLS and not WRITE_TOOLS & set(out["tools"])
     for tool in out["tools"].values():
         assert tool.description and tool.input_schema["type"] == "object"
     assert out["tools"]["search_memories"].input_schema["required"] == ["query"]

@@ -59,10 +59,10 @@ async def _as_host(spec: dict, work):
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_each_hosts_printed_config_starts_the_memory_from_root(served_project, host):
-    printed = _config(served_project.root, host)
+    printed = _config(served_project.root, host, "--writes")
     spec = _launch_spec(host, printed)
     assert Path(spec["command"]).is_absolute() and os.access(spec["command"], os.X_OK)
-    assert spec["args"][-3:] == ["mcp", "-p", str(served_project.root)]
+    assert spec["args"][-4:] == ["mcp", "-p", str(served_project.root), "--writes"]
 
     async def work(session):
         await session.initialize()
@@ -74,6 +74,21 @@ def test_each_hosts_printed_config_starts_the_memory_from_root(served_project, h
     assert {"get_map", "search_memories", "create_memory"} <= tools
     assert not result.is_error
     assert json.loads(result.content[0].text)["core"][0]["layer"] == "core"
+
+
+def test_a_config_without_writes_starts_a_read_only_memory(served_project):
+    spec = _launch_spec("mcp-json", _config(served_project.root, "mcp-json"))
+    assert spec["args"][-3:] == ["mcp", "-p", str(served_project.root)]
+
+    async def work(session):
+        await session.initialize()
+        tools = {t.name for t in (await session.list_tools()).tools}
+        return tools, await session.call_tool("create_memory", {"content": "x"})
+
+    tools, refused = asyncio.run(_as_host(spec, work))
+    assert {"get_memex", "search_memories"} <= tools and "create_memory" not in tools
+    text = "".join(getattr(c, "text", "") for c in refused.content)
+    assert refused.is_error and "read-only" in text and "synix mcp --writes" in text, text
 
 
 def test_printed_config_names_the_branch_and_server_name_asked_for(served_project):

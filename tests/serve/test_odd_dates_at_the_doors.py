@@ -54,7 +54,7 @@ def server(project, tmp_path_factory):
     port = free_port()
     log_path = tmp_path_factory.mktemp("odd_dates_serve") / "serve.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(synix_cmd("-p", str(project.root), "serve", "--port", str(port)),
+        proc = subprocess.Popen(synix_cmd("-p", str(project.root), "serve", "--writes", "--port", str(port)),
                                 stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, "SYNIX_LLM_PROVIDER": "fake"})
     try:
@@ -156,7 +156,7 @@ def test_mcp_tools_refuse_an_unusable_date_with_a_tool_error_naming_the_argument
 
     service = MemoryService(project)
     try:
-        answers = asyncio.run(session(build_server(service)))
+        answers = asyncio.run(session(build_server(service, writes=True)))
     finally:
         service.close()
     assert len(answers) == len(calls) * len(ODD)

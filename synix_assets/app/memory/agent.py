@@ -56,6 +56,13 @@ def links(svc: MemoryService, memory_id: str, branch: str) -> dict:
         return reads.follow_links(r.store, memory_id)
 
 
+def active(svc: MemoryService, branch: str, limit: int, *, full: bool = False) -> dict:
+    check_limit(limit)
+    with svc.reader(branch) as r:
+        mems = reads.active_memories(r.store, limit=limit, full=full)
+    return {"memories": mems, "count": len(mems)}
+
+
 def cross_reference(svc: MemoryService, query: str, branch: str, as_of: str | None,
                     limit: int) -> dict:
     """The memories the agent wrote about `query` (held at `as_of`) beside the built records

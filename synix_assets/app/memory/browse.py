@@ -10,7 +10,7 @@ from synix_assets.app.query import artifact_dict, focus_tree, source_of, tree_of
 from synix_assets.engine.projections import artifact_title, transcript_messages
 from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import check_layer
-from synix_resources.search.filters import check_date
+from synix_resources.search.filters import check_date, just_before
 
 if TYPE_CHECKING:
     from synix_assets.app.memory.service import MemoryService
@@ -136,10 +136,15 @@ def layer_page(svc: MemoryService, layer: str, *, branch: str, page: int, per_pa
 
 
 def timeline(svc: MemoryService, *, branch: str, since: str | None, until: str | None,
-             source: str | None, layers: list[str] | None, limit: int, page: int) -> dict:
-    """Records dated in [since, until] (default: the source transcripts), oldest first,
-    grouped by where they came from (the export source)."""
+             source: str | None, layers: list[str] | None, limit: int, page: int,
+             before: str | None = None) -> dict:
+    """Records dated in [since, until] — or [since, before) — (default: the source
+    transcripts), oldest first, grouped by where they came from (the export source)."""
     check_limit(limit)
+    if before is not None:
+        if until is not None:
+            raise BadRequest("give until (inclusive) or before (exclusive), not both")
+        until = just_before(before)
     with svc.reader(branch) as r:
         known = r.layers()
         chosen = layers or [l["layer"] for l in leaf_layers(svc.pipeline, known)]
@@ -155,7 +160,8 @@ def timeline(svc: MemoryService, *, branch: str, since: str | None, until: str |
     for art in arts:
         key = art.metadata.get("meta.source.name") or art.layer
         by_source.setdefault(key, []).append(record_summary(art))
-    return {"since": since, "until": until, "source": source, "layers": chosen, "total": total,
+    window = {"before": before} if before is not None else {"until": until}
+    return {"since": since, **window, "source": source, "layers": chosen, "total": total,
             "page": page, "by_source": by_source}
 
 

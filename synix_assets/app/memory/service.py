@@ -152,12 +152,12 @@ class MemoryService:
 
     def timeline(self, *, branch: str | None = None, since: str | None = None, until: str | None = None,
                  source: str | None = None, layers: list[str] | None = None, limit: int = 50,
-                 page: int = 1) -> dict:
-        """Records dated in [since, until] (default: the source transcripts), oldest first,
-        grouped by where they came from (the export source)."""
+                 page: int = 1, before: str | None = None) -> dict:
+        """Records dated in [since, until] or [since, before) (default: the source transcripts),
+        oldest first, grouped by where they came from (the export source)."""
         branch = self.own(branch)
         return browse.timeline(self, branch=branch, since=since, until=until, source=source,
-                               layers=layers, limit=limit, page=page)
+                               layers=layers, limit=limit, page=page, before=before)
 
     # ---- search -----------------------------------------------------------------------
 
@@ -193,6 +193,17 @@ class MemoryService:
     def follow_links(self, memory_id: str, branch: str | None = None) -> dict:
         """The memories linked to this one, with each link's reason."""
         return _agent.links(self, memory_id, self.own(branch))
+
+    def active_memories(self, limit: int = 50, branch: str | None = None) -> dict:
+        """Syke's list_active_memories: the memories held now, newest first, as a compact index
+        (id and first line)."""
+        return _agent.active(self, self.own(branch), limit)
+
+    def recent_memories(self, limit: int = 5, branch: str | None = None) -> dict:
+        """Syke's get_recent_memories: the newest memories held now (in full), and the most
+        recent built records of every layer below the core."""
+        return {"memories": _agent.active(self, self.own(branch), limit, full=True)["memories"],
+                "recent": self.memory_map(branch, recent=limit)["recent"]}
 
     def cross_reference(self, query: str, branch: str | None = None, as_of: str | None = None,
                         limit: int = 10) -> dict:

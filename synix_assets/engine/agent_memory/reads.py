@@ -103,6 +103,22 @@ def follow_links(store, memory_id: str) -> dict:
     return {"memory_id": memory_id, "links": out}
 
 
+def active_memories(store, *, limit: int = 50, full: bool = False) -> list[dict]:
+    """The memories held now, the most recently written version first: Syke's compact index
+    (id, first line, since when) — or, `full`, each memory as get_memory shows it."""
+    held = [a for a in store.list_layer(MEMORY_LAYER) if a.metadata["state"] == "active"]
+    held.sort(key=lambda a: (a.metadata["versions"][-1]["valid_from"], a.created_at), reverse=True)
+    out = []
+    for art in held[:limit]:
+        view = memory_view(art, full=full)
+        if not full:
+            first = next((line.strip() for line in view["content"].splitlines() if line.strip()), "")
+            view = {"memory_id": view["memory_id"], "first_line": first[:PREVIEW_CHARS],
+                    "version": view["version"], "valid_from": view["valid_from"]}
+        out.append(view)
+    return out
+
+
 def search_memories(store, query: str, *, as_of: str | None = None, limit: int = 10,
                     retired: bool = False) -> list[dict]:
     """Memories matching `query`, best first (BM25). Without `as_of`: the ones held now (and,

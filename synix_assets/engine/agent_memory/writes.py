@@ -101,11 +101,12 @@ class MemoryWriter:
               "evidence": self._evidence(evidence), **_since(valid_from)}
         return self._commit(op)
 
-    def supersede_memory(self, memory_id: str, content: str, reason: str,
+    def supersede_memory(self, memory_id: str, content: str, reason: str | None = None,
                          evidence: list[str] | None = None, valid_from: str | None = None) -> dict:
+        # design 003's supersede_memory(memory_id, new_content) gives no reason: it is optional
         op = {"op": "supersede", "memory_id": check_memory_id(memory_id), "new_id": _new_id("mem"),
               "content": text(content, "content", MAX_CONTENT_CHARS),
-              "reason": text(reason, "reason", MAX_REASON_CHARS),
+              "reason": None if reason is None else text(reason, "reason", MAX_REASON_CHARS),
               "evidence": self._evidence(evidence), **_since(valid_from)}
         return self._commit(op)
 
@@ -125,7 +126,12 @@ class MemoryWriter:
 
     def _evidence(self, evidence) -> list[str]:
         """The cited records' full ids (a unique prefix is resolved), refused if one names no
-        stored record: a memory's provenance must lead somewhere."""
+        stored record: a memory's provenance must lead somewhere. These are design 003's
+        `source_event_ids`: Synix's evidence is its records — a transcript (one conversation
+        or closed live session, with its messages) or any record built from them — so an id
+        that resolves to none is refused with one line rather than kept unresolved (a memory
+        citing nothing checkable would look grounded). A live turn becomes citable once its
+        session is built into a transcript."""
         if evidence is None:
             return []
         if isinstance(evidence, str) or not isinstance(evidence, (list, tuple)):

@@ -1,0 +1,283 @@
+"""One vocabulary across the doors (issue 42): every parameter of every door is a name (or an
+older spelling) `app/vocabulary.py` declares; an unknown name is refused at each door with one
+line naming what is accepted; a server started read-only refuses writes; an agent written
+against design 003's 15 tools runs unchanged over the real `mcp` client on stdio."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from serve_helpers import synix_cmd
+
+from synix_assets.app.vocabulary import CAPABILITIES, DOOR_PARAMS, PARAMS, SYKE_TOOLS, served_by
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _undeclared(names, cap, door, extra=()) -> list[str]:
+    return sorted(set(names) - set(cap.accepted()) - set(DOOR_PARAMS[door]) - set(extra))
+
+
+def test_the_vocabulary_declares_each_name_once_and_every_alias_leads_to_a_name():
+    for cap in CAPABILITIES.values():
+        assert set(cap.params) <= set(PARAMS), cap.name
+        for alias, name in cap.aliases.items():
+            assert name in cap.params and alias not in cap.params, (cap.name, alias)
+    assert len(SYKE_TOOLS) == 15
+    for tool, args in SYKE_TOOLS:
+        assert set(args) <= set(CAPABILITIES[tool].params), tool
+
+
+def test_every_cli_command_of_a_capability_takes_only_declared_names():
+    from synix_assets.cli.main import main
+
+    ctx = click.Context(main)
+    for where, cap in served_by("cli").items():
+        cmd = main
+        for part in where.split():
+            cmd = cmd.get_command(ctx, part)
+        assert cmd is not None, where
+        assert not _undeclared([p.name for p in cmd.params], cap, "cli"), (where, cmd.params)
+
+
+def test_every_python_method_of_a_capability_takes_only_declared_names():
+    import synix
+
+    for cls in (synix.Pipeline, synix.PipelineBranch):
+        for where, cap in served_by("python").items():
+            sig = inspect.signature(getattr(cls, where))
+            kinds = {p.kind for p in sig.parameters.values()}
+            assert inspect.Parameter.VAR_KEYWORD not in kinds, (cls, where)  # nothing swallowed
+            assert not _undeclared([n for n in sig.parameters if n != "self"], cap, "python"), where
+
+
+def _http_routes(app, prefix=""):
+    from synix_assets.serve.params import api_routes
+
+    for route in api_routes(app.routes):
+        if route.path.startswith(prefix):
+            names = [p.alias for p in route.dependant.query_params]
+            names += [p.name for p in route.dependant.path_params]
+            for body in route.dependant.body_params:
+                names += list(body.field_info.annotation.model_fields)
+            for method in route.methods:
+                yield f"{method} {route.path}", names, list(route.param_convertors)
+
+
+def test_every_http_route_is_a_declared_capability_taking_only_declared_names(served_project):
+    from synix_assets.app.live import TenantServices
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.serve.app import create_app
+    from synix_assets.serve.live_api import live_api
+
+    service = MemoryService(served_project)
+    try:
+        routes = [*_http_routes(create_app(service), "/v1/"),
+                  *_http_routes(live_api(TenantServices.__new__(TenantServices)), "/v1/")]
+    finally:
+        service.close()
+    declared = served_by("http")
+    assert len(routes) >= 25
+    for key, names, path in routes:
+        assert key in declared, f"{key} is not declared in app/vocabulary.py"
+        assert not _undeclared(names, declared[key], "http", path), (key, names)
+
+
+def _tool_text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def _mcp(service, calls, *, writes):
+    from mcp import Client
+
+    from synix_assets.serve.mcp_server import build_server
+
+    out = {}
+    async with Client(build_server(service, writes=writes)) as client:
+        out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
+        for key, name, args in calls:
+            try:
+                result = await client.call_tool(name, args)
+                out[key] = ("result", result.is_error, _tool_text(result))
+            except Exception as exc:  # the client raises an MCP error as MCPError
+                out[key] = ("error", getattr(getattr(exc, "error", None), "code", None), str(exc))
+    return out
+
+
+def test_every_mcp_tool_lists_only_declared_names_and_refuses_unknown_ones(served_project):
+    from synix_assets.app.memory import MemoryService
+
+    service = MemoryService(served_project)
+    calls = [("unknown", "search_memories", {"query": "marathon", "colour": "red"}),
+             # declared for search (the CLI and HTTP have it), but not a parameter of this tool
+             ("not_here", "search_memories", {"query": "marathon", "exact": True}),
+             ("alias", "search_memories", {"query": "marathon", "layers": ["episodes"], "limit": 2}),
+             ("step", "search_memories", {"query": "marathon", "step": "episodes", "limit": 2}),
+             ("twice", "get_memory", {"memory_id": "x", "record_id": "x"}),
+             ("before", "browse_timeline", {"before": "1999"}),
+             ("write", "create_memory", {"content": "x"})]
+    try:
+        out = asyncio.run(_mcp(service, calls, writes=False))
+        full = asyncio.run(_mcp(service, [], writes=True))
+    finally:
+        service.close()
+    declared = served_by("mcp")
+    assert set(full["tools"]) == set(declared)  # every tool declared, every declared tool served
+    assert {name for name, _ in SYKE_TOOLS} <= set(full["tools"])
+    for name, tool in full["tools"].items():
+        assert tool.input_schema["additionalProperties"] is False, name
+        assert not _undeclared(tool.input_schema.get("properties", {}), declared[name], "mcp"), name
+    assert not {"create_memory", "update_memory", "create_link"} & set(out["tools"])  # read-only
+    kind, code, text = out["unknown"]
+    assert (kind, code) == ("error", -32602) and "colour" in text and "accepts query" in text, text
+    assert "\n" not in text
+    assert out["twice"][:2] == ("error", -32602) and "twice" in out["twice"][2]
+    kind, code, text = out["not_here"]
+    assert (kind, code) == ("error", -32602) and "'exact'" in text and "leaves" not in text, text
+    for key in ("alias", "step"):
+        kind, is_error, text = out[key]
+        assert not is_error and {h["layer"] for h in json.loads(text)["hits"]} == {"episodes"}, text
+    assert json.loads(out["before"][2])["total"] == 0  # before=1999: nothing dated before it
+    kind, is_error, text = out["write"]
+    assert is_error and "read-only" in text and "--writes" in text, text
+
+
+@pytest.fixture()
+def http(served_project):
+    from fastapi.testclient import TestClient
+
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.serve.app import create_app
+
+    service = MemoryService(served_project)
+    try:
+        with TestClient(create_app(service)) as client:
+            yield client
+    finally:
+        service.close()
+
+
+def test_http_refuses_unknown_names_and_takes_the_older_spellings(http):
+    answer = http.get("/v1/search", params={"q": "marathon", "colour": "red"})
+    assert answer.status_code == 400 and "colour" in answer.json()["error"]
+    assert "accepts query, step" in answer.json()["error"] and "q → query" in answer.json()["error"]
+    scoped = http.get("/v1/search", params={"q": "marathon", "step": "episodes"})
+    assert scoped.status_code == 200 and {h["layer"] for h in scoped.json()["hits"]} == {"episodes"}
+    old = http.get("/v1/search", params={"q": "marathon", "layers": "episodes"}).json()
+    assert [h["artifact_id"] for h in old["hits"]] == [h["artifact_id"] for h in scoped.json()["hits"]]
+    brief = http.get("/v1/brief", params={"q": "marathon"})
+    assert brief.status_code == 200 and brief.json()["query"] == "marathon"
+    assert http.get("/v1/brief", params={"qery": "marathon"}).status_code == 400
+    both = http.get("/v1/search", params={"q": "a", "query": "b"})
+    assert both.status_code == 400 and "twice" in both.json()["error"]
+    assert http.get("/v1/timeline", params={"before": "1999"}).json()["total"] == 0
+    assert http.get("/v1/timeline", params={"until": "2100"}).json()["total"] > 0
+    assert http.get("/v1/cross_reference", params={"topic": "marathon"}).status_code == 200
+    assert http.get("/v1/memories", params={"limit": 5}).json() == {"memories": [], "count": 0}
+    # the guard's `?token=` (it sets the cookie) passes through to the app: not an unknown name
+    assert http.get("/v1/layers", params={"token": "t"}).status_code == 200
+
+
+def test_a_read_only_server_refuses_writes_with_one_line(http):
+    answer = http.post("/v1/memories", json={"content": "x"}, headers={"X-Synix-Request": "1"})
+    assert answer.status_code == 403
+    assert answer.json()["error"] == ("create_memory writes to the memory and this server is read-only "
+                                      "— start it with `synix serve --writes` (docs/doors.md)")
+
+
+def test_http_write_bodies_take_design_names_and_refuse_unknown_fields(tmp_path):
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(ROOT / "tests" / "app"))
+    from agent_memory_helpers import built_project, transcripts
+
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.serve.app import create_app
+
+    paths = built_project(tmp_path)
+    event = transcripts(paths)[0].artifact_id
+    service = MemoryService(paths)
+    try:
+        with TestClient(create_app(service, writes=True)) as client:
+            made = client.post("/v1/memories", json={"content": "Keeps bees", "source_event_ids": [event]})
+            assert made.status_code == 200, made.text
+            mem = made.json()["memory_id"]
+            assert client.get(f"/v1/memories/{mem}").json()["evidence"] == [event]
+            assert client.post(f"/v1/memories/{mem}/update", json={"new_content": "Keeps two hives"}).status_code == 200
+            assert client.post(f"/v1/memories/{mem}/update", json={"content": "Keeps three hives"}).status_code == 200
+            odd = client.post("/v1/memories", json={"content": "x", "colour": "red"})
+            assert odd.status_code == 400 and "colour" in odd.json()["error"]
+            assert "source_event_ids" in odd.json()["error"]
+            swapped = client.post(f"/v1/memories/{mem}/supersede", json={"new_content": "Sold the hives"})
+            assert swapped.status_code == 200, swapped.text  # design 003: no reason needed
+            nothing = client.post("/v1/memories", json={"content": "x", "source_event_ids": ["nope-123"]})
+            assert nothing.status_code == 400 and "names no record" in nothing.json()["error"]
+    finally:
+        service.close()
+
+
+def test_python_refuses_unknown_keywords_with_type_error_and_takes_older_spellings(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests" / "app"))
+    from agent_memory_helpers import built_project, transcripts
+
+    import synix
+
+    paths = built_project(tmp_path)
+    pipe = synix.open(paths.root)
+    event = transcripts(paths)[0].artifact_id
+    with pytest.raises(TypeError, match="colour"):
+        pipe.create_memory("x", colour="red")
+    mem = pipe.create_memory("Keeps bees", source_event_ids=[event])["memory_id"]
+    pipe.update_memory(mem, new_content="Keeps two hives")
+    pipe.update_memory(mem, content="Keeps three hives")
+    with pytest.raises(TypeError, match="older spelling"):
+        pipe.update_memory(mem, new_content="a", content="b")
+    assert pipe.get_memory(mem)["evidence"] == [event]
+    assert pipe.list_active_memories()["memories"][0]["first_line"] == "Keeps three hives"
+
+
+def test_cli_refuses_unknown_options_as_usage_errors(served_project):
+    done = subprocess.run(synix_cmd("-p", str(served_project.root), "search", "marathon", "--colour", "red"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "No such option '--colour'" in done.stderr
+
+
+def test_help_says_the_servers_are_read_only_unless_writes(served_project):
+    for command in ("serve", "mcp"):
+        done = subprocess.run(synix_cmd(command, "--help"), capture_output=True, text=True, timeout=120)
+        text = " ".join(done.stdout.split())
+        assert "--writes" in text and "read-only" in text, text
+
+
+def test_an_agent_written_against_design_003_runs_unchanged_over_stdio(tmp_path):
+    """scripts/syke_003_session.py: the 15 tools by their design names and arguments, against
+    a real `synix mcp --writes` on stdio started from `/`."""
+    sys.path.insert(0, str(ROOT / "tests" / "app"))
+    from agent_memory_helpers import built_project
+
+    paths = built_project(tmp_path)
+    env = {**os.environ, "SYNIX_LLM_PROVIDER": "fake", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "syke_003_session.py"), str(paths.root)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    log = json.loads(done.stdout)
+    assert log[0]["missing"] == []
+    answers = {e["call"]: e["answer"] for e in log[1:]}
+    assert {name for name, _ in SYKE_TOOLS} == set(answers)
+    cited = answers["search_evidence"]["hits"][0]["artifact_id"]
+    assert answers["get_memory"]["evidence"] == [cited]  # source_event_ids stored
+    assert answers["get_memory"]["content"] == "Training for a spring marathon"
+    chain = answers["get_memory_history"]["chain"]
+    assert [m["content"] for m in chain] == ["Runs in trail shoes", "Runs in road shoes now"]
+    assert {m["first_line"] for m in answers["list_active_memories"]["memories"]} == {
+        "Training for a spring marathon", "Runs in road shoes now"}
+    assert answers["cross_reference"]["memories"]
+    assert shutil.which("true")  # sanity: the session ran as a subprocess, not in this process
