@@ -299,13 +299,13 @@ def meme(ctx, seed, people, projects, sessions, workdir, as_json) -> None:
       synix eval meme --seed 3 --sessions 60 --json
     """
     from synix_assets.eval.meme import TASKS
-    from synix_assets.eval.meme_run import run_meme
+    from synix_assets.eval.meme_run import run_meme, scratch_dir
 
     if workdir is None:
         project = _project(ctx, required=False)
         if project is None:
             raise click.UsageError("give --dir FOLDER (or run inside a Synix project)")
-        folder = project.state_dir / "eval" / "meme" / f"seed-{seed}"
+        folder = scratch_dir(project, seed)
     else:
         folder = Path(workdir).expanduser().resolve()
     result = run_meme(folder, seed=seed, people=people, projects=projects, sessions=sessions,

@@ -16,6 +16,13 @@ from synix_assets.engine.temporal import entity_key, rule_statements
 from synix_assets.pipeline.fact_rules import parse_rules
 from synix_assets.project import ProjectPaths
 
+def scratch_dir(project: ProjectPaths, seed: int) -> Path:
+    """Where a project's run of a seed builds (each branch its own, as every eval)."""
+    from synix_assets.eval.workspace import bench_folder
+
+    return bench_folder(project, "meme") / f"seed-{seed}"
+
+
 BUDGET = 4000  # the brief's tokens: Tier 2 gets at least a quarter of them
 
 
