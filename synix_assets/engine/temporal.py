@@ -93,7 +93,7 @@ def _sentence(s: str) -> list[tuple[str, str, str, str]]:
     elif stop_p:
         out.append((stop_p.group(1), "uses", stop_p.group(2), "end"))
     elif project:
-        out.append((project.group(1), "uses", project.group(2), "add"))
+        out += [(project.group(1), "uses", v, "add") for v in _listed(s, project, 2)]
     if attr_p:
         out.append((attr_p.group(1), _attr(attr_p.group(2)), attr_p.group(3), "set"))
     if project or switch_p or stop_p or attr_p:
@@ -106,7 +106,7 @@ def _sentence(s: str) -> list[tuple[str, str, str, str]]:
     elif (m := _STOPS.search(s)) is not None:
         out.append((USER, "uses", m.group(1), "end"))
     else:
-        out += [(USER, "uses", m.group(1), "add") for m in _USES.finditer(s)]
+        out += [(USER, "uses", v, "add") for m in _USES.finditer(s) for v in _listed(s, m)]
     for rule, attribute, op in _THIRD:
         for m in rule.finditer(s):
             if attribute == "of":
@@ -125,6 +125,21 @@ def _sentence(s: str) -> list[tuple[str, str, str, str]]:
             out.append((m.group(1), "uses", m.group(2), "add"))
     if (m := re.search(r"\bI (?:left|quit)\s+" + _NAME, s)) is not None:
         out.append((USER, "employer", m.group(1), "end"))
+    return out
+
+
+_PRONOUNS = frozenset("i we you he she they it my our his her their".split())
+
+
+def _listed(s: str, m: re.Match, group: int = 1) -> list[str]:
+    """The value a match found and the ones listed after it ("Vim, tmux and fzf")."""
+    out = [m.group(group)]
+    rest = s[m.end(group):]
+    while (more := re.match(r"(?:,\s*(?:and\s+)?|\s+and\s+)" + _THING + _END, rest)) is not None:
+        if more.group(1).split()[0].lower() in _PRONOUNS:  # "…, and I work at …": a new clause
+            break
+        out.append(more.group(1))
+        rest = rest[more.end(1):]
     return out
 
 

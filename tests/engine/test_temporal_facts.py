@@ -232,3 +232,10 @@ def test_the_facts_layer_survives_a_toml_round_trip_with_the_same_step_version(t
     back = Pipeline.from_toml(p.to_toml(), base_dir=tmp_path)
     assert back.steps["facts"].config == {"implies": ["employer=Acme -> office=Oslo"]}
     assert back.version("facts") == p.version("facts")
+
+
+def test_a_list_of_tools_is_one_fact_each_and_a_new_clause_is_not_a_tool():
+    said = lambda text: [(s["attribute"], s["value"]) for s in
+                         temporal.rule_statements({"turn_id": "x", "ts": "t", "content": text})]
+    assert said("I use Vim, tmux and fzf.") == [("uses", "Vim"), ("uses", "tmux"), ("uses", "fzf")]
+    assert said("I use Vim and I work at Northwind Labs.") == [("employer", "Northwind Labs"), ("uses", "Vim")]
