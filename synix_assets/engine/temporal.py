@@ -21,7 +21,7 @@ import re
 from synix_assets.pipeline.fact_rules import Rule, norm as _attr, parse_rules  # noqa: F401 (re-exported)
 from synix_resources.fingerprints import sha256_text
 
-RULES = "rules (no model used)"
+RULES = "rules (no model used)"  # change a rule → bump pipeline/fact_rules.RULES_VERSION
 USER = "user"
 MULTI = frozenset({"uses"})  # attributes whose slot holds several values at once
 

@@ -9,6 +9,12 @@ from dataclasses import dataclass
 from synix_resources.errors import PipelineDefinitionError
 
 
+# The version of the offline extraction rules (engine/temporal.py), part of a facts step's
+# config and so of its version: bump it when the rules change, and every conversation is read
+# again by the new rules (a prompt's change does the same for the model path).
+RULES_VERSION = 2
+
+
 def norm(text: str) -> str:
     """An attribute's spelling: lower case, single spaces."""
     return " ".join(text.lower().split())

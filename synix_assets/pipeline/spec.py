@@ -28,7 +28,7 @@ from typing import Any, Callable, Self, Sequence
 from urllib.parse import urlsplit
 
 from synix_assets.pipeline import file_reads, validation
-from synix_assets.pipeline.fact_rules import parse_rules
+from synix_assets.pipeline.fact_rules import RULES_VERSION, parse_rules
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
 from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
@@ -249,7 +249,7 @@ class PipelineSpec:
         rules "attr=value -> attr=value" (e.g. "employer=Acme -> office=Lisbon"): the implied
         fact holds exactly while its premise does (docs/templates.md, "Temporal facts")."""
         parse_rules(name, implies)
-        config = {"implies": list(implies)} if implies else {}
+        config = {"rules": RULES_VERSION, **({"implies": list(implies)} if implies else {})}
         return self._add(Step(name, "facts", self._reads(name, "facts", from_), prompt, model, None,
                               max_tokens, None, description, config))
 

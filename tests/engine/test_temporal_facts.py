@@ -230,7 +230,7 @@ def test_the_facts_layer_survives_a_toml_round_trip_with_the_same_step_version(t
     p.facts("facts", from_="transcripts", prompt=prompts.temporal_facts, implies=["employer=Acme -> office=Oslo"])
     p.validate()
     back = Pipeline.from_toml(p.to_toml(), base_dir=tmp_path)
-    assert back.steps["facts"].config == {"implies": ["employer=Acme -> office=Oslo"]}
+    assert back.steps["facts"].config["implies"] == ["employer=Acme -> office=Oslo"]
     assert back.version("facts") == p.version("facts")
 
 
