@@ -3,7 +3,7 @@ type (Exact recall, Tracking, Deletion, Cascade, Absence), the memory (the tempo
 read through the brief and `as_of`) beside raw RAG (the turns searched as they are), summed over
 the seeds, plus build and forget times.
 
-    python benchmarks/bench_meme.py [--seeds 1,2,3] [--sessions 30] [--dir /tmp/meme-bench] [--out FILE]
+    python benchmarks/bench_meme.py [--seeds 1,2,3] [--sessions 30] [--unseen 0.3] [--dir /tmp/meme-bench] [--out FILE]
 
 Each seed builds its own scratch memory (`--dir`/seed-N) through the normal build and forgets
 its chosen conversations with `forget`. Prints a Markdown table (`--out FILE`: the results as JSON).
@@ -24,11 +24,14 @@ def main() -> None:
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--sessions", type=int, default=30)
     ap.add_argument("--people", type=int, default=6)
+    ap.add_argument("--unseen", type=float, default=0.0,
+                    help="share of statements in phrasings the offline rules do not know")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     base = Path(args.dir).resolve() if args.dir else Path(tempfile.mkdtemp(prefix="meme-bench-"))
-    runs = [run_meme(base / f"seed-{seed}", seed=int(seed), people=args.people, sessions=args.sessions)
+    runs = [run_meme(base / f"seed-{seed}", seed=int(seed), people=args.people, sessions=args.sessions,
+                     unseen=args.unseen)
             for seed in args.seeds.split(",")]
     total = {system: {t: [0, 0] for t in TASKS} for system in ("memory", "raw-rag")}
     for run in runs:
@@ -36,7 +39,7 @@ def main() -> None:
             for task, row in rows.items():
                 total[system][task][0] += row["correct"]
                 total[system][task][1] += row["probes"]
-    print(f"seeds {args.seeds}, {args.sessions} conversations each ({base})\n")
+    print(f"seeds {args.seeds}, {args.sessions} conversations each, {args.unseen:.0%} unseen phrasings ({base})\n")
     print("| task | probes | memory (brief + as_of) | raw RAG |\n|---|---|---|---|")
     for task in TASKS:
         (mc, n), (rc, _) = total["memory"][task], total["raw-rag"][task]

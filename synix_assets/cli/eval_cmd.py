@@ -280,12 +280,14 @@ def synixbench(ctx, results, as_json) -> None:
 @click.option("--people", type=click.IntRange(2, 12), default=6, show_default=True, help="Fictitious people.")
 @click.option("--projects", type=click.IntRange(1, 6), default=3, show_default=True, help="Fictitious projects.")
 @click.option("--sessions", type=click.IntRange(8, 120), default=30, show_default=True, help="Dated conversations.")
+@click.option("--unseen", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Share of statements said in phrasings the offline rules do not know.")
 @click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
               help="Where the scratch memory is built (default: the project's .synix/eval/meme/seed-N).")
 @json_option("Print one JSON object with the result (every probe with both answers).")
 @project_option
 @click.pass_context
-def meme(ctx, seed, people, projects, sessions, workdir, as_json) -> None:
+def meme(ctx, seed, people, projects, sessions, unseen, workdir, as_json) -> None:
     """A generated benchmark of memory that changes, per MEME task type, beside raw RAG.
 
     Fictitious people and projects whose facts change over time, are forgotten with `forget`, or
@@ -308,7 +310,7 @@ def meme(ctx, seed, people, projects, sessions, workdir, as_json) -> None:
         folder = scratch_dir(project, seed)
     else:
         folder = Path(workdir).expanduser().resolve()
-    result = run_meme(folder, seed=seed, people=people, projects=projects, sessions=sessions,
+    result = run_meme(folder, seed=seed, people=people, projects=projects, sessions=sessions, unseen=unseen,
                       progress=lambda line: click.echo(line, err=True))
     if as_json:
         echo_json(result, default=None)
@@ -318,7 +320,7 @@ def meme(ctx, seed, people, projects, sessions, workdir, as_json) -> None:
     out = render.console()
     table = render.make_table("task", "probes", "memory (brief + as_of)", "raw RAG",
                               title=f"MEME-style benchmark, seed {seed}: {result['conversations']} conversations, "
-                                    f"{len(result['forgotten'])} forgotten", left=("task",))
+                                    f"{len(result['forgotten'])} forgotten, {unseen:.0%} unseen phrasings", left=("task",))
     s = result["scores"]
     for task in TASKS:
         mem, rag = s["memory"][task], s["raw-rag"][task]

@@ -54,6 +54,19 @@ SAY = {
     ("project", "language"): ["{s}'s language is {v}.", "{s}'s language is now {v}."],
     ("project", "database"): ["{s}'s database is {v}.", "{s}'s database is now {v}."],
 }
+# Phrasings the offline rules (engine/temporal.py) were not written for: with `unseen` > 0 that
+# share of statements is said this way, measuring what the rules miss (a model reads them through
+# the prompt; offline nothing does).
+UNSEEN = {
+    ("person", "location"): ["{s} has been living in {v} since the spring."],
+    ("person", "employer"): ["{s} took a job with {v}."],
+    ("person", "role"): ["{s} is working as a {v} now."],
+    ("user", "location"): ["Home is {v} now."],
+    ("user", "editor"): ["These days I write everything in {v}."],
+    ("user", "employer"): ["I took a job with {v}."],
+    ("project", "language"): ["{s} is written in {v} now."],
+    ("project", "database"): ["{s} keeps its data in {v}."],
+}
 
 
 @dataclass
@@ -88,9 +101,11 @@ def _rules() -> list[str]:
             + [f"language={lang} -> build tool={tool}" for lang, tool in LANGUAGES.items()])
 
 
-def generate(seed: int = 7, people: int = 6, projects: int = 3, sessions: int = 30) -> World:
+def generate(seed: int = 7, people: int = 6, projects: int = 3, sessions: int = 30,
+             unseen: float = 0.0) -> World:
     """The seeded world: dated sessions stating (and changing) facts, the sessions to forget and
-    the probes with their expected answers."""
+    the probes with their expected answers; `unseen`: the share of statements said in phrasings
+    the offline rules do not know (0: none)."""
     rng = random.Random(seed)
     world = World(seed, _rules())
     names = rng.sample([f"{f} {l}" for f in FIRST for l in LAST], people)
@@ -122,7 +137,7 @@ def generate(seed: int = 7, people: int = 6, projects: int = 3, sessions: int = 
         sid = f"s{i:02d}"
         when = start + timedelta(days=days[i])
         turns, n = [], 0
-        lines = [_say(rng, k, s, a, v) for k, s, a, v in plan[i]]
+        lines = [_say(rng, k, s, a, v, unseen) for k, s, a, v in plan[i]]
         lines += [rng.choice(MENTION).format(p=rng.choice(names)), rng.choice(FILLER)]
         rng.shuffle(lines)
         for text in lines:
@@ -142,8 +157,11 @@ def _other(rng, pool, plan, subject, attr) -> str:
     return rng.choice([v for v in pool if v not in said])
 
 
-def _say(rng, kind, subject, attr, value) -> str:
-    return rng.choice(SAY[(kind, attr)]).format(s=subject, v=value)
+def _say(rng, kind, subject, attr, value, unseen: float = 0.0) -> str:
+    said = rng.choice(SAY[(kind, attr)])
+    if unseen and rng.random() < unseen:  # drawn only then: unseen=0 keeps every seed's world as it was
+        said = rng.choice(UNSEEN[(kind, attr)])
+    return said.format(s=subject, v=value)
 
 
 def truth(world: World, subject: str, attribute: str, at: str | None, without: tuple[str, ...] = ()) -> str:

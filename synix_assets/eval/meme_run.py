@@ -56,7 +56,7 @@ def rag_answer(rag: RawRag, probe: dict, rules) -> str:
 
 
 def run_meme(workdir: Path, *, seed: int = 7, people: int = 6, projects: int = 3, sessions: int = 30,
-             progress=lambda line: None) -> dict:
+             unseen: float = 0.0, progress=lambda line: None) -> dict:
     """Generate, build, probe, forget, probe. The memory is the scratch project `workdir/memory`;
     raw RAG's indexes and the probes stay beside it, outside the project, since forget checks
     that no file of the project still holds a forgotten conversation's text."""
@@ -64,7 +64,7 @@ def run_meme(workdir: Path, *, seed: int = 7, people: int = 6, projects: int = 3
     from synix_assets.app.memory import MemoryService
     from synix_assets.app.run import run_build
 
-    world = meme.generate(seed, people=people, projects=projects, sessions=sessions)
+    world = meme.generate(seed, people=people, projects=projects, sessions=sessions, unseen=unseen)
     root = workdir / "memory"
     root.mkdir(parents=True, exist_ok=True)
     write_export(world.case(), root / "exports" / "sessions.json")
@@ -99,7 +99,7 @@ def run_meme(workdir: Path, *, seed: int = 7, people: int = 6, projects: int = 3
     scores = {system: meme.score(a, world.probes) for system, a in answers.items()}
     per_probe = [dict(p, memory=answers["memory"][p["id"]], raw_rag=answers["raw-rag"][p["id"]])
                  for p in world.probes]
-    return {"benchmark": "meme", "seed": seed, "conversations": len(world.sessions),
+    return {"benchmark": "meme", "seed": seed, "unseen": unseen, "conversations": len(world.sessions),
             "forgotten": world.conversations_forgotten(), "probes": len(world.probes), "rules": world.rules,
             "scores": scores, "per_probe": per_probe, "build_seconds": round(build_s, 1),
             "forget_seconds": round(forget_s, 1), "build_ok": not getattr(report, "failed", False)}

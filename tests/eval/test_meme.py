@@ -82,3 +82,15 @@ def test_synix_eval_meme_outside_a_project_without_dir_is_one_usage_line(tmp_pat
     monkeypatch.chdir(tmp_path)
     out = CliRunner().invoke(main, ["eval", "meme"])
     assert out.exit_code == 2 and "give --dir FOLDER" in out.output and "Traceback" not in out.output
+
+
+def test_unseen_phrasings_are_ones_the_rules_do_not_read_and_zero_keeps_the_world_unchanged():
+    from synix_assets.engine.temporal import rule_statements
+
+    assert [asdict(s) for s in meme.generate(4, unseen=0.0).sessions] == [asdict(s) for s in meme.generate(4).sessions]
+    world = meme.generate(4, unseen=1.0)
+    said = [t.text for s in world.sessions for t in s.turns if t.role == "user"]
+    values = {f.value for f in world.facts}
+    stating = [text for text in said if any(v in text for v in values)]
+    assert stating and not [text for text in stating
+                            if rule_statements({"turn_id": "x", "ts": "t", "content": text})]
