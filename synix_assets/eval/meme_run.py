@@ -6,6 +6,7 @@ accuracy for both, and every probe with both answers."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -15,12 +16,31 @@ from synix_assets.eval.source import write_export
 from synix_assets.engine.temporal import entity_key, rule_statements
 from synix_assets.pipeline.fact_rules import parse_rules
 from synix_assets.project import ProjectPaths
+from synix_resources.errors import EvalError
 
 def scratch_dir(project: ProjectPaths, seed: int) -> Path:
     """Where a project's run of a seed builds (each branch its own, as every eval)."""
     from synix_assets.eval.workspace import bench_folder
 
     return bench_folder(project, "meme") / f"seed-{seed}"
+
+
+MARK = ".synix-meme-scratch"
+
+
+def fresh_memory(workdir: Path) -> Path:
+    """An empty `workdir/memory`: a run starts from nothing, since the last run's forget left
+    tombstones there that would keep the forgotten conversations out of the next build. Only a
+    folder this runner made (its mark inside) is ever removed."""
+    root = workdir / "memory"
+    if root.exists():
+        if not (root / MARK).is_file():
+            raise EvalError(f"{root} exists and was not made by `synix eval meme`",
+                            hint="give --dir a new or empty folder")
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / MARK).write_text("made by synix eval meme; removed and rebuilt by each run\n", encoding="utf-8")
+    return root
 
 
 BUDGET = 4000  # the brief's tokens: Tier 2 gets at least a quarter of them
@@ -65,8 +85,7 @@ def run_meme(workdir: Path, *, seed: int = 7, people: int = 6, projects: int = 3
     from synix_assets.app.run import run_build
 
     world = meme.generate(seed, people=people, projects=projects, sessions=sessions, unseen=unseen)
-    root = workdir / "memory"
-    root.mkdir(parents=True, exist_ok=True)
+    root = fresh_memory(workdir)
     write_export(world.case(), root / "exports" / "sessions.json")
     (root / "pipeline.py").write_text(meme.pipeline_source(world.rules), encoding="utf-8")
     meme.probe_path(workdir).write_text(json.dumps(world.probes, indent=1), encoding="utf-8")

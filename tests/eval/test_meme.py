@@ -94,3 +94,23 @@ def test_unseen_phrasings_are_ones_the_rules_do_not_read_and_zero_keeps_the_worl
     stating = [text for text in said if any(v in text for v in values)]
     assert stating and not [text for text in stating
                             if rule_statements({"turn_id": "x", "ts": "t", "content": text})]
+
+
+def test_a_second_run_in_the_same_folder_starts_from_a_fresh_memory_and_scores_the_same(tmp_path, monkeypatch):
+    from synix_assets.eval.meme_run import run_meme
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "extractive")
+    first = run_meme(tmp_path, seed=5, sessions=10, people=3)
+    again = run_meme(tmp_path, seed=5, sessions=10, people=3)  # the first run's forget left tombstones
+    assert again["scores"] == first["scores"]
+
+
+def test_a_folder_the_runner_did_not_make_is_never_removed(tmp_path):
+    from synix_assets.eval.meme_run import fresh_memory
+    from synix_resources.errors import EvalError
+
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "notes.txt").write_text("mine")
+    with pytest.raises(EvalError, match="was not made by `synix eval meme`"):
+        fresh_memory(tmp_path)
+    assert (tmp_path / "memory" / "notes.txt").read_text() == "mine"
