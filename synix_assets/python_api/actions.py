@@ -167,7 +167,7 @@ class Actions(MemoryActions, ABC):
 
             notify = (lambda line: print(line, file=sys.stderr, flush=True)) if progress is True \
                 else (progress or (lambda line: None))
-            return EvalResult(run_meme(scratch_dir(paths, 7), progress=notify), mode="fts")
+            return EvalResult(dict(run_meme(scratch_dir(paths, 7), progress=notify), branch=paths.branch), mode="fts")
         data = data or (settings().locomo_data if benchmark == "locomo" else settings().longmemeval_data)
         if not data:
             env = "SYNIX_LOCOMO_DATA" if benchmark == "locomo" else "SYNIX_LONGMEMEVAL_DATA"

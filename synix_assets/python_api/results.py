@@ -193,7 +193,7 @@ class EvalResult:
             self.baselines: dict[str, dict[str, Any]] = {
                 s: m[mode] for s, m in result["systems"].items() if s != "memory" and mode in m}
         elif result.get("benchmark") == "meme":  # accuracy per MEME task type, raw RAG beside
-            self.benchmark, self.branch = "meme", None
+            self.benchmark, self.branch = "meme", result.get("branch")
             acc = lambda rows: {task: row["accuracy"] for task, row in rows.items()}
             self.figures, self.baselines = acc(result["scores"]["memory"]), {"raw-rag": acc(result["scores"]["raw-rag"])}
         else:  # synixbench's report
