@@ -239,3 +239,26 @@ def test_a_list_of_tools_is_one_fact_each_and_a_new_clause_is_not_a_tool():
                          temporal.rule_statements({"turn_id": "x", "ts": "t", "content": text})]
     assert said("I use Vim, tmux and fzf.") == [("uses", "Vim"), ("uses", "tmux"), ("uses", "fzf")]
     assert said("I use Vim and I work at Northwind Labs.") == [("employer", "Northwind Labs"), ("uses", "Vim")]
+
+
+def test_tier2_as_of_is_the_same_from_python_http_and_the_cli(built):
+    from click.testing import CliRunner
+    from fastapi.testclient import TestClient
+
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.cli.main import main
+    from synix_assets.serve.app import create_app
+
+    paths, _ = built
+    python = _brief(paths, "where", as_of="2025-02-15")["tier2"]
+    svc = MemoryService(paths)
+    try:
+        http = TestClient(create_app(svc)).get("/v1/brief", params={"query": "where", "as_of": "2025-02-15",
+                                                                    "budget_tokens": 3000}).json()["tier2"]
+    finally:
+        svc.close()
+    out = CliRunner().invoke(main, ["memory", "get_brief", "where", "--as-of", "2025-02-15", "--budget-tokens", "3000",
+                                    "--json", "-p", str(paths.root)])
+    assert out.exit_code == 0, out.output
+    cli = json.loads(out.stdout)["tier2"]
+    assert python["facts"] == http["facts"] == cli["facts"] and python["as_of"] == "2025-02-15T00:00:00Z"
