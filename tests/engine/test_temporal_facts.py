@@ -241,7 +241,7 @@ def test_a_list_of_tools_is_one_fact_each_and_a_new_clause_is_not_a_tool():
     assert said("I use Vim and I work at Northwind Labs.") == [("employer", "Northwind Labs"), ("uses", "Vim")]
 
 
-def test_tier2_as_of_is_the_same_from_python_http_and_the_cli(built):
+def test_tier2_as_of_is_the_same_from_python_http_mcp_and_the_cli(built):
     from click.testing import CliRunner
     from fastapi.testclient import TestClient
 
@@ -261,4 +261,27 @@ def test_tier2_as_of_is_the_same_from_python_http_and_the_cli(built):
                                     "--json", "-p", str(paths.root)])
     assert out.exit_code == 0, out.output
     cli = json.loads(out.stdout)["tier2"]
-    assert python["facts"] == http["facts"] == cli["facts"] and python["as_of"] == "2025-02-15T00:00:00Z"
+    assert python["facts"] == http["facts"] == cli["facts"] == _mcp_tier2(paths)["facts"]
+    assert python["as_of"] == "2025-02-15T00:00:00Z" and python["facts"]
+
+
+def _mcp_tier2(paths) -> dict:
+    """Tier 2 through the official `mcp` client calling the server's get_brief tool."""
+    import asyncio
+
+    from mcp import Client
+
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.serve.mcp_server import build_server
+
+    async def session(server):
+        async with Client(server) as client:
+            result = await client.call_tool("get_brief", {"query": "where", "as_of": "2025-02-15",
+                                                          "budget_tokens": 3000})
+            return json.loads("".join(getattr(c, "text", "") for c in result.content))
+
+    service = MemoryService(paths)
+    try:
+        return asyncio.run(session(build_server(service)))["tier2"]
+    finally:
+        service.close()
