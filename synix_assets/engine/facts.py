@@ -23,6 +23,7 @@ from synix_assets.engine.agent import offline
 from synix_assets.engine.llm_step import call_prompt, inherited, make_request, record_of
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem, built_outcome
 from synix_assets.engine.turns import DERIVED, board_key, plan_readings, turn_lines, turns_of
+from synix_assets.pipeline.fact_rules import parse_rules
 from synix_resources.errors import LLMError, PromptError
 from synix_resources.fingerprints import sha256_text
 
@@ -135,7 +136,7 @@ def _replay(ctx, layer: str, step) -> list[PartitionOutcome]:
             stated.append(s)
             reading_of[s["turn_id"]] = a.artifact_id
     stated.sort(key=lambda s: s["ts"])  # stable: a conversation's turns keep their order
-    facts = temporal.replay(stated, temporal.parse_rules(layer, step.config.get("implies")))
+    facts = temporal.replay(stated, parse_rules(layer, step.config.get("implies")))
     level = ctx.pipeline.level(layer)
     outcomes, keep = [], {BOARD}
     for f in facts:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from synix_assets.pipeline.fact_rules import Rule, norm as _attr, parse_rules  # noqa: F401 (re-exported)
+from synix_assets.pipeline.fact_rules import Rule, norm as _attr
 from synix_resources.fingerprints import sha256_text
 
 RULES = "rules (no model used)"  # change a rule → bump pipeline/fact_rules.RULES_VERSION
