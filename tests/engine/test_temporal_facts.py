@@ -285,3 +285,36 @@ def _mcp_tier2(paths) -> dict:
         return asyncio.run(session(build_server(service)))["tier2"]
     finally:
         service.close()
+
+
+def test_with_a_model_each_conversation_is_one_call_whose_json_statements_become_the_facts(tmp_path, monkeypatch):
+    """The model path: the `fake` provider answers the facts prompt with statements the rules
+    could never find ("hometown"), so the facts can only have come from the model's JSON."""
+    import re
+
+    from synix_assets.app.run import run_build
+    from synix_assets.project import ProjectPaths
+    from synix_resources.llm import fake
+
+    def answer(request):
+        assert '"statements"' in request.prompt  # the facts prompt, not the loops one
+        ids = re.findall(r"^\[([^\]]+)\] user:", request.prompt, re.M)
+        return json.dumps({"statements": [{"turn_id": ids[0], "subject": "user", "attribute": "hometown",
+                                           "value": f"Seville ({len(ids)} turns)", "op": "set"}]})
+
+    monkeypatch.setattr(fake, "extract_answer", answer)
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
+    root = tmp_path / "mem"
+    root.mkdir()
+    (root / "pipeline.py").write_text(PIPELINE, encoding="utf-8")
+    _write(root, _session("jan", "2025-01-10", JAN), _session("mar", "2025-03-20", MAR))
+    paths = ProjectPaths(root)
+    first = run_build(paths)
+    assert first.layers["facts"]["llm_calls"] == 2  # one per conversation
+    facts = _facts(paths)
+    hometown = {k[2]: f for k, f in facts.items() if k[1] == "hometown"}
+    assert set(hometown) == {"Seville (2 turns)", "Seville (3 turns)"}
+    assert hometown["Seville (2 turns)"]["valid_until"] == hometown["Seville (3 turns)"]["valid_from"]
+    assert hometown["Seville (3 turns)"]["extractor"].startswith("model ")
+    assert not [k for k in facts if k[1] == "location"]  # the rules did not read these turns
+    assert run_build(paths).layers.get("facts", {}).get("llm_calls", 0) == 0
