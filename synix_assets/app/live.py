@@ -163,6 +163,7 @@ class TenantServices:
                 "sections": memory.get("sections", []), "live_sessions": live, "text": text,
                 "tokens": memory.get("tokens", 0) + live_tokens,
                 **({"notice": notice} if notice else {}), **({"tier1": tier1} if tier1 else {}),
+                **({"tier2": memory["tier2"]} if memory.get("tier2") else {}),
                 **({"search_notice": memory["notice"]} if memory.get("notice") else {})}
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""`synix eval`: LoCoMo, LongMemEval and SynixBench through the project's pipeline; reports.
+"""`synix eval`: LoCoMo, LongMemEval, SynixBench and the generated MEME-style benchmark through the project's pipeline; reports.
 
 The logic lives in synix_assets/eval; this module parses options and prints.
 """
@@ -273,6 +273,65 @@ def synixbench(ctx, results, as_json) -> None:
     s = result["scores"]
     out.print(f"found at altitude {s['found_at_altitude']:.2f} · fits the altitude {s['fits_altitude']:.2f} · "
               f"provenance {s['provenance_ok']:.2f}")
+
+
+@eval_group.command()
+@click.option("--seed", type=int, default=7, show_default=True, help="The generator's seed (same seed, same world).")
+@click.option("--people", type=click.IntRange(2, 12), default=6, show_default=True, help="Fictitious people.")
+@click.option("--projects", type=click.IntRange(1, 6), default=3, show_default=True, help="Fictitious projects.")
+@click.option("--sessions", type=click.IntRange(8, 120), default=30, show_default=True, help="Dated conversations.")
+@click.option("--unseen", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Share of statements said in phrasings the offline rules do not know.")
+@click.option("--dir", "workdir", type=click.Path(file_okay=False), default=None,
+              help="Where the scratch memory is built (default: the project's .synix/eval/meme/seed-N).")
+@json_option("Print one JSON object with the result (every probe with both answers).")
+@project_option
+@click.pass_context
+def meme(ctx, seed, people, projects, sessions, unseen, workdir, as_json) -> None:
+    """A generated benchmark of memory that changes, per MEME task type, beside raw RAG.
+
+    Fictitious people and projects whose facts change over time, are forgotten with `forget`, or
+    imply others through declared rules; probes answered by the brief (Tier 2 facts, `as_of`)
+    and by raw RAG (the turns searched as they are). Exact recall, Tracking, Deletion, Cascade,
+    Absence (arXiv 2605.12477).
+
+    \b
+    Examples:
+      synix eval meme
+      synix eval meme --seed 3 --sessions 60 --json
+    """
+    from synix_assets.eval.meme import TASKS
+    from synix_assets.eval.meme_run import run_meme, scratch_dir
+
+    if workdir is None:
+        project = _project(ctx, required=False)
+        if project is None:
+            raise click.UsageError("give --dir FOLDER (or run inside a Synix project)")
+        folder = scratch_dir(project, seed)
+    else:
+        folder = Path(workdir).expanduser().resolve()
+    result = run_meme(folder, seed=seed, people=people, projects=projects, sessions=sessions, unseen=unseen,
+                      progress=lambda line: click.echo(line, err=True))
+    if as_json:
+        echo_json(result, default=None)
+        return
+    from synix_assets.cli import render
+
+    out = render.console()
+    table = render.make_table("task", "probes", "memory (brief + as_of)", "raw RAG",
+                              title=f"MEME-style benchmark, seed {seed}: {result['conversations']} conversations, "
+                                    f"{len(result['forgotten'])} forgotten, {unseen:.0%} unseen phrasings", left=("task",))
+    s = result["scores"]
+    for task in TASKS:
+        mem, rag = s["memory"][task], s["raw-rag"][task]
+        table.add_row(task, str(mem["probes"]), _pct(mem), _pct(rag))
+    out.print(table)
+    out.print(f"built in {result['build_seconds']} s, forgot in {result['forget_seconds']} s; scratch memory: "
+              f"{render.safe(str(folder / 'memory'))}")
+
+
+def _pct(row: dict) -> str:
+    return "–" if row["accuracy"] is None else f"{row['correct']}/{row['probes']} ({row['accuracy']:.0%})"
 
 
 @eval_group.command()

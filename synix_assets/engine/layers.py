@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from synix_assets.engine import agent, aggregate, fold, merge, procedural, transcripts, transform, window_fold
+from synix_assets.engine import agent, aggregate, facts, fold, merge, procedural, transcripts, transform, window_fold
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
 from synix_assets.engine.upstream import remember_avg_out, remember_version
 from synix_assets.sources.model import IngestResult
@@ -30,7 +30,8 @@ def plan_layer(ctx, layer: str, scan: IngestResult, up: LayerPlan | None,
         plan = transform.plan(ctx, layer, up, keys)
     else:
         module = {"merge": merge, "aggregate": aggregate, "fold": fold, "agent": agent,
-                  "window_fold": window_fold, "loops": procedural, "identity": procedural}[step.kind]
+                  "window_fold": window_fold, "loops": procedural, "identity": procedural,
+                  "facts": facts}[step.kind]
         plan = module.plan(ctx, layer, up)
         plan = plan if keys is None else plan.only(keys)
     plan.lapsed = set(up.lapsed if up else ()) | _lapsed(ctx, layer, plan, keys)
@@ -95,7 +96,7 @@ def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | Non
     else:
         module = {"merge": merge, "transform": transform, "aggregate": aggregate, "fold": fold,
                   "agent": agent, "window_fold": window_fold, "loops": procedural,
-                  "identity": procedural}[step.kind]
+                  "identity": procedural, "facts": facts}[step.kind]
         result = module.build(ctx, layer, keys)
     if done:
         merged = {o.group_key: o for o in result.outcomes}

@@ -1,7 +1,8 @@
 """Synix synapse pipeline (the Synapse architecture, design 004): a working window — the last 12
 turns of each conversation verbatim and a rolling summary into which older turns are folded
 exactly once — with open loops (commitments, todos, questions: open / reinforced / completed,
-nudges when idle) and identity facts in the brief's Tier 1; episodes → monthly rollups → core
+nudges when idle) and identity facts in the brief's Tier 1, temporal facts (valid from / until,
+never deleted) in its Tier 2; episodes → monthly rollups → core
 memory as usual.
 
 The window, the loops and the facts are layers of the build like any other (versioned, keyed,
@@ -30,6 +31,12 @@ pipeline.merge("transcripts", from_=["exports", "live"], dedupe="metadata_match"
 pipeline.window_fold("rolling", from_="transcripts", prompt=prompts.rolling_summary, window=12)
 pipeline.open_loops("loops", from_="transcripts", prompt=prompts.open_loops)
 pipeline.identity_facts("identity", from_="loops")
+
+# Tier 2 (design 004 §2): temporal facts about the user, people, projects, places and tools, each
+# valid from the turn that states it until a later one contradicts it (kept, with valid_until),
+# citing its turns; one call per conversation (rules offline). `implies=[...]` declares rules
+# ("employer=Acme -> office=Lisbon") whose facts hold exactly while their premise does.
+pipeline.facts("facts", from_="transcripts", prompt=prompts.temporal_facts)
 
 pipeline.transform("episodes", from_="transcripts", prompt=prompts.episode_summary)
 pipeline.aggregate("monthly", from_="episodes", period="month", prompt=prompts.monthly_rollup)

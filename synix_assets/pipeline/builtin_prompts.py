@@ -151,3 +151,23 @@ Answer with ONE JSON object and nothing else:
   "completes": ["what was done, in the words of the loop"],
   "facts": [{{"key": "name|location|job|employer|preference", "value": "…"}}]}}]}}
 Leave out turns that say none of these."""
+
+
+def temporal_facts(turns: str) -> str:
+    """Temporal facts (design 004 §2, Tier 2): what each user turn states about the user, people,
+    projects, places and tools, and which earlier facts it ends, as one JSON object."""
+    return f"""Read the user's turns of one conversation (each starts with its [turn id]) and list
+every fact a turn states about an entity: the user ("user"), a person, a project, a place or a
+tool. One statement per fact, with its attribute (location, employer, role, uses, language,
+editor, …) and value. op: "set" when the attribute has one value at a time (a new value replaces
+the old: "I moved to Porto"), "add" when it is one of several ("I use Docker": attribute "uses"),
+"end" when the turn says it no longer holds ("I no longer use Docker", "Mira left Acme").
+
+<turns>
+{turns}
+</turns>
+
+Answer with ONE JSON object and nothing else:
+{{"statements": [{{"turn_id": "…", "subject": "user|a name", "attribute": "…", "value": "…",
+  "op": "set|add|end"}}]}}
+Leave out turns that state no fact."""

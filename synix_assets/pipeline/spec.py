@@ -28,6 +28,7 @@ from typing import Any, Callable, Self, Sequence
 from urllib.parse import urlsplit
 
 from synix_assets.pipeline import file_reads, validation
+from synix_assets.pipeline.fact_rules import RULES_VERSION, parse_rules
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
 from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
@@ -239,6 +240,19 @@ class PipelineSpec:
         return self._add(Step(name, "identity", self._reads(name, "identity", from_),
                               description=description))
 
+    def facts(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
+              implies: Sequence[str] | None = None, model: str | None = None,
+              max_tokens: int | None = None, description: str = "") -> Step:
+        """Temporal facts about entities (the user, people, projects, places, tools), each valid
+        from the turn that states it until a later turn contradicts it (invalidated, never
+        deleted), citing its turns; one call per conversation (rules offline). `implies`: declared
+        rules "attr=value -> attr=value" (e.g. "employer=Acme -> office=Lisbon"): the implied
+        fact holds exactly while its premise does (docs/templates.md, "Temporal facts")."""
+        parse_rules(name, implies)
+        config = {"rules": RULES_VERSION, **({"implies": list(implies)} if implies else {})}
+        return self._add(Step(name, "facts", self._reads(name, "facts", from_), prompt, model, None,
+                              max_tokens, None, description, config))
+
     def search_index(self, name: str, *, from_: Sequence[str], embeddings: bool = False,
                      on_update: OnUpdate | None = None) -> SearchIndexProjection:
         """`embeddings=True` also computes vectors for semantic/hybrid search (needs the
@@ -317,7 +331,7 @@ class PipelineSpec:
             return self.partitioning(step.upstream)
         if step.kind == "aggregate":
             return "period" if step.config["period"] else "topic"
-        return "single"  # agent, window_fold, loops, identity: one asset building every record
+        return "single"  # agent, window_fold, loops, identity, facts: one asset building every record
 
     def downstream(self, layer: str) -> list[str]:
         out = [s.name for s in self.steps.values() if layer in s.from_]

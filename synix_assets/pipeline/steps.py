@@ -7,7 +7,7 @@ from typing import Any, Callable, Literal
 
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile
 
-StepKind = Literal["merge", "transform", "aggregate", "fold", "agent", "window_fold", "loops", "identity"]
+StepKind = Literal["merge", "transform", "aggregate", "fold", "agent", "window_fold", "loops", "identity", "facts"]
 # The tools an agent step's model may call (Syke's): reads to orient, the five writes of the
 # memory-ops log, and write_map (the map document the step stores).
 SYKE_READ_TOOLS = ("get_map", "search_memories", "get_memory", "follow_links", "get_memory_history")

@@ -167,6 +167,9 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
         elif kind == "loops":
             p.open_loops(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), description=desc,
                          model=common.get("model"), max_tokens=common.get("max_tokens"))
+        elif kind == "facts":
+            p.facts(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), implies=cfg.get("implies"),
+                    description=desc, model=common.get("model"), max_tokens=common.get("max_tokens"))
         elif kind == "identity":
             p.identity_facts(name, from_=from_[0], description=desc)
         else:

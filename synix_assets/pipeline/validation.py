@@ -48,7 +48,7 @@ def validate(p: "PipelineSpec") -> None:
             raise PipelineDefinitionError(
                 f"step '{step.name}' (identity): reads '{step.upstream}', not an open_loops layer",
                 hint='e.g. pipeline.identity_facts("identity", from_="loops")')
-        if step.kind in ("window_fold", "loops") and p.partitioning(step.upstream) != "conversation":
+        if step.kind in ("window_fold", "loops", "facts") and p.partitioning(step.upstream) != "conversation":
             raise PipelineDefinitionError(
                 f"step '{step.name}' ({step.kind}): reads the turns of transcripts, "
                 f"'{step.upstream}' is grouped by {p.partitioning(step.upstream)}",

@@ -19,7 +19,7 @@ from synix_resources.errors import EvalError
 if TYPE_CHECKING:  # imported where used: reading a memory does not load the build
     from synix_assets.app.run import BuildReport
 
-BENCHMARKS = ("locomo", "longmemeval", "synixbench")
+BENCHMARKS = ("locomo", "longmemeval", "synixbench", "meme")
 
 
 class Actions(MemoryActions, ABC):
@@ -162,6 +162,12 @@ class Actions(MemoryActions, ABC):
 
             report = run_synixbench(paths, branch=paths.branch, results_db=results_path(paths.state_dir))
             return EvalResult(report, mode=report["mode"])
+        if benchmark == "meme":  # generated (seed 7, as `synix eval meme`): no data, modes or baselines
+            from synix_assets.eval.meme_run import run_meme, scratch_dir
+
+            notify = (lambda line: print(line, file=sys.stderr, flush=True)) if progress is True \
+                else (progress or (lambda line: None))
+            return EvalResult(dict(run_meme(scratch_dir(paths, 7), progress=notify), branch=paths.branch), mode="fts")
         data = data or (settings().locomo_data if benchmark == "locomo" else settings().longmemeval_data)
         if not data:
             env = "SYNIX_LOCOMO_DATA" if benchmark == "locomo" else "SYNIX_LONGMEMEVAL_DATA"

@@ -192,10 +192,15 @@ class EvalResult:
             self.figures: dict[str, Any] = dict(result["systems"]["memory"][mode])
             self.baselines: dict[str, dict[str, Any]] = {
                 s: m[mode] for s, m in result["systems"].items() if s != "memory" and mode in m}
+        elif result.get("benchmark") == "meme":  # accuracy per MEME task type, raw RAG beside
+            self.benchmark, self.branch = "meme", result.get("branch")
+            acc = lambda rows: {task: row["accuracy"] for task, row in rows.items()}
+            self.figures, self.baselines = acc(result["scores"]["memory"]), {"raw-rag": acc(result["scores"]["raw-rag"])}
         else:  # synixbench's report
             self.benchmark, self.branch = "synixbench", result["branch"]
             self.figures, self.baselines = {"questions": result["questions"], **result["scores"]}, {}
-        self.headline = self.HEADLINE if self.HEADLINE in self.figures else "found_at_altitude"
+        self.headline = self.HEADLINE if self.HEADLINE in self.figures else \
+            "tracking" if self.benchmark == "meme" else "found_at_altitude"
 
     @property
     def precision_at_5(self) -> float | None:

@@ -45,6 +45,7 @@ CLI_TO_PYTHON = {
     "eval locomo": ("Pipeline", "eval"),  # pipeline.eval("locomo", data=…)
     "eval longmemeval": ("Pipeline", "eval"),  # pipeline.eval("longmemeval", data=…)
     "eval synixbench": ("Pipeline", "eval"),  # pipeline.eval("synixbench")
+    "eval meme": ("Pipeline", "eval"),  # pipeline.eval("meme") (seed 7)
     "branch create": ("Pipeline", "branch"),
     "branch list": ("Pipeline", "branches"),
     "branch switch": ("PipelineBranch", "switch"),
@@ -82,7 +83,7 @@ CLI_ONLY = {
 # (The questions the engine asks a spec, `spec.ENGINE_METHODS`, are not listed by dir(Pipeline).)
 PYTHON_ONLY = {
     **{name: "declares the pipeline; the CLI reads the declaration from pipeline.py"
-       for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "window_fold", "open_loops", "identity_facts", "search_index",
+       for name in ("source", "merge", "transform", "aggregate", "fold", "agent_step", "window_fold", "open_loops", "identity_facts", "facts", "search_index",
                     "context_doc", "artifact", "output", "remove", "validate", "to_toml", "from_toml")},
     "load": "opens a project; the CLI's -p/--project",
     "project": "the folder of the project; the CLI's -p/--project",
@@ -207,8 +208,8 @@ def test_every_python_keyword_of_an_action_is_an_option_of_its_command():
             if param.kind is not param.KEYWORD_ONLY or (attr, param.name) in NO_OPTION:
                 continue
             option = RENAMED.get((attr, param.name), "--" + param.name.rstrip("_").replace("_", "-"))
-            if name == "eval synixbench" and param.name in ("data", "limit", "modes", "baselines"):
-                continue  # SynixBench generates its own questions: no data, modes or baselines
+            if name in ("eval synixbench", "eval meme") and param.name in ("data", "limit", "modes", "baselines"):
+                continue  # SynixBench and MEME generate their own questions: no data, modes or baselines
             assert option in options, f"{cls}.{attr}({param.name}=…) has no {option} on synix {name}"
 
 

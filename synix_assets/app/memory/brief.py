@@ -47,7 +47,8 @@ def memory_map(svc: MemoryService, branch: str, recent: int, until: str | None =
     built = [l for l in layers if l["records"]]
     if not built:
         raise ArtifactNotFound(f"nothing has been built in {svc.paths.root} yet", hint=NOT_BUILT_HINT)
-    tier1 = {n for n, st in svc.pipeline.steps.items() if st.kind in SYNAPSE_KINDS}
+    # Tier 1's layers and the facts (Tier 2) are read by their own sections, not as recent records
+    tier1 = {n for n, st in svc.pipeline.steps.items() if st.kind in (*SYNAPSE_KINDS, "facts")}
     top = max(l["level"] for l in built if l["layer"] not in tier1) if set(l["layer"] for l in built) - tier1 else 0
     with svc.reader(branch) as r:
         core = []

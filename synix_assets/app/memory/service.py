@@ -15,6 +15,7 @@ from typing import Iterator
 
 from synix_assets.app.memory import agent as _agent
 from synix_assets.app.memory import brief as _brief
+from synix_assets.app.memory import facts as _facts
 from synix_assets.app.memory import browse
 from synix_assets.app.memory import search as _search
 from synix_assets.app.memory.freshness import ProjectStatus, mtime
@@ -233,10 +234,17 @@ class MemoryService:
             check_session_id(session)
         t = _agent.reads.as_of_instant(as_of)
         tier1 = brief_tier1(self.paths, session, as_of=t)  # a pipeline with a working window (synapse)
+        used = fit_tier1(tier1, budget_tokens) if tier1 is not None else 0
+        # Tier 2, the temporal facts valid then (a pipeline with a facts layer): within what
+        # Tier 1 left of the first half of the budget, and at least a quarter of it
+        tier2 = _facts.tier2(self, branch, query, t, max(budget_tokens // 4, budget_tokens // 2 - used))
+        used += tier2["tokens"] if tier2 is not None else 0
         out = _brief.brief(self, query, branch=branch, budget_tokens=budget_tokens, hits=hits,
-                           recent=recent, as_of=t,
-                           reserved=fit_tier1(tier1, budget_tokens) if tier1 is not None else 0)
+                           recent=recent, as_of=t, reserved=used)
         if tier1 is not None:
             out["tier1"] = tier1
-            out["text"] = "\n\n".join(p for p in (tier1["text"], out.get("text", "")) if p)
+        if tier2 is not None:
+            out["tier2"] = tier2
+        out["text"] = "\n\n".join(p for p in (tier1["text"] if tier1 else "", tier2["text"] if tier2 else "",
+                                              out.get("text", "")) if p)
         return out
