@@ -4,6 +4,7 @@ attr=value", checked where the pipeline is declared and applied by the engine's 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from synix_resources.errors import PipelineDefinitionError
@@ -32,7 +33,7 @@ class Rule:
     text: str
 
 
-def parse_rules(name: str, implies) -> list[Rule]:
+def parse_rules(name: str, implies: Iterable[str] | str | None) -> list[Rule]:
     """`implies=["employer=Acme -> office=Lisbon", …]` (each "attr=value -> attr=value")."""
     if implies is None:
         return []

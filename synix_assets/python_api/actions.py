@@ -165,9 +165,9 @@ class Actions(MemoryActions, ABC):
         if benchmark == "meme":  # generated (seed 7, as `synix eval meme`): no data, modes or baselines
             from synix_assets.eval.meme_run import run_meme, scratch_dir
 
-            notify = (lambda line: print(line, file=sys.stderr, flush=True)) if progress is True \
+            say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress is True \
                 else (progress or (lambda line: None))
-            return EvalResult(dict(run_meme(scratch_dir(paths, 7), progress=notify), branch=paths.branch), mode="fts")
+            return EvalResult(dict(run_meme(scratch_dir(paths, 7), progress=say), branch=paths.branch), mode="fts")
         data = data or (settings().locomo_data if benchmark == "locomo" else settings().longmemeval_data)
         if not data:
             env = "SYNIX_LOCOMO_DATA" if benchmark == "locomo" else "SYNIX_LONGMEMEVAL_DATA"

@@ -194,8 +194,8 @@ class EvalResult:
                 s: m[mode] for s, m in result["systems"].items() if s != "memory" and mode in m}
         elif result.get("benchmark") == "meme":  # accuracy per MEME task type, raw RAG beside
             self.benchmark, self.branch = "meme", result.get("branch")
-            acc = lambda rows: {task: row["accuracy"] for task, row in rows.items()}
-            self.figures, self.baselines = acc(result["scores"]["memory"]), {"raw-rag": acc(result["scores"]["raw-rag"])}
+            self.figures = _accuracy(result["scores"]["memory"])
+            self.baselines = {"raw-rag": _accuracy(result["scores"]["raw-rag"])}
         else:  # synixbench's report
             self.benchmark, self.branch = "synixbench", result["branch"]
             self.figures, self.baselines = {"questions": result["questions"], **result["scores"]}, {}
@@ -257,3 +257,8 @@ class PurgeResult:
         what = "would delete" if self.dry_run else "deleted"
         return (f"PurgeResult({what} {len(self.affected_records)} records of "
                 f"{len(self.conversation_ids)} conversation(s))")
+
+
+def _accuracy(rows: dict[str, Any]) -> dict[str, Any]:
+    """A MEME score table's accuracy per task type."""
+    return {task: row["accuracy"] for task, row in rows.items()}
