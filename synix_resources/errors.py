@@ -233,3 +233,9 @@ class InvalidMemoryId(InvalidName, MemoryOpRefused):
 class UnsafeRemoval(SynixError):
     """A folder was about to be removed that is not strictly inside the folder it belongs in
     (or, for a clean-up, was not made by the failing call); nothing was removed."""
+
+
+class EvidenceRefused(SynixError):
+    """An event appended to the evidence ledger is refused before it is written: no content, no
+    source or event type, a field that is not text, a time that is not ISO 8601, metadata that is
+    not a JSON object."""
