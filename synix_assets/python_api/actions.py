@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 from synix_assets.project import ProjectPaths
+from synix_assets.python_api.evidence import EvidenceActions
 from synix_assets.python_api.memories import MemoryActions
 from synix_assets.python_api.reading import Hit, Lineage, Reader, SearchResults
 from synix_assets.python_api.results import EvalResult, Plan, SyncReport
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # imported where used: reading a memory does not load the bui
 BENCHMARKS = ("locomo", "longmemeval", "synixbench")
 
 
-class Actions(MemoryActions, ABC):
+class Actions(MemoryActions, EvidenceActions, ABC):
     """Mixed into `Pipeline` and `PipelineBranch`; `_paths(action)` gives the branch to act on."""
 
     @abstractmethod

@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.app.memory import BranchServices, MemoryService
-from synix_assets.serve import api, explorer, memory_api
+from synix_assets.serve import api, evidence_api, explorer, memory_api
 from synix_assets.serve.errors import internal_error_line, status_of, validation_line
 from synix_resources.errors import SynixError
 
@@ -42,6 +42,7 @@ def create_app(service: MemoryService) -> FastAPI:
         return await call_next(request)
     app.include_router(api.router)
     app.include_router(memory_api.router)
+    app.include_router(evidence_api.router)
     app.include_router(explorer.router)
     app.mount("/static", StaticFiles(directory=explorer.HERE / "static"), name="static")
 
