@@ -29,6 +29,7 @@ from synix_assets.dagster_defs.jobs import BuildFn, build_all_job, layer_jobs
 from synix_assets.dagster_defs.live_sensor import live_sensors
 from synix_assets.dagster_defs.llm_config import launchpad_llm
 from synix_assets.dagster_defs.records import rerecorded_note, sync_instance, wipe_orphans
+from synix_assets.dagster_defs.schedule import synthesis_schedule
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.engine.schedule import WorkGraph
@@ -145,7 +146,10 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
     # live sessions feed main (a tenant's memory); branches read them through main's store
     live = [*live_sensors(graphs[0].pipeline, graphs[0].paths, build_jobs[MAIN])] \
         if graphs and graphs[0].names.is_main else []
-    defs = dg.Definitions(assets=assets, jobs=jobs,
+    # the synthesis loop every 15 minutes (design 003), main's: the evidence is the project's
+    schedules = [synthesis_schedule(graphs[0].paths, graphs[0].pipeline, build_jobs[MAIN])] \
+        if graphs and graphs[0].names.is_main else []
+    defs = dg.Definitions(assets=assets, jobs=jobs, schedules=schedules,
                           sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None,
                                                  running=sensor_running(root)), *live,
                                    *(s for g in graphs for s in automation_sensors(
