@@ -239,3 +239,9 @@ class EvidenceRefused(SynixError):
     """An event appended to the evidence ledger is refused before it is written: no content, no
     source or event type, a field that is not text, a time that is not ISO 8601, metadata that is
     not a JSON object."""
+
+
+class ProjectFileError(SynixError):
+    """A portable project file (`synix pack` / `synix unpack`) cannot be made or read: not a
+    SQLite file, a SQLite file Synix did not pack, damaged (a checksum or SQLite's own check
+    fails), from a newer format, or an unpack target that is not an empty folder."""

@@ -32,6 +32,14 @@ class Actions(MemoryActions, EvidenceActions, ABC):
 
     # ---- build ------------------------------------------------------------------------------
 
+    def pack(self, path: str | Path) -> dict[str, Any]:
+        """Write the whole project (pipeline, exports, store, search index, evidence ledger,
+        agent memories, config) into one portable SQLite file; `synix unpack` makes it a project
+        again elsewhere."""
+        from synix_assets.app.portable import pack
+
+        return pack(self._paths("pack"), path).to_json()
+
     def plan(self, *, full: bool = False, batch: bool = False) -> Plan:
         """What `run()` would rebuild and cost (`synix plan`); `full=True` prices rebuilding
         everything. On a branch that reprocesses everything, or costs more than main, a
