@@ -142,7 +142,9 @@ class Bundle:
 
     def _damaged(self, err: Exception) -> ProjectFileError:
         self.close()
-        return ProjectFileError(f"{self.path} is damaged ({' '.join(str(err).split())})",
+        why = " ".join(str(err).split())
+        why = why if len(why) <= 120 else why[:120].rstrip() + "…"  # quick_check lists every page
+        return ProjectFileError(f"{self.path} is damaged ({why})",
                                 hint="copy it again from where it was packed, or pack the project again")
 
     def close(self) -> None:
