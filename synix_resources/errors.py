@@ -245,3 +245,8 @@ class ProjectFileError(SynixError):
     """A portable project file (`synix pack` / `synix unpack`) cannot be made or read: not a
     SQLite file, a SQLite file Synix did not pack, damaged (a checksum or SQLite's own check
     fails), from a newer format, or an unpack target that is not an empty folder."""
+
+
+class FieldKeyError(StoreError):
+    """Field-level encryption cannot work: SYNIX_FIELD_KEY is malformed, missing while the store
+    holds encrypted fields, or not the key they were encrypted with."""

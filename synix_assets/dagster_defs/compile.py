@@ -36,6 +36,7 @@ from synix_assets.engine.schedule import WorkGraph
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.project.branches import branch_names
 from synix_resources.errors import SynixError
+from synix_resources.field_crypto import VAR as FIELD_KEY_VAR
 from synix_resources.llm.resource import LLMResource
 from synix_resources.settings import settings
 from synix_resources.store.artifact_store import ArtifactStore
@@ -46,7 +47,10 @@ def resources_for(paths: ProjectPaths, identity: str | None = None) -> dict:
     """The store and LLM resources; the LLM resource names the provider a build will really use
     (resolved from the environment now), so the UI does not show an empty provider."""
     provider = (identity or llm_identity()).split(":", 1)[0]
-    return {"store": ArtifactStoreResource(path=str(paths.store)),
+    # the field key reaches the resource as an EnvVar: Dagster resolves it in each run process
+    # and never shows or stores the key itself
+    key = {"field_key": dg.EnvVar(FIELD_KEY_VAR)} if settings().field_key else {}
+    return {"store": ArtifactStoreResource(path=str(paths.store), **key),
             "llm": LLMResource(cache_path=str(paths.llm_cache), provider=provider)}
 
 
