@@ -112,3 +112,23 @@ def test_the_dagster_resource_takes_the_key_as_an_env_var(tmp_path, key, monkeyp
         path=str(path), field_key=dg.EnvVar("MY_STORE_KEY"))})
     assert result.success
     assert SECRET.encode() not in _raw(path)
+
+
+def test_a_whole_build_runs_on_an_encrypted_store_and_search_still_answers(demo_project, key, monkeypatch):
+    """Through `synix run`'s Dagster runs: every layer is written sealed, read back to build the
+    next, and the search index (derived, a file of its own) answers as before."""
+    from synix_assets.app.run import run_build
+    from synix_assets.python_api.pipeline import Pipeline
+
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
+    monkeypatch.setenv("SYNIX_ENCRYPTED_FIELDS", "content")
+    report = run_build(demo_project)
+    assert report.status == "completed" and report.layers["episodes"]["built"] == 24
+    with ArtifactStore(demo_project.store) as store:
+        transcript = store.list_layer("transcripts")[0]
+        line = next(l for l in transcript.content.splitlines() if len(l) > 40)
+    raw = _raw(demo_project.store)
+    assert line.encode() not in raw and raw.count(b"synix:enc:v1:") >= 55
+    hits = Pipeline.load(demo_project.root).search("equity offer")
+    assert hits and "Lumen" in hits[0].title
+    assert run_build(demo_project).noop  # the sealed store plans as the plain one
