@@ -71,6 +71,7 @@ def _check_packable(paths: ProjectPaths, pipeline) -> None:
 def pack(paths: ProjectPaths, out: str | Path) -> PackReport:
     """Write the project at `paths` into one SQLite file at `out`."""
     out = Path(out).expanduser().absolute()
+    out = out.parent.resolve() / out.name  # `../me.db` said plainly
     pipeline = paths.load_pipeline()
     _check_packable(paths, pipeline)
     members = _members(paths, out)
