@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 MESSAGE = "message"          # event_type of an export conversation's message
 LIVE_TURN = "turn"           # event_type of a turn posted to a live inbox
 TURN_BATCH = 1000
+APPEND_BATCH = 5000
 
 
 @dataclass
@@ -80,10 +81,15 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
             report.files_unchanged += 1
             continue
         try:
+            batch: list[Event] = []  # one durable transaction per APPEND_BATCH events, not per conversation
             for conv in iter_conversations(path, fmt, ParseReport(path=str(path), format=fmt),
                                            root=source_root(pipeline, source)):
                 if conv.conversation_id not in tombstones:
-                    report.appended += len(ledger.append(message_events(conv, source, user)).appended)
+                    batch += message_events(conv, source, user)
+                if len(batch) >= APPEND_BATCH:
+                    report.appended += len(ledger.append(batch).appended)
+                    batch = []
+            report.appended += len(ledger.append(batch).appended) if batch else 0
         except (ExportFormatError, OSError) as exc:  # that file only; the scan reports it too
             report.failed.append(exc.one_line() if isinstance(exc, ExportFormatError) else f"{path}: {exc}")
             continue
