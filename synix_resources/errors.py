@@ -235,6 +235,7 @@ class UnsafeRemoval(SynixError):
     (or, for a clean-up, was not made by the failing call); nothing was removed."""
 
 
+<<<<<<< HEAD
 class UnknownParameter(SynixError, TypeError):
     """A door was given a parameter name the capability does not declare
     (`synix_assets/app/vocabulary.py`); nothing is ignored in silence. HTTP 400, MCP -32602."""
@@ -243,3 +244,20 @@ class UnknownParameter(SynixError, TypeError):
 class WritesNotAllowed(SynixError):
     """A write reached a server started read-only (`synix serve` / `synix mcp` without
     `--writes`). HTTP 403, an MCP tool error."""
+=======
+class EvidenceRefused(SynixError):
+    """An event appended to the evidence ledger is refused before it is written: no content, no
+    source or event type, a field that is not text, a time that is not ISO 8601, metadata that is
+    not a JSON object."""
+
+
+class ProjectFileError(SynixError):
+    """A portable project file (`synix pack` / `synix unpack`) cannot be made or read: not a
+    SQLite file, a SQLite file Synix did not pack, damaged (a checksum or SQLite's own check
+    fails), from a newer format, or an unpack target that is not an empty folder."""
+
+
+class FieldKeyError(StoreError):
+    """Field-level encryption cannot work: SYNIX_FIELD_KEY is malformed, missing while the store
+    holds encrypted fields, or not the key they were encrypted with."""
+>>>>>>> i43-ledger

@@ -231,6 +231,15 @@ class Settings:
         "SYNIX_STORE_PATH", _text, "file path or URL", "`store` in the project's config.toml, "
         "else `.synix/synix.db`", "a SQLite file path or a `postgresql://` URL",
         "Where the artifact store is (e.g. for workers whose project folder is elsewhere).", BUILD)
+    field_key = Var(
+        "SYNIX_FIELD_KEY", _text, "secret", "none: fields are stored as written",
+        "32 random bytes in URL-safe base64 (`synix_resources.field_crypto.new_key()`)",
+        "Key of field-level encryption (AES-256-GCM) of the store's chosen fields "
+        "(docs/encryption.md); the Dagster `store` resource takes it as `dg.EnvVar`.", BUILD)
+    encrypted_fields = Var(
+        "SYNIX_ENCRYPTED_FIELDS", _or("content"), "list", "`content`",
+        "`content` and/or `metadata.KEY`, comma-separated",
+        "Which artifact fields SYNIX_FIELD_KEY encrypts.", BUILD)
     source_dir = Var(
         "SYNIX_SOURCE_DIR", _text, "folder, or NAME=folder entries", "none: each source reads its own path",
         f"a folder (a pipeline with one export source), or `NAME=folder` entries separated by `{os.pathsep}`",

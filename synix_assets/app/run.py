@@ -27,6 +27,7 @@ from typing import Callable
 
 from synix_assets.engine.agent_memory import apply_log
 from synix_assets.app.branches import finish_pending_promote
+from synix_assets.app.ledger import begin_synthesis, end_synthesis
 from synix_assets.app.sync import record_definition
 from synix_assets.engine import schedule
 from synix_assets.engine.build_scope import build_fingerprint, drop_undeclared_layers, selected_layers
@@ -130,11 +131,17 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
                 store = paths.open_store()
                 llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
                 try:
+                    # the evidence ledger takes in what is new before the build reads it; a clean
+                    # whole build marks it synthesised up to here (the 15-minute schedule's mark)
+                    evidence = begin_synthesis(paths, pipeline, store)
+                    whole = select is None and from_layer is None
                     report = _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
-                                  whole=select is None and from_layer is None, notify=notify,
+                                  whole=whole, notify=notify,
                                   started=started, dagster_logs=dagster_logs,
                                   instance=instance, run_tags=run_tags)
                     report.memories = memories
+                    if whole and report.status == "completed":
+                        end_synthesis(paths, evidence)
                     return report
                 finally:
                     store.close()

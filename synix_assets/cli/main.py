@@ -29,7 +29,8 @@ COMMANDS = {
     "serve": "serve_cmd:serve", "mcp": "serve_cmd:mcp", "ask": "serve_cmd:ask",
     "eval": "eval_cmd:eval_group", "branch": "branch_cmd:branch_group", "gc": "branch_cmd:gc",
     "tenant": "live_cmd:tenant_group", "live": "live_cmd:live_group",
-    "memory": "memory_cmd:memory_group", "worker": "scale_cmd:worker",
+    "memory": "memory_cmd:memory_group", "evidence": "evidence_cmd:evidence_group",
+    "pack": "portable_cmd:pack", "unpack": "portable_cmd:unpack", "worker": "scale_cmd:worker",
 }
 
 

@@ -29,12 +29,14 @@ from synix_assets.dagster_defs.jobs import BuildFn, build_all_job, layer_jobs
 from synix_assets.dagster_defs.live_sensor import live_sensors
 from synix_assets.dagster_defs.llm_config import launchpad_llm
 from synix_assets.dagster_defs.records import rerecorded_note, sync_instance, wipe_orphans
+from synix_assets.dagster_defs.schedule import synthesis_schedule
 from synix_assets.dagster_defs.sensors import export_sensor
 from synix_assets.engine.llm_identity import llm_identity
 from synix_assets.engine.schedule import WorkGraph
 from synix_assets.project import MAIN, ProjectPaths
 from synix_assets.project.branches import branch_names
 from synix_resources.errors import SynixError
+from synix_resources.field_crypto import VAR as FIELD_KEY_VAR
 from synix_resources.llm.resource import LLMResource
 from synix_resources.settings import settings
 from synix_resources.store.artifact_store import ArtifactStore
@@ -45,7 +47,10 @@ def resources_for(paths: ProjectPaths, identity: str | None = None) -> dict:
     """The store and LLM resources; the LLM resource names the provider a build will really use
     (resolved from the environment now), so the UI does not show an empty provider."""
     provider = (identity or llm_identity()).split(":", 1)[0]
-    return {"store": ArtifactStoreResource(path=str(paths.store)),
+    # the field key reaches the resource as an EnvVar: Dagster resolves it in each run process
+    # and never shows or stores the key itself
+    key = {"field_key": dg.EnvVar(FIELD_KEY_VAR)} if settings().field_key else {}
+    return {"store": ArtifactStoreResource(path=str(paths.store), **key),
             "llm": LLMResource(cache_path=str(paths.llm_cache), provider=provider)}
 
 
@@ -145,7 +150,10 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
     # live sessions feed main (a tenant's memory); branches read them through main's store
     live = [*live_sensors(graphs[0].pipeline, graphs[0].paths, build_jobs[MAIN])] \
         if graphs and graphs[0].names.is_main else []
-    defs = dg.Definitions(assets=assets, jobs=jobs,
+    # the synthesis loop every 15 minutes (design 003), main's: the evidence is the project's
+    schedules = [synthesis_schedule(graphs[0].paths, graphs[0].pipeline, build_jobs[MAIN])] \
+        if graphs and graphs[0].names.is_main else []
+    defs = dg.Definitions(assets=assets, jobs=jobs, schedules=schedules,
                           sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None,
                                                  running=sensor_running(root)), *live,
                                    *(s for g in graphs for s in automation_sensors(

@@ -29,6 +29,7 @@ TRIGGER_CLI = "cli"
 TRIGGER_DAGSTER = "dagster"  # a synix_build_all run started from Dagster itself
 TRIGGER_EXPORTS_SENSOR = "exports_sensor"
 TRIGGER_LIVE_SENSOR = "live_sensor"
+TRIGGER_SYNTHESIS_SCHEDULE = "synthesis_schedule"  # the 15-minute synthesis schedule (schedule.py)
 TRIGGER_STORE_SYNC = "store_sync"  # materializations recorded from the store, not built
 TRIGGER_VERIFIED = "verified"  # partitions re-recorded as current under a new code version
 
@@ -52,6 +53,7 @@ REPOSITORY = "__repository__"  # Dagster's name for the repository of a Definiti
 # --- sensors and checks
 EXPORTS_SENSOR = "synix_exports_sensor"
 LIVE_SENSOR = "synix_live_sensor"
+SYNTHESIS_SCHEDULE = "synix_synthesis_schedule"
 AUTOMATION_SENSOR_PREFIX = "synix_automate_"  # + the asset: one automation sensor per asset
 CHECK_NAME = "synix_up_to_date"
 

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from synix_assets.engine.projections import DOC_FORMAT
+from synix_assets.sources.reader import portable_name
 from synix_resources.agent_memory import AGENT_LAYERS
 from synix_resources.errors import PipelineDefinitionError
 from synix_resources.fingerprints import canonical_json, sha256_text
@@ -18,7 +19,9 @@ def build_fingerprint(ctx, scan, layers: list[str]) -> str:
     each projection's full configuration (which layers it reads, embeddings, path, budget)."""
     # the declared output path (not the branch's copy of it), so a promoted branch's build is
     # main's clean build: the same inputs and steps give the same fingerprint on every branch
-    projections = [canonical_json({**dataclasses.asdict(p), "path": str(ctx.pipeline.resolve(Path(p.path)))}
+    # (relative to the pipeline's folder when inside it: a copied or unpacked project is the same)
+    projections = [canonical_json({**dataclasses.asdict(p),
+                                   "path": portable_name(ctx.pipeline, ctx.pipeline.resolve(Path(p.path)))}
                                   if p.kind == "context_doc" else dataclasses.asdict(p))
                    for _, p in sorted(ctx.pipeline.projections.items())]
     parts = [scan.fingerprint, ctx.llm_identity, DOC_FORMAT,  # what an index document holds

@@ -11,9 +11,11 @@ import os
 import re
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from synix_assets.engine import projection_hooks
+from synix_assets.sources.reader import portable_name
 from synix_resources.agent_memory import MEMORY_LAYER
 from synix_resources.disk import mapped_disk_full
 from synix_resources.fingerprints import canonical_json, sha256_text
@@ -274,16 +276,17 @@ def render_context_doc(ctx, name: str) -> tuple[str, list]:
     return text, arts
 
 
-def _context_key(path, text: str) -> str:
-    # The path is part of the key: moving the document back to an old path rewrites that file.
-    return sha256_text(f"{path}\n{text}")
+def _context_key(pipeline, path, text: str) -> str:
+    # The path is part of the key: moving the document back to an old path rewrites that file;
+    # relative to the project when inside it, so a copied or unpacked project is up to date.
+    return sha256_text(f"{portable_name(pipeline, Path(path))}\n{text}")
 
 
 def write_context_doc(ctx, name: str) -> ProjectionResult:
     proj = ctx.pipeline.projections[name]
     path = ctx.paths.output_file(ctx.pipeline, proj.path)
     text, arts = render_context_doc(ctx, name)
-    key = _context_key(path, text)
+    key = _context_key(ctx.pipeline, path, text)
     if not arts:  # nothing current to draw from (failed, blocked, retired): a document drawn
         # from nothing would tell the agent it remembers nothing, so the one it had is kept and
         # none is written on a first build
@@ -339,7 +342,7 @@ def projection_stale(ctx, name: str) -> bool:
     text, arts = render_context_doc(ctx, name)
     if not arts:  # a document is never drawn from nothing (write_context_doc)
         return False
-    return ctx.store.get_meta(f"projection:{name}:key") != _context_key(path, text) or \
+    return ctx.store.get_meta(f"projection:{name}:key") != _context_key(ctx.pipeline, path, text) or \
         not path.exists()
 
 

@@ -17,6 +17,7 @@ from synix_assets.project.branches import registered_branches
 from synix_resources.agent_memory import AGENT_LAYERS
 from synix_resources.agent_memory.log import MemoryLog
 from synix_resources.errors import ForgetUnverified
+from synix_resources.ledger.store import EvidenceLedger
 from synix_resources.llm.cache import ResponseCache
 from synix_resources.store.artifact_store import ArtifactStore
 
@@ -44,7 +45,20 @@ def _phase_store(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     finally:
         store.close()
     return {"memory_ops_removed": journal.get("results", {}).get("memory_ops_removed", 0)
-            + _drop_memory_ops(paths, journal)}
+            + _drop_memory_ops(paths, journal),
+            "evidence_events_removed": _drop_evidence(paths, cids)}
+
+
+def _drop_evidence(paths: ProjectPaths, cids: set[str]) -> int:
+    """The ledger's events of the forgotten conversations (the one delete it allows); they are
+    recorded as forgotten, so re-reading an old export never appends them again."""
+    if not paths.ledger.is_file():
+        return 0
+    ledger = EvidenceLedger(paths.ledger)
+    try:
+        return ledger.forget(cids)
+    finally:
+        ledger.close()
 
 
 def _drop_memory_ops(paths: ProjectPaths, journal: dict) -> int:

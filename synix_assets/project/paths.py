@@ -117,6 +117,12 @@ class ProjectPaths:
         return self.state_dir / "memory_ops.db" if self.branch == MAIN else self.branch_dir / "memory_ops.db"
 
     @property
+    def ledger(self) -> Path:
+        """The evidence ledger (design 003's L1), one per project: evidence is what happened,
+        the same whichever branch reads it."""
+        return self.state_dir / "ledger.db"
+
+    @property
     def llm_cache(self) -> Path | str:
         """The response cache's SQLite file, or the PostgreSQL store's URL (same database)."""
         return self.store if self.on_postgres else self.state_dir / "llm_cache.db"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, overload
 
 from synix_assets.project import ProjectPaths
+from synix_assets.python_api.evidence import EvidenceActions
 from synix_assets.python_api.memories import MemoryActions
 from synix_assets.python_api.reading import Hit, Lineage, Reader, SearchResults
 from synix_assets.python_api.results import EvalResult, Plan, SyncReport
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # imported where used: reading a memory does not load the bui
 BENCHMARKS = ("locomo", "longmemeval", "synixbench", "meme")
 
 
-class Actions(MemoryActions, ABC):
+class Actions(MemoryActions, EvidenceActions, ABC):
     """Mixed into `Pipeline` and `PipelineBranch`; `_paths(action)` gives the branch to act on."""
 
     @abstractmethod
@@ -30,6 +31,14 @@ class Actions(MemoryActions, ABC):
         """The branch an action works on (a pipeline also registers its script project here)."""
 
     # ---- build ------------------------------------------------------------------------------
+
+    def pack(self, path: str | Path) -> dict[str, Any]:
+        """Write the whole project (pipeline, exports, store, search index, evidence ledger,
+        agent memories, config) into one portable SQLite file; `synix unpack` makes it a project
+        again elsewhere."""
+        from synix_assets.app.portable import pack
+
+        return pack(self._paths("pack"), path).to_json()
 
     def plan(self, *, full: bool = False, batch: bool = False) -> Plan:
         """What `run()` would rebuild and cost (`synix plan`); `full=True` prices rebuilding

@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from synix_assets.app.memory import BranchServices, MemoryService
-from synix_assets.serve import api, explorer, memory_api
+from synix_assets.serve import api, evidence_api, explorer, memory_api
 from synix_assets.serve.errors import internal_error_line, status_of, validation_line
 from synix_assets.serve.params import vocabulary_checks
 from synix_resources.errors import SynixError
@@ -46,6 +46,7 @@ def create_app(service: MemoryService, *, writes: bool = False) -> FastAPI:
     vocabulary_checks(app, writes=writes)
     app.include_router(api.router)
     app.include_router(memory_api.router)
+    app.include_router(evidence_api.router)
     app.include_router(explorer.router)
     app.mount("/static", StaticFiles(directory=explorer.HERE / "static"), name="static")
 

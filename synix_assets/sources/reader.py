@@ -186,6 +186,15 @@ def source_root(pipeline, source: str) -> Path | None:
     return path if path.is_dir() else path.parent
 
 
+def portable_name(pipeline, path: Path) -> str:
+    """A file's name in a build's fingerprint: relative to the pipeline's folder when inside it,
+    so a project copied or unpacked elsewhere (`synix pack`/`unpack`) is the same build."""
+    base = pipeline.base_dir
+    if base is not None and path.is_absolute() and path.is_relative_to(base):
+        return path.relative_to(base).as_posix()
+    return str(path)
+
+
 class SourceReader:
     """Reads a pipeline's sources, caching parse summaries in the store's meta table."""
 
@@ -232,7 +241,7 @@ class SourceReader:
                 result.failed_files.append((printable_path(path), exc.one_line()))
                 parts.append(f"{printable_path(path)}:failed")
                 continue
-            parts.append(f"{path}:{digest}")
+            parts.append(f"{portable_name(self.pipeline, path)}:{digest}")
             result.summaries.extend(s for s in summaries if s.conversation_id not in tombstones)
             result.skipped.extend((str(path), cid, why) for cid, why in skipped)
         for src in self.pipeline.sources.values():

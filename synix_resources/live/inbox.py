@@ -255,6 +255,18 @@ class Inbox(StoreConnection):
         return [{"turn_id": r[0], "version": r[1], "n": r[2], "role": r[3], "content": r[4], "ts": r[5],
                  "metadata": json.loads(r[6], parse_constant=str), "received_at": r[7]} for r in rows]
 
+    def turns_after(self, seq: int, *, limit: int = 1000) -> list[dict]:
+        """Turns appended after `seq` (every session), oldest first, each with its `seq`,
+        session and user: what the evidence ledger has not read yet."""
+        sql = ("SELECT t.seq, t.turn_id, t.session_id, s.user_id, t.role, t.content, t.ts, t.metadata "
+               "FROM turns t JOIN sessions s ON s.session_id = t.session_id WHERE t.seq > ? "
+               "ORDER BY t.seq LIMIT ?")
+        with self._read("reading new turns") as conn:
+            rows = conn.execute(sql, (int(seq), int(limit))).fetchall()
+        return [{"seq": r[0], "turn_id": r[1], "session_id": r[2], "user_id": r[3], "role": r[4],
+                 "content": r[5], "ts": r[6], "metadata": json.loads(r[7], parse_constant=str)}
+                for r in rows]
+
     def unbuilt_sessions(self, *, limit: int = 20) -> list[dict]:
         """Sessions whose newest turns are not in the built memory yet (open, or closed and
         waiting in the outbox), most recently active first."""

@@ -2,6 +2,8 @@
 current artifacts, layers, history and ordered pages, as one branch sees them."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import sqlite3
 from dataclasses import replace
@@ -11,6 +13,9 @@ from synix_resources.errors import ArtifactNotFound
 from synix_resources.names import MAIN
 from synix_resources.store.dialect import ids_in
 from synix_resources.store.records import AUDIT_FIELDS, Artifact, CurrentRef
+
+if TYPE_CHECKING:
+    from synix_resources.field_crypto import FieldCipher
 
 MIN_PREFIX = 6
 
@@ -49,6 +54,7 @@ class ArtifactReads:
     is reported relative to the branch."""
 
     branch: str
+    _fields: "FieldCipher"  # set by the store (field_crypto.py)
 
     def _select(self, conn: sqlite3.Connection, where: str, params: tuple,
                 order: str = "a.group_key, a.created_at", *, outline: bool = False) -> list[Artifact]:
@@ -63,10 +69,12 @@ class ArtifactReads:
         out = []
         select = _OUTLINE_SELECT if outline else _SELECT
         for row in conn.execute(f"{select} WHERE {where} ORDER BY {order}", params):
+            # encrypted fields (field_crypto.py) are opened here, the one place rows are read
+            content, metadata = self._fields.open_artifact(row[0], row[4], json.loads(row[7]))
             out.append(Artifact(
                 artifact_id=row[0], layer=row[1], group_key=row[2], level=row[3],
-                content=row[4], content_hash=row[5], materialization_key=row[6],
-                metadata=json.loads(row[7]), run_id=row[8], created_at=row[9],
+                content=content, content_hash=row[5], materialization_key=row[6],
+                metadata=metadata, run_id=row[8], created_at=row[9],
                 superseded_at=row[10],
                 audit=decode_audit(row[12:]) if not outline and row[11] else None,
                 parent_ids=tuple(parents.get(row[0], ()))))

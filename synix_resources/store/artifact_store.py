@@ -16,6 +16,7 @@ Plain Python, usable outside Dagster; `resource.ArtifactStoreResource` wraps it.
 from __future__ import annotations
 
 from synix_resources.names import check_branch
+from synix_resources.field_crypto import FieldCipher
 from synix_resources.store.artifact_reads import ArtifactReads
 from synix_resources.store.artifact_writes import ArtifactWrites
 from synix_resources.store.branches import MAIN, BranchesMixin
@@ -53,8 +54,11 @@ class ArtifactStore(ArtifactWrites, ArtifactReads, BranchesMixin, ProvenanceMixi
             return MemoryArtifactStore(path, *args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, path, *, branch: str = MAIN, **kwargs):
+    def __init__(self, path, *, branch: str = MAIN, field_key: str | None = None, **kwargs):
+        """`field_key`: SYNIX_FIELD_KEY's value given explicitly (the Dagster resource's
+        `dg.EnvVar`); by default the settings' (docs/encryption.md)."""
         self.branch = check_branch(branch)
+        self._fields = FieldCipher.from_settings(field_key)  # a bad key fails before the file opens
         super().__init__(path, **kwargs)
 
 
@@ -62,6 +66,7 @@ class PostgresArtifactStore(PostgresConnection, ArtifactStore):
     """The same store on PostgreSQL (`ArtifactStore("postgresql://…")` makes one): several
     hosts' workers share it; writes are serialised by an advisory lock (see postgres.py)."""
 
-    def __init__(self, url: str, *, branch: str = MAIN, **kwargs):
+    def __init__(self, url: str, *, branch: str = MAIN, field_key: str | None = None, **kwargs):
         self.branch = check_branch(branch)
+        self._fields = FieldCipher.from_settings(field_key)
         PostgresConnection.__init__(self, url, **kwargs)

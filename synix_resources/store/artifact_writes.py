@@ -6,6 +6,8 @@ same error.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import sqlite3
 from abc import ABC, abstractmethod
@@ -18,6 +20,9 @@ from synix_resources.names import MAIN
 from synix_resources.store.connection import utc_now
 from synix_resources.store.dialect import ids_in
 from synix_resources.store.records import AUDIT_FIELDS, Artifact
+
+if TYPE_CHECKING:
+    from synix_resources.field_crypto import FieldCipher
 
 _INSERT_ARTIFACT = (
     "INSERT INTO artifacts (artifact_id, layer, group_key, level, content, content_hash, "
@@ -110,6 +115,7 @@ class ArtifactWrites(PutFront):
     another branch it only moves that branch's pointer."""
 
     branch: str
+    _fields: "FieldCipher"  # set by the store (field_crypto.py)
 
     def _put_pending(self, pendings: list[Pending], action: str) -> list[Artifact]:
         results: list[Artifact | str] = []
@@ -122,6 +128,15 @@ class ArtifactWrites(PutFront):
                     conn, f"a.artifact_id IN {ids_in(self.dialect)}", (json.dumps(unchanged),))}
                 results = [stored[r] if isinstance(r, str) else r for r in results]
         return results  # type: ignore[return-value]
+
+    def _sealed(self, pending: Pending) -> tuple[str, str]:
+        """(content, metadata JSON) as the row stores them: the chosen fields encrypted when
+        SYNIX_FIELD_KEY is set (field_crypto.py); the returned artifact keeps the plaintext."""
+        art = pending.artifact
+        if not self._fields.active:
+            return art.content, pending.metadata_json
+        content, metadata = self._fields.seal_artifact(art.artifact_id, art.content, art.metadata)
+        return content, json.dumps(metadata, ensure_ascii=False, default=str)
 
     def _write_one(self, conn: sqlite3.Connection, pending: Pending) -> Artifact | str:
         """Write one artifact; returns its id instead when it was already current."""
@@ -142,13 +157,15 @@ class ArtifactWrites(PutFront):
         known = conn.execute("SELECT 1 FROM artifacts WHERE artifact_id = ?",
                              (art.artifact_id,)).fetchone()
         if known is None:
+            content, metadata_json = self._sealed(pending)
             conn.execute(_INSERT_ARTIFACT, (
-                art.artifact_id, art.layer, art.group_key, art.level, art.content,
-                art.content_hash, art.materialization_key, pending.metadata_json, art.run_id,
+                art.artifact_id, art.layer, art.group_key, art.level, content,
+                art.content_hash, art.materialization_key, metadata_json, art.run_id,
                 now, None))
         else:
+            content, metadata_json = self._sealed(pending)
             conn.execute(_REVIVE_ARTIFACT, (
-                art.level, art.content, art.content_hash, pending.metadata_json, art.run_id,
+                art.level, content, art.content_hash, metadata_json, art.run_id,
                 now, art.artifact_id))
             conn.execute("DELETE FROM edges WHERE child_id = ?", (art.artifact_id,))
             conn.execute("DELETE FROM audit WHERE artifact_id = ?", (art.artifact_id,))
@@ -174,9 +191,10 @@ class ArtifactWrites(PutFront):
         if known is None:
             if art.parent_ids:
                 self._check_parents_exist(conn, art)
+            content, metadata_json = self._sealed(pending)
             conn.execute(_INSERT_ARTIFACT, (
-                art.artifact_id, art.layer, art.group_key, art.level, art.content,
-                art.content_hash, art.materialization_key, pending.metadata_json, art.run_id,
+                art.artifact_id, art.layer, art.group_key, art.level, content,
+                art.content_hash, art.materialization_key, metadata_json, art.run_id,
                 now, now))
             if art.parent_ids:
                 conn.executemany(

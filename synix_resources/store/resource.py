@@ -48,11 +48,17 @@ class ArtifactStoreResource(dg.ConfigurableResource):
         description="How long a write waits for another process's lock before failing.",
     )
 
+    field_key: str = Field(
+        default="",
+        description="Key of field-level encryption, e.g. dg.EnvVar('SYNIX_FIELD_KEY') (never the "
+                    "key itself: Dagster shows resource config); empty: the process's settings.",
+    )
+
     _store: ArtifactStore | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """Open (and migrate) the store once for this run/process."""
-        self._store = ArtifactStore(self.path, branch=self.branch,
+        self._store = ArtifactStore(self.path, branch=self.branch, field_key=self.field_key or None,
                                     busy_timeout_ms=self.busy_timeout_ms)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
@@ -62,7 +68,7 @@ class ArtifactStoreResource(dg.ConfigurableResource):
     def get_store(self) -> ArtifactStore:
         """The open `ArtifactStore` of this resource instance, opening it on first use."""
         if self._store is None:
-            self._store = ArtifactStore(self.path, branch=self.branch,
+            self._store = ArtifactStore(self.path, branch=self.branch, field_key=self.field_key or None,
                                         busy_timeout_ms=self.busy_timeout_ms)
         return self._store
 

@@ -59,6 +59,10 @@ CLI_TO_PYTHON = {
         "create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link",
         "get_memory", "get_memory_history", "follow_links", "cross_reference", "get_brief",
         "list_active_memories", "get_memex")},
+    # the evidence ledger (design 003's L1, Syke's tool names)
+    **{f"evidence {name}": ("Pipeline", name) for name in (
+        "append_events", "search_evidence", "browse_timeline", "resolve_events", "sync_evidence")},
+    "pack": ("Pipeline", "pack"),
 }
 
 # Commands that start or administer a process, or make a project; no Pipeline action is them.
@@ -75,6 +79,7 @@ CLI_ONLY = {
     "tenant create": "administers the tenants' home (docs/live.md), not one pipeline",
     "tenant list": "administers the tenants' home (docs/live.md), not one pipeline",
     "tenant delete": "administers the tenants' home (docs/live.md), not one pipeline",
+    "unpack": "makes a project folder from a packed file, as `init` makes one; Python then opens it",
     "eval report": "reads back earlier eval runs from the results database as a table or HTML; "
                    "each Python eval() returns its own EvalResult",
 }
@@ -354,3 +359,28 @@ def test_ask_offline_gives_the_same_answer(built):
         warnings.simplefilter("ignore")
         py = synix.open(built).ask("what about sourdough?", offline=True)
     assert as_json(py) == cli_json(built, "ask", "what about sourdough?", "--offline")
+
+
+def test_evidence_commands_give_the_same_answers(built, tmp_path):
+    pipeline = synix.open(built)
+    event = {"source": "github", "event_type": "commit", "content": "Sourdough starter tracker v2",
+             "timestamp": "2025-06-01T08:00:00Z"}
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps(event) + "\n", encoding="utf-8")
+    first = cli_json(built, "evidence", "append_events", str(events))
+    assert first["appended"] == 1
+    assert pipeline.append_events([event]) == {**first, "appended": 0, "existing": 1}
+    assert pipeline.search_evidence("sourdough", limit=3, source="github") == \
+        cli_json(built, "evidence", "search_evidence", "sourdough", "--limit", "3", "--source", "github")
+    assert pipeline.browse_timeline(since="2025-06-01", limit=5) == \
+        cli_json(built, "evidence", "browse_timeline", "--since", "2025-06-01", "--limit", "5")
+    ids = [*first["ids"], "ev-000000000000000000000000"]
+    assert pipeline.resolve_events(ids) == json.loads(
+        synix_cli("evidence", "resolve_events", *ids, "--json", cwd=built, check=False).stdout)
+    assert pipeline.sync_evidence() == cli_json(built, "evidence", "sync_evidence")
+
+
+def test_pack_gives_the_same_report(built, tmp_path):
+    py = synix.open(built).pack(tmp_path / "py.db")
+    cli = cli_json(built, "pack", str(tmp_path / "cli.db"))
+    assert {**py, "path": None} == {**cli, "path": None} and py["files"] > 5
