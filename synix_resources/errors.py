@@ -235,7 +235,6 @@ class UnsafeRemoval(SynixError):
     (or, for a clean-up, was not made by the failing call); nothing was removed."""
 
 
-<<<<<<< HEAD
 class UnknownParameter(SynixError, TypeError):
     """A door was given a parameter name the capability does not declare
     (`synix_assets/app/vocabulary.py`); nothing is ignored in silence. HTTP 400, MCP -32602."""
@@ -244,7 +243,8 @@ class UnknownParameter(SynixError, TypeError):
 class WritesNotAllowed(SynixError):
     """A write reached a server started read-only (`synix serve` / `synix mcp` without
     `--writes`). HTTP 403, an MCP tool error."""
-=======
+
+
 class EvidenceRefused(SynixError):
     """An event appended to the evidence ledger is refused before it is written: no content, no
     source or event type, a field that is not text, a time that is not ISO 8601, metadata that is
@@ -260,4 +260,3 @@ class ProjectFileError(SynixError):
 class FieldKeyError(StoreError):
     """Field-level encryption cannot work: SYNIX_FIELD_KEY is malformed, missing while the store
     holds encrypted fields, or not the key they were encrypted with."""
->>>>>>> i43-ledger
