@@ -67,6 +67,12 @@ PARAMS: dict[str, str] = {
     "session_id": "a live session's id",
     "last": "the last N turns",
     "body": "the turns to ingest (JSON body, docs/live.md)",
+    # the explorer's own navigation (a person's door: which record is open where)
+    "sel": "the record selected in the results column (its sources shown beside it)",
+    "src": "the record opened in the third column",
+    "trail": "the drill-down path back: record ids, comma-separated",
+    "range": "the messages to highlight in the open transcript: N or N-M",
+    "base": "the branch a diff compares against (default main)",
     # door plumbing: where, not what
     "branch": "the branch to read or write (default main)",
     "project": "the project folder (CLI -p)",
@@ -80,6 +86,7 @@ DOOR_PARAMS: dict[str, tuple[str, ...]] = {
     "http": ("branch", "token"),
     "python": (),
     "mcp": (),
+    "explorer": ("branch", "token"),
 }
 
 
@@ -116,6 +123,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          cli="memory follow_links", python="follow_links"),
     _cap("get_memory", "memory_id as_of", {"record_id": "memory_id", "artifact_id": "memory_id"},
          mcp="get_memory", http="GET /v1/memories/{memory_id},GET /v1/records/{record_id}",
+         explorer="GET /records/{record_id}",
          cli="memory get_memory,get", python="get_memory,get"),
     _cap("list_active_memories", "limit", mcp="list_active_memories", http="GET /v1/memories",
          cli="memory list_active_memories", python="list_active_memories"),
@@ -153,13 +161,21 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     _cap("lineage", "record_id query depth per_node", {"q": "query", "artifact_id": "record_id"},
          mcp="lineage", http="GET /v1/records/{record_id}/lineage", cli="lineage", python="lineage"),
     _cap("list_layer", "layer page per_page oldest_first since until period conversation source "
-                       "source_file", mcp="list_layer", http="GET /v1/layers/{layer}"),
+                       "source_file", mcp="list_layer", http="GET /v1/layers/{layer}",
+         explorer="GET /layers/{layer}"),
     _cap("layers", "", http="GET /v1/layers"),
-    _cap("context", "", http="GET /v1/context"),
-    _cap("pipeline", "", http="GET /v1/pipeline"),
+    _cap("context", "", http="GET /v1/context", explorer="GET /context"),
+    _cap("pipeline", "", http="GET /v1/pipeline", explorer="GET /pipeline,GET /pipeline/graph"),
     _cap("get_brief", "query budget_tokens hits as_of session", {"q": "query"},
          mcp="get_brief", http="GET /v1/brief", cli="memory get_brief", python="get_brief"),
     _cap("ask", "question offline model max_steps", cli="ask", python="ask"),
+    # ---- the explorer's own pages (`synix serve`, a person's door) ------------------------
+    # /explore is search_memories and list_layer on one page, with the columns' selection;
+    # `q`/`layers` stay so the bookmarks made before the design names still open.
+    _cap("explore", "query step mode as_of layer page sel src trail range",
+         {"q": "query", "layers": "step"}, explorer="GET /explore"),
+    _cap("switch_branch", "branch", {"name": "branch"}, explorer="GET /branch"),
+    _cap("branch_diff", "branch base", explorer="GET /branches/diff"),
     # ---- the home server's live API (docs/live.md) ---------------------------------------
     _cap("ingest", "tenant body", writes=True, http="POST /v1/tenants/{tenant}/ingest"),
     _cap("close_session", "tenant session_id", writes=True,
@@ -197,26 +213,30 @@ def served_by(door: str) -> dict[str, Capability]:
 
 
 def resolve(capability: str, given: Mapping[str, Any], *, door: str = "mcp",
-            extra: tuple[str, ...] = (), only: Iterable[str] | None = None) -> dict[str, Any]:
+            extra: tuple[str, ...] = (), only: Iterable[str] | None = None,
+            label: str | None = None) -> dict[str, Any]:
     """`given` with every alias replaced by its name. An unknown name, or a name given twice
     (under its alias too), is `UnknownParameter` naming what is accepted. `extra`: names the
     door adds (path parameters); `only`: the names this door's entry really takes (a door may
     serve a part of a capability: MCP's search_memories has no `exact`), so a declared name it
-    would drop is refused too."""
+    would drop is refused too; `label`: what the refusal calls it (default the capability —
+    the explorer names its page, which a person sees in the address bar)."""
     cap = CAPABILITIES[capability]
+    label = label or capability
     own = cap.params if only is None else tuple(p for p in cap.params if p in set(only))
     accepted = own + extra + DOOR_PARAMS.get(door, ())
     aliases = {a: n for a, n in cap.aliases.items() if n in accepted}
     out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}  # name → the spelling it came under, to name both in a refusal
     for key, value in given.items():
         name = aliases.get(key, key) if key not in accepted else key
         if name not in accepted:
-            raise UnknownParameter(f"{capability} takes no parameter {str(key)[:60]!r}",
+            raise UnknownParameter(f"{label} takes no parameter {str(key)[:60]!r}",
                                    hint=f"it accepts {describe(accepted, aliases)}")
         if name in out:
-            raise UnknownParameter(f"{capability} was given {name!r} twice (also as {key!r})",
-                                   hint=f"pass {name} once")
-        out[name] = value
+            raise UnknownParameter(f"{label} was given {name!r} twice "
+                                   f"(as {spelled[name]!r} and {key!r})", hint=f"pass {name} once")
+        out[name], spelled[name] = value, key
     return out
 
 

@@ -18,7 +18,7 @@ def memory_for(request: Request, branch: str = "main") -> MemoryService:
     return request.app.state.branches.get(branch)
 
 
-def _steps(values: list[str] | None) -> list[str] | None:
+def split_steps(values: list[str] | None) -> list[str] | None:
     """`step` given once comma-separated, or repeated (`?step=a&step=b`)."""
     items = [v.strip() for value in values or () for v in value.split(",") if v.strip()]
     return list(dict.fromkeys(items)) or None
@@ -36,7 +36,7 @@ def search(request: Request, query: str = Query(..., description="Words to searc
            evidence: bool = Query(False, description="Search the raw transcripts (passages)."),
            as_of: str | None = Query(None, description="ISO date/time: the memories held then, the records dated up to then."),
            branch: str = BRANCH) -> dict:
-    return memory_for(request, branch).search(query, branch=branch, layers=_steps(step), mode=mode,
+    return memory_for(request, branch).search(query, branch=branch, layers=split_steps(step), mode=mode,
                                               since=since, until=until, limit=limit, evidence=evidence,
                                               period=period, conversation=conversation, as_of=as_of)
 
@@ -94,7 +94,7 @@ def timeline(request: Request, since: str | None = None,
              limit: int = Query(50, ge=1, le=MAX_LIMIT), page: int = Query(1, ge=1),
              branch: str = BRANCH) -> dict:
     return memory_for(request, branch).timeline(branch=branch, since=since, before=before, until=until,
-                                                source=source, layers=_steps(step), limit=limit, page=page)
+                                                source=source, layers=split_steps(step), limit=limit, page=page)
 
 
 @router.get("/context", summary="The context document and the records it was drawn from")

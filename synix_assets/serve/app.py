@@ -43,7 +43,8 @@ def create_app(service: MemoryService, *, writes: bool = False) -> FastAPI:
             extra = urlencode({"branch": chosen}).encode()
             request.scope["query_string"] = query + b"&" + extra if query else extra
         return await call_next(request)
-    vocabulary_checks(app, writes=writes)
+    vocabulary_checks(app, writes=writes, page_error=lambda request, status, message:
+                      explorer.render(request, "error.html", status=status, message=message))
     app.include_router(api.router)
     app.include_router(memory_api.router)
     app.include_router(evidence_api.router)

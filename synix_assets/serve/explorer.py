@@ -1,5 +1,10 @@
 """The explorer: server-rendered pages (Jinja2, autoescaped) with htmx for in-place navigation.
 
+Its parameters are named by `app/vocabulary.py` like every door's (`query`, `step`, `as_of`,
+`branch`, …); `params.py` renames the older spellings (`?q=`, `?layers=`, old bookmarks) and
+answers a name a page does not take with an HTML 400 naming what it accepts. The links and
+forms the pages make use the design names only.
+
 Handlers only gather what `MemoryService` returns and hand it to a template; every piece of
 export text is escaped by Jinja, and highlighting escapes before it marks.
 """
@@ -15,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from synix_assets.app.memory import MAX_LIMIT
-from synix_assets.serve.api import memory_for
+from synix_assets.serve.api import memory_for, split_steps
 
 HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -63,12 +68,13 @@ def render(request: Request, name: str, status: int = 200, **ctx) -> HTMLRespons
 
 
 @router.get("/branch")
-def switch_branch(request: Request, name: str = "main") -> RedirectResponse:
-    """Remember the chosen branch (a cookie the branch middleware applies to every page)."""
-    memory_for(request, name)  # an unknown branch is a 404, not a sticky cookie
-    response = RedirectResponse(link("/explore", branch=name if name != "main" else None),
+def switch_branch(request: Request, branch: str = "main") -> RedirectResponse:
+    """Remember the chosen branch (a cookie the branch middleware applies to every page);
+    `?name=` is its older spelling."""
+    memory_for(request, branch)  # an unknown branch is a 404, not a sticky cookie
+    response = RedirectResponse(link("/explore", branch=branch if branch != "main" else None),
                                 status_code=303)
-    response.set_cookie(BRANCH_COOKIE, name, httponly=True, samesite="strict")
+    response.set_cookie(BRANCH_COOKIE, branch, httponly=True, samesite="strict")
     return response
 
 
@@ -86,12 +92,14 @@ def branch_diff(request: Request, branch: str = "main", base: str = "main"):
 
 
 @router.get("/")
-def home() -> RedirectResponse:
-    return RedirectResponse("/explore", status_code=307)
+def home(request: Request) -> RedirectResponse:
+    # The query string goes along: /explore checks its names (a bookmark of /?q= still opens).
+    query = request.url.query
+    return RedirectResponse("/explore" + (f"?{query}" if query else ""), status_code=307)
 
 
 @router.get("/explore", response_class=HTMLResponse)
-def explore(request: Request, q: str | None = None, layers: str | None = None,
+def explore(request: Request, query: str | None = None, step: list[str] | None = Query(None),
             mode: str = "fts", layer: str | None = None, page: int = Query(1, ge=1),
             sel: str | None = None, src: str | None = None, trail: str | None = None,
             range_: str | None = Query(None, alias="range"), branch: str = "main",
@@ -100,15 +108,15 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     sources | the selected source's content. Clicking a source's own source moves the
     selection down one level (the trail keeps the way back). `as_of` (a date): search as of
     then (`MemoryService.search`: the records dated up to then, the agent memories held then);
-    every link keeps it."""
+    every link keeps it. `step`: the layers searched, repeated or comma-separated, as /v1/search."""
     as_of = as_of or None  # the form's empty date field
     svc = memory_for(request, branch)
     all_layers = svc.layers(branch)
-    layer_list = [l.strip() for l in (layers or "").split(",") if l.strip()] or None
+    layer_list = split_steps(step)
     results, listing = None, None
-    if q:
+    if query:
         # the conversations' own passages always listed under the hits ("In the conversations")
-        results = svc.search(q, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of,
+        results = svc.search(query, branch=branch, layers=layer_list, mode=mode, limit=30, as_of=as_of,
                              passages=True)
     else:
         built = [l for l in all_layers if l["records"]]
@@ -120,11 +128,12 @@ def explore(request: Request, q: str | None = None, layers: str | None = None,
     detail = svc.record(src, branch) if src else None
     detail_sources = svc.sources(src, branch)["sources"] if src else []
     hl_range = _range(range_)
-    if detail and detail["messages"] and not hl_range and q:
-        hl_range = svc.matched_range(q, detail["messages"])
+    if detail and detail["messages"] and not hl_range and query:
+        hl_range = svc.matched_range(query, detail["messages"])
     trail_ids = [t for t in (trail or "").split(",") if t]
     crumbs = [svc.sources(t, branch) for t in trail_ids]
-    return render(request, "explore.html", q=q, layers=layers or "", mode=mode, layer=layer,
+    return render(request, "explore.html", query=query, step=",".join(layer_list or []),
+                  mode=mode, layer=layer,
                   all_layers=all_layers, results=results, listing=listing, selected=selected,
                   selected_sources=selected_sources, detail=detail, detail_sources=detail_sources,
                   hl_range=hl_range, trail=trail_ids, crumbs=crumbs, sel=sel, src=src, page=page,

@@ -77,9 +77,9 @@ def test_drill_down_from_core_through_rollup_and_episode_to_the_transcript(page,
 
 def test_search_then_drill_into_the_transcript_scrolled_to_the_matching_messages(page, tmp_path):
     page.goto("/explore")
-    page.fill("input[name=q]", "marathon")
-    page.press("input[name=q]", "Enter")
-    page.wait_for_url(re.compile(r"q=marathon"))
+    page.fill("input[name=query]", "marathon")
+    page.press("input[name=query]", "Enter")
+    page.wait_for_url(re.compile(r"[?&]query=marathon"))
     hits = page.locator("#col-results > a.item")
     hits.first.wait_for()
     assert "Marathon" in hits.first.locator(".title").inner_text()
@@ -98,7 +98,7 @@ def test_search_then_drill_into_the_transcript_scrolled_to_the_matching_messages
 
 
 def test_a_passage_hit_opens_the_transcript_scrolled_to_its_message_range(page):
-    page.goto("/explore?q=calf+raises")
+    page.goto("/explore?query=calf+raises")
     passage = page.locator("#passages a.item").first
     passage.wait_for()
     rng = passage.locator(".meta").inner_text()
@@ -115,9 +115,17 @@ def test_a_passage_hit_opens_the_transcript_scrolled_to_its_message_range(page):
 
 
 def test_layer_scoped_search_pipeline_and_record_audit(page):
-    page.goto("/explore?q=marathon&layers=episodes")
+    page.goto("/explore")
+    page.fill("input[name=query]", "marathon")
+    page.select_option("select[name=step]", "episodes")
+    page.press("input[name=query]", "Enter")
+    page.wait_for_url(re.compile(r"query=marathon&step=episodes"))
     layers = page.locator("#col-results > a.item .layer").all_text_contents()
     assert layers and set(layers) == {"episodes"}
+    hits = page.locator("#col-results > a.item").evaluate_all("els => els.map(e => e.dataset.id)")
+    page.goto("/explore?q=marathon&layers=episodes")  # a bookmark made before the design names
+    assert page.locator("#col-results > a.item").evaluate_all("els => els.map(e => e.dataset.id)") == hits
+    assert page.locator("select[name=step]").input_value() == "episodes"
     page.goto("/pipeline")
     assert "25 records" in page.locator("#node-episodes").inner_text()
     assert page.locator("#node-exports").inner_text().startswith("exports")
@@ -142,7 +150,7 @@ def test_context_page_links_its_provenance_to_the_records(page, tmp_path):
 
 
 def test_hostile_export_text_is_shown_as_text_never_run(page):
-    page.goto("/explore?q=kayak")
+    page.goto("/explore?query=kayak")
     assert "<script>window.pwned=1</script> Hostile kayak plan" in page.locator("#col-results").inner_text()
     page.locator("#col-results a.item").first.click()
     page.wait_for_url("**sel=*")
@@ -150,6 +158,17 @@ def test_hostile_export_text_is_shown_as_text_never_run(page):
     page.wait_for_url("**src=*")
     assert '<img src=x onerror="window.pwned=2">' in page.locator("#col-detail").inner_text()
     assert page.evaluate("typeof window.pwned") == "undefined"
+
+
+def test_an_unknown_parameter_is_an_error_page_naming_what_the_page_accepts(page):
+    answer = page.goto("/explore?query=marathon&colour=red")
+    assert answer.status == 400
+    alert = page.locator("p.error[role=alert]").inner_text()
+    assert alert.startswith("the page /explore takes no parameter 'colour' — it accepts query, step,")
+    assert "(older spellings: q → query, layers → step)" in alert
+    page.locator("header a.brand").click()  # the explorer's own navigation is still there
+    page.wait_for_url("**/explore")
+    assert page.locator("#col-results h2").inner_text()
 
 
 def test_openapi_docs_page_renders_from_vendored_files(page):
@@ -164,14 +183,14 @@ def test_openapi_docs_page_renders_from_vendored_files(page):
 
 
 def test_search_as_of_a_date_keeps_the_hits_dated_before_then_and_the_links_keep_the_date(page):
-    page.goto("/explore?q=marathon")
+    page.goto("/explore?query=marathon")
     hits = page.locator("#col-results > a.item")
     hits.first.wait_for()
     dates = sorted({d[:10] for d in hits.locator(".meta").all_inner_texts() if d[:4].isdigit()})
     assert len(dates) >= 2, dates  # the demo's marathon conversations span several days
     cutoff, before = dates[-1], hits.count()  # as of the start of the newest hit's day
     page.fill("input[name=as_of]", cutoff)
-    page.press("input[name=q]", "Enter")
+    page.press("input[name=query]", "Enter")
     page.wait_for_url(re.compile(r"as_of=" + cutoff))
     assert f"as of {cutoff}" in page.locator("#col-results h2").inner_text()
     kept = page.locator("#col-results > a.item")

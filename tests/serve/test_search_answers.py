@@ -111,7 +111,7 @@ def test_a_core_hit_counts_what_it_covers_and_lists_only_its_first_sources(servi
     layers = {l["layer"]: l["records"] for l in service.layers()}
     core = service.memory_map()["core"][0]
     word = max(service.record(core["artifact_id"])["content"].split()[:40], key=len).strip(".,:;()")
-    hit = tools["search_memories"](word, layers=["core"], limit=1)["hits"][0]
+    hit = tools["search_memories"](word, step=["core"], limit=1)["hits"][0]
     assert hit["covers"]["conversations"] == layers["transcripts"] > 3
     assert len(hit["sources"]) == 3 and len(hit["provenance"]) == 3
     assert len(json.dumps(hit)) <= 2048

@@ -1,17 +1,22 @@
 """One vocabulary across the doors (issue 42): every parameter of every door is a name (or an
 older spelling) `app/vocabulary.py` declares; an unknown name is refused at each door with one
-line naming what is accepted; a server started read-only refuses writes; an agent written
+line naming what is accepted (the explorer: on an HTML page; its links and forms use the design
+names); a server started read-only refuses writes; an agent written
 against design 003's 15 tools runs unchanged over the real `mcp` client on stdio."""
 from __future__ import annotations
 
 import asyncio
+import html
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import click
 import pytest
@@ -184,6 +189,123 @@ def test_http_refuses_unknown_names_and_takes_the_older_spellings(http):
     assert http.get("/v1/memories", params={"limit": 5}).json() == {"memories": [], "count": 0}
     # the guard's `?token=` (it sets the cookie) passes through to the app: not an unknown name
     assert http.get("/v1/layers", params={"token": "t"}).status_code == 200
+
+
+def _explorer_pages():
+    """(method path, query names) of every explorer page: the query names its handler takes."""
+    from synix_assets.serve import explorer
+
+    for route in explorer.router.routes:
+        for method in route.methods:
+            yield f"{method} {route.path}", [p.alias for p in route.dependant.query_params]
+
+
+def test_every_explorer_page_is_a_declared_capability_taking_only_declared_names():
+    declared = served_by("explorer")
+    pages = dict(_explorer_pages())
+    # `/` only redirects to /explore with its query string, which /explore then checks
+    assert set(pages) - {"GET /"} == set(declared), "explorer pages vs app/vocabulary.py"
+    for key, names in pages.items():
+        if key != "GET /":
+            assert not _undeclared(names, declared[key], "explorer"), (key, names)
+            assert not set(names) & set(declared[key].aliases), (key, "an older spelling as a name")
+
+
+class _LinksAndForms(HTMLParser):
+    """The explorer URLs a page links to, and the names of its GET forms' fields, by form."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+        self.forms: list[tuple[str, list[str]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "a" and (a.get("href") or "").startswith("/"):
+            self.urls.append(a["href"])
+        elif tag == "form":
+            self.forms.append((a.get("action") or "", []))
+        elif tag in ("input", "select") and a.get("name") and self.forms:
+            self.forms[-1][1].append(a["name"])
+
+
+def _page_of(path: str):
+    from synix_assets.serve.params import PAGES
+
+    for key, cap in PAGES.items():
+        pattern = "^" + re.sub(r"\{[^}]+\}", "[^/]+", key.split(" ", 1)[1]) + "$"
+        if re.match(pattern, path):
+            return key, cap
+    return None, None
+
+
+def test_the_explorer_links_and_forms_use_the_design_names_on_every_page_walked(http):
+    """From a search, a drill-down and a layer page, follow the explorer's own links (60 pages
+    at most): every link and form names only a page's declared names — never `q`/`layers`."""
+    start = http.get("/explore", params={"q": "marathon", "layers": "episodes"})  # an old bookmark
+    hit = re.search(r'data-id="([^"]+)"', start.text).group(1)
+    queue = [f"/explore?query=marathon&sel={hit}", "/explore?q=marathon", "/layers/episodes",
+             f"/records/{hit}", "/context", "/pipeline", "/pipeline/graph"]
+    seen, names_used = set(), set()
+    while queue and len(seen) < 60:
+        url = queue.pop(0)
+        if url in seen or url.startswith("/static/") or url.startswith("/docs"):
+            continue
+        seen.add(url)
+        answer = http.get(url)
+        assert answer.status_code == 200, (url, answer.text[-300:])
+        parsed = _LinksAndForms()
+        parsed.feed(answer.text)
+        for action, fields in parsed.forms:
+            key, cap = _page_of(action)
+            assert cap is not None, (url, action)
+            assert set(fields) <= set(cap.params) | set(DOOR_PARAMS["explorer"]), (url, action, fields)
+            names_used |= set(fields)
+        for link in parsed.urls:
+            path, _, query = link.partition("?")
+            key, cap = _page_of(path)
+            if cap is None:
+                continue
+            names = {k for k, _ in parse_qsl(query)}
+            assert names <= set(cap.params) | set(DOOR_PARAMS["explorer"]), (url, link)
+            names_used |= names
+            queue.append(link.replace("&amp;", "&"))
+    assert len(seen) >= 20, seen
+    assert {"query", "step", "sel", "src", "branch"} <= names_used, names_used
+
+
+def test_the_explorer_refuses_unknown_names_with_an_html_page_and_opens_old_bookmarks(http):
+    answer = http.get("/explore", params={"query": "marathon", "colour": "red"})
+    assert answer.status_code == 400 and answer.headers["content-type"].startswith("text/html")
+    line = html.unescape(re.search(r'role="alert">(.*?)</p>', answer.text, re.S).group(1))
+    assert line == ("the page /explore takes no parameter 'colour' — it accepts query, step, mode, "
+                    "as_of, layer, page, sel, src, trail, range, branch, token "
+                    "(older spellings: q → query, layers → step)")
+    assert '<nav' in answer.text  # the explorer's own page, with its navigation, not JSON
+    both = http.get("/explore", params={"q": "a", "query": "b"})
+    assert both.status_code == 400 and "given &#39;query&#39; twice (as &#39;q&#39; and &#39;query&#39;)" in both.text
+    for url, name in (("/layers/episodes?colour=1", "colour"), ("/records/x?as_of=2025", "as_of"),
+                      ("/pipeline?x=1", "x"), ("/context?q=a", "q"),
+                      ("/layers/episodes?layer=core", "layer")):  # a path parameter is no query name
+        refused = http.get(url)
+        assert refused.status_code == 400 and f"takes no parameter &#39;{name}&#39;" in refused.text, url
+
+    def hits(params):
+        page = http.get("/explore", params=params)
+        assert page.status_code == 200, page.text[-300:]
+        return re.findall(r'class="item[^"]*" data-id="([^"]+)"', page.text.split('id="passages"')[0])
+
+    new = hits({"query": "marathon", "step": "episodes"})
+    assert new and all(h.startswith("episodes-") for h in new)
+    assert hits({"q": "marathon", "layers": "episodes"}) == new  # a bookmark made before the rename
+    assert hits({"query": "marathon", "step": ["episodes", "monthly"]}) == \
+        hits({"query": "marathon", "step": "episodes,monthly"})
+    assert http.get("/", params={"q": "marathon"}, follow_redirects=False).headers["location"] == \
+        "/explore?q=marathon"
+    for spelling in ("branch", "name"):  # the switcher's field, and its older spelling
+        moved = http.get("/branch", params={spelling: "main"}, follow_redirects=False)
+        assert moved.status_code == 303 and moved.headers["location"] == "/explore", spelling
+    assert http.get("/explore", params={"token": "t"}).status_code == 200  # the guard's, passed on
 
 
 def test_a_read_only_server_refuses_writes_with_one_line(http):
