@@ -34,7 +34,9 @@ from synix_resources.errors import BuildFailed, StoreError
 from synix_resources.settings import settings
 
 log = logging.getLogger("synix.forget")
-PHASES = ("store", "index", "cache", "dagster", "exports", "internal", "rebuild", "restore",
+# restore before rebuild: the rebuild's definitions would otherwise find the wiped assets with no
+# record and warn of a `dagster asset wipe` that forget itself did
+PHASES = ("store", "index", "cache", "dagster", "exports", "internal", "restore", "rebuild",
           "purge", "verify")
 
 

@@ -99,7 +99,7 @@ def _partitions_named(graphs, arts: list[dict], shown: dict[str, str], *,
 
 def _phase_restore(paths: ProjectPaths, pipeline, journal: dict) -> dict:
     """Record (without previews) the surviving partitions of wiped assets, so the Dagster UI
-    still shows them materialized; the rebuild already recorded what it built."""
+    still shows them materialized; the rebuild that follows records what it builds."""
     layers = journal.get("results", {}).get("wiped_layers", [])
     if not layers:
         return {}

@@ -176,3 +176,26 @@ def test_forget_reaches_a_built_branch_its_store_pointers_projections_and_dagste
         store.close()
     episodes = dg.AssetKey(["branches", "short", "episodes"])
     assert name not in instance.get_materialized_partitions(episodes)
+
+
+def test_forget_does_not_warn_of_a_wipe_it_did_itself_and_dagster_still_shows_the_rest(built, caplog):
+    import logging
+
+    from synix_assets.dagster_defs.instance import dagster_instance
+
+    caplog.set_level(logging.WARNING, logger="synix")
+    report = forget(built, "private-0", rebuild=run_build)
+    assert report.rebuild_error is None
+    assert not [r for r in caplog.records if "no Dagster record" in r.getMessage()]
+    with ArtifactStore(built.store) as store:
+        names = store.partition_names()
+    instance = dagster_instance(built)
+    shown = instance.get_materialized_partitions(dg_key("episodes"))
+    assert names["private-1"] in shown and len(shown) == 5  # the survivors, restored
+    assert "2025-01" in instance.get_materialized_partitions(dg_key("monthly"))  # rebuilt
+
+
+def dg_key(layer: str):
+    import dagster as dg
+
+    return dg.AssetKey([layer])
