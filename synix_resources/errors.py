@@ -140,6 +140,11 @@ class PromptError(SynixError):
     """A step's prompt function raised, or returned something other than a str, for one partition."""
 
 
+class OutputRefused(SynixError):
+    """A transform's validator refused one output (`transform(validate=…)`): it is not stored,
+    its partition is recorded as failed and retried by the next build (design §10.2)."""
+
+
 class BuildInterrupted(SynixError):
     """A build stopped by Ctrl-C or SIGTERM; what finished is kept and the next run resumes.
 

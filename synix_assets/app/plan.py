@@ -26,6 +26,10 @@ class LayerEstimate:
     blocked: int = 0
     retire: int = 0
     failed: int = 0  # failure records still in force (their partition has yet to be built)
+    # partitions built (or to be built) from what is there, without a failed or refused input
+    # below (design §10.2): partition → what it lacks; the next build fills the gap
+    partial: int = 0
+    gaps: dict[str, list[str]] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
     llm_calls: int = 0
     tokens_in: int = 0
@@ -183,6 +187,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             report.layers[layer] = LayerEstimate(
                 layer, plan.kind, pipeline.level(layer), stale=len(plan.stale), cached=len(plan.cached),
                 blocked=len(plan.blocked), retire=len(plan.retire), failed=failed[layer],
+                partial=len(plan.partial), gaps=dict(list(plan.partial.items())[:20]),
                 reasons=dict(Counter(w.reason for w in plan.stale)), llm_calls=calls,
                 tokens_in=tokens_in, tokens_out=tokens_out, model=model if calls else "",
                 cost_usd=estimate_cost(model, tokens_in, tokens_out, batch=batch,

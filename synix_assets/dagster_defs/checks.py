@@ -17,12 +17,16 @@ def _fields(ctx, layer: str, plan, scope: str = "") -> dict:
     for w in plan.stale:
         reasons[w.reason] = reasons.get(w.reason, 0) + 1
     return dict(
-        check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked,
+        check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked and not plan.partial,
         severity=dg.AssetCheckSeverity.WARN,
         description=f"{layer}{scope}: {len(plan.stale)} partition(s) to rebuild, {len(plan.blocked)} blocked "
-                    f"by a failed upstream partition, {len(plan.cached)} current.",
+                    f"by a failed upstream partition, {len(plan.cached)} current"
+                    + (f", {len(plan.partial)} built with a gap (a failed input below, retried by "
+                       "the next build)." if plan.partial else "."),
         metadata={"stale": len(plan.stale), "cached": len(plan.cached),
                   "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
+                  **({"partial": len(plan.partial), "gaps": dg.MetadataValue.json(
+                      dict(list(plan.partial.items())[:50]))} if plan.partial else {}),
                   "reasons": dg.MetadataValue.json(reasons),
                   "stale_partitions": dg.MetadataValue.json(
                       partition_keys(ctx.store, ctx.pipeline, layer, plan.stale_keys[:50], plan))})

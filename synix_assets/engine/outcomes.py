@@ -105,6 +105,10 @@ class LayerPlan:
     lapsed: set[tuple[str, str]] = field(default_factory=set)
     # group key → conversation title, for the same partitions (names their Dagster partition)
     titles: dict[str, str] = field(default_factory=dict)
+    # group key → what its output is (or will be) built without ("layer/group key" of a failed
+    # or refused partition below): built from what is there, a gap the next build fills once the
+    # retried partition succeeds (design §10.2). A partition here is also cached or stale.
+    partial: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stale_keys(self) -> list[str]:
@@ -116,7 +120,8 @@ class LayerPlan:
                          [k for k in self.cached if k in keys], [],
                          [k for k in self.blocked if k in keys],
                          {k: d for k, d in self.dates.items() if k in keys}, set(self.lapsed),
-                         {k: t for k, t in self.titles.items() if k in keys})
+                         {k: t for k, t in self.titles.items() if k in keys},
+                         {k: g for k, g in self.partial.items() if k in keys})
 
     @property
     def est_calls(self) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Self, Sequence
 from urllib.parse import urlsplit
 
-from synix_assets.pipeline import file_reads, validation
+from synix_assets.pipeline import file_reads, validation, validators
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
 from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
@@ -146,15 +146,22 @@ class PipelineSpec:
                   model: str | None = None, temperature: float | None = None,
                   max_tokens: int | None = None, system: str | None = None,
                   pii: str | None = None, description: str = "",
-                  validate: Callable[..., bool] | None = None) -> Step:
-        """One output record per input record. `validate` is the design's reserved output check
-        (§4.2: "Reserved for v1.0"): only None is accepted until it exists."""
-        if validate is not None:
+                  validate: Callable[..., Any] | None = None) -> Step:
+        """One output record per input record. `validate`: called on each output (a `Record`)
+        before it is stored; None/True keeps it, `Flag("why")` keeps it marked, False or a reason
+        (a str) refuses it — the partition is recorded as failed and retried by the next build,
+        while the layers above build from what is there (pipeline/validators.py, design §10.2).
+        The validator's source is part of the step version: changing it rebuilds the layer."""
+        if validate is not None and not callable(validate):
             raise PipelineDefinitionError(
-                f"step '{name}' (transform): validate= is reserved for a later version (design §4.2)",
-                hint="leave validate=None; check outputs in a downstream transform meanwhile")
-        return self._add(Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
-                              temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
+                f"step '{name}' (transform): validate={validate!r} is not a function",
+                hint="pass a function taking the output Record, e.g. validate=is_valid_summary")
+        step = Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
+                    temperature, max_tokens, system, description, {"pii": _pii(name, pii)},
+                    validate=validate)
+        if validate is not None:
+            validators.identity(validate)  # a validator without readable source fails here, not mid-build
+        return self._add(step)
 
     def aggregate(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
                   period: str | None = None, topics: Sequence[str] | str | None = None,
@@ -348,6 +355,8 @@ class PipelineSpec:
         settings = dict(self.llm_settings(step), provider=llm_identity)
         config = {k: v for k, v in step.config.items()}
         config["from"] = list(step.from_)
+        if step.validate is not None:  # only then, so every other step keeps its version
+            config["validate"] = validators.identity(step.validate)
         return {"type": step.kind, "prompt": prompt_identity(step.prompt), "model": settings,
                 "config": config}
 

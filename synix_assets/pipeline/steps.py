@@ -49,6 +49,9 @@ class Step:
     system: str | None = None
     description: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    # transform only: called on each output before it is stored (pipeline/validators.py); kept
+    # out of `config` (a function is no data) and versioned by its source in `version_inputs`
+    validate: Callable[..., Any] | None = None
 
     @property
     def upstream(self) -> str:

@@ -58,6 +58,8 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
         if s.prompt is not None:
             item["prompt"] = _prompt_ref(s.prompt, p.base_dir)
             item["prompt_identity"] = prompt_identity(s.prompt)
+        if s.validate is not None:
+            item["validate"] = _prompt_ref(s.validate)
         for key in ("model", "temperature", "max_tokens", "system"):
             value = getattr(s, key)
             if value is not None:
@@ -143,7 +145,8 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
                     threshold=cfg.get("threshold"))
         elif kind == "transform":
             p.transform(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), pii=cfg.get("pii"),
-                        description=desc, **common)
+                        description=desc, validate=_resolve_prompt(s["validate"], namespace, bd)
+                        if "validate" in s else None, **common)
         elif kind == "aggregate":
             p.aggregate(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd),
                         period=cfg.get("period"),
