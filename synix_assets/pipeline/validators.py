@@ -41,7 +41,7 @@ def identity(fn: Callable[..., Any]) -> str:
 
 
 def name_of(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__qualname__", "validator")
+    return getattr(fn, "__name__", "validator")
 
 
 def judge(fn: Callable[..., Any], record) -> Verdict:
