@@ -81,7 +81,9 @@ def require_exports(pipeline) -> None:
 
     if SourceReader(pipeline, None).files():
         return
-    where = "; ".join(_why_empty(pipeline.resolve(s.path)) for s in pipeline.sources.values()
+    where = "; ".join(f"api source '{s.name}' has pulled nothing into {pipeline.resolve(s.path)} yet "
+                      "(run `synix pull`, or let the pull sensor run)" if s.kind == "api"
+                      else _why_empty(pipeline.resolve(s.path)) for s in pipeline.sources.values()
                       if s.kind != "live")
     raise ExportFormatError(where or "the pipeline has no export sources",
                             hint="copy a ChatGPT conversations.json or Claude export (.json/.zip/.jsonl) "

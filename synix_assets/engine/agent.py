@@ -88,9 +88,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     if version_changed(ctx, layer, version) and ctx.paths.memory_log.is_file():
         _take_back(ctx, layer)  # a new prompt or model reads everything again, from scratch
     p = plan(ctx, layer)
-    if p.blocked:
-        result.outcomes.append(PartitionOutcome(MAP_GROUP, "blocked", reason=f"upstream {step.upstream} failed"))
-        return result
+    result.partial = p.partial
     result.outcomes += [PartitionOutcome(gk, "cached") for gk in p.cached]
     todo = [w for w in p.stale if w.group_key != MAP_GROUP]
     arts = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])} if todo else {}

@@ -143,6 +143,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         ctx, layer, level, [(c, recs, prompt_of) for c, (recs, prompt_of) in zip(calls, prompts)])
     result = LayerResult(layer, failed + unfit + call_and_store(ctx, layer, level, calls))
     result.outcomes += [PartitionOutcome(g, "cached") for g in p.cached if keys is None or g in keys]
+    result.partial = {g: m for g, m in p.partial.items() if keys is None or g in keys}
     if keys is None and p.retire:
         result.retired = ctx.store.retire(layer, p.retire)
         reduction.retire_parts(ctx, layer, p.retire)

@@ -170,11 +170,8 @@ class _Folder:
 
 
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
-    result = LayerResult(layer)
     p = plan(ctx, layer)
-    if p.blocked:
-        result.outcomes.append(PartitionOutcome(GROUP, "blocked", reason="an input failed"))
-        return result
+    result = LayerResult(layer, partial=p.partial)
     if not p.stale:
         result.outcomes += [PartitionOutcome(GROUP, "cached") for _ in p.cached]
         return result
@@ -213,10 +210,10 @@ def build_streaming(ctx, layer: str, arrivals) -> LayerResult:
     except (LLMError, PromptError) as err:
         return LayerResult(layer, [folder.failed(err)])
     p = plan(ctx, layer)
-    if p.blocked or not p.stale or [a.artifact_id for a in _ordered(ctx, layer, ctx.store.get_many(
+    if not p.stale or [a.artifact_id for a in _ordered(ctx, layer, ctx.store.get_many(
             p.stale[0].inputs))] != [a.artifact_id for a in folded]:
         return build(ctx, layer)
-    return LayerResult(layer, [folder.store(folded, p.stale[0].key)])
+    return LayerResult(layer, [folder.store(folded, p.stale[0].key)], partial=p.partial)
 
 
 def state_limit(ctx, layer: str) -> int:

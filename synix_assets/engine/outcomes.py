@@ -45,6 +45,8 @@ class LayerResult:
     outcomes: list[PartitionOutcome] = field(default_factory=list)
     retired: int = 0
     seconds: float = 0.0
+    # group key → what it was built (or kept) without: a failed input below (LayerPlan.partial)
+    partial: dict[str, list[str]] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -58,6 +60,7 @@ class LayerResult:
                 "from_response_cache": sum(1 for o in self.outcomes
                                            if o.status == "built" and o.from_response_cache),
                 "failed": self.count("failed"), "blocked": self.count("blocked"),
+                "partial": len(self.partial),
                 "permanent_failures": sum(1 for o in self.failed if "permanent" in o.flags),
                 "retired": self.retired,
                 "llm_calls": sum(o.llm_calls for o in self.outcomes),

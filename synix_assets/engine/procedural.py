@@ -60,7 +60,7 @@ def readings_index(ctx, layer: str) -> dict:
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     step = ctx.pipeline.steps[layer]
     p = plan(ctx, layer)
-    result = LayerResult(layer, [PartitionOutcome(gk, "cached") for gk in p.cached])
+    result = LayerResult(layer, [PartitionOutcome(gk, "cached") for gk in p.cached], partial=p.partial)
     # conversations whose transcript failed wait (blocked); the others and the board build (§10.2)
     result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
                         for gk in p.blocked]

@@ -32,6 +32,7 @@ CLI_TO_PYTHON = {
     "run": ("Pipeline", "run"),
     "plan": ("Pipeline", "plan"),
     "sync": ("Pipeline", "sync"),
+    "pull": ("Pipeline", "pull"),
     "status": ("Pipeline", "status"),
     "stats": ("Pipeline", "stats"),
     "search": ("Pipeline", "search"),
