@@ -108,6 +108,17 @@ def plan_client(llm_config: dict | None = None):
     return quiet_client(**{**(llm_config or {}), "replay": True})
 
 
+def _gap_names(store, plans):
+    """`layer/group key` of a gap → `layer/partition` as Dagster and the failure lines show it."""
+    keys = {m.partition("/")[2] for p in plans.values() for ms in p.partial.values() for m in ms}
+    names = store.partition_names(keys) if keys else {}
+
+    def readable(missing: str) -> str:
+        layer, _, key = missing.partition("/")
+        return f"{layer}/{names.get(key, key)}"
+    return readable
+
+
 def _architecture(store, plans, estimates) -> dict:
     total = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
     for layer, plan in plans.items():
@@ -180,6 +191,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
                                                  for f, c, r in scan.skipped]})
         lapsed = set().union(*(p.lapsed for p in plans.values()))
         failed = Counter(f.layer for f in store.failures() if (f.layer, f.group_key) not in lapsed)
+        readable = _gap_names(store, plans)
         for layer, plan in plans.items():
             step = pipeline.steps[layer]
             model = pipeline.llm_settings(step)["model"] or client.model
@@ -189,7 +201,8 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             report.layers[layer] = LayerEstimate(
                 layer, plan.kind, pipeline.level(layer), stale=len(plan.stale), cached=len(plan.cached),
                 blocked=len(plan.blocked), retire=len(plan.retire), failed=failed[layer],
-                partial=len(plan.partial), gaps=dict(list(plan.partial.items())[:20]),
+                partial=len(plan.partial), gaps={g: [readable(m) for m in missing]
+                                                 for g, missing in list(plan.partial.items())[:20]},
                 reasons=dict(Counter(w.reason for w in plan.stale)), llm_calls=calls,
                 tokens_in=tokens_in, tokens_out=tokens_out, model=model if calls else "",
                 cost_usd=estimate_cost(model, tokens_in, tokens_out, batch=batch,

@@ -26,10 +26,18 @@ def _fields(ctx, layer: str, plan, scope: str = "") -> dict:
         metadata={"stale": len(plan.stale), "cached": len(plan.cached),
                   "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
                   **({"partial": len(plan.partial), "gaps": dg.MetadataValue.json(
-                      dict(list(plan.partial.items())[:50]))} if plan.partial else {}),
+                      _readable_gaps(ctx.store, dict(list(plan.partial.items())[:50])))}
+                     if plan.partial else {}),
                   "reasons": dg.MetadataValue.json(reasons),
                   "stale_partitions": dg.MetadataValue.json(
                       partition_keys(ctx.store, ctx.pipeline, layer, plan.stale_keys[:50], plan))})
+
+
+def _readable_gaps(store, gaps: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each missing `layer/group key` as `layer/partition`, the key the UI shows for it."""
+    names = store.partition_names({m.partition("/")[2] for ms in gaps.values() for m in ms})
+    return {g: [f"{m.partition('/')[0]}/{names.get(m.partition('/')[2], m.partition('/')[2])}" for m in ms]
+            for g, ms in gaps.items()}
 
 
 def check_result(ctx, layer: str, plan, scope: str = "") -> dg.AssetCheckResult:

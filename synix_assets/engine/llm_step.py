@@ -183,7 +183,7 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
     if validate is not None:  # checked before anything is stored: a refused output never is
         verdict = validators.judge(validate, Record("", layer, call.group_key, result.text, dict(metadata)))
         if verdict.refused:
-            err = OutputRefused(f"{layer}/{call.group_key}: {verdict.refused}",
+            err = OutputRefused(verdict.refused,  # the failure line names layer/partition
                                 hint="the next build retries it; change the prompt or the validator to accept it")
             ctx.store.record_failure(ctx.run_id, layer, call.group_key, err.one_line())
             return PartitionOutcome(call.group_key, "failed", error=err.one_line(), input_count=call.input_count,

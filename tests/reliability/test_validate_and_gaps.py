@@ -54,6 +54,11 @@ def _cli(paths, *args):
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+def _partition_name(paths, group_key: str) -> str:
+    with ArtifactStore(paths.store) as store:
+        return store.partition_names([group_key])[group_key]
+
+
 def _check(paths, layer: str):
     instance = dagster_instance(paths)
     key = next(k for k in instance.get_asset_keys() if k.path[-1] == layer)
@@ -68,7 +73,8 @@ def test_a_refused_output_fails_its_partition_and_the_layers_above_build_with_th
         run_build(paths)
     report = info.value.report
     assert [(f["layer"], f["group_key"]) for f in report.failures] == [("episodes", "conv-2")]
-    assert "validator no_weird refused the output: mentions weird" in report.failures[0]["error"]
+    assert report.failures[0]["error"] == ("validator no_weird refused the output: mentions weird — the next "
+                                           "build retries it; change the prompt or the validator to accept it")
     store = ArtifactStore(paths.store)
     try:
         assert set(store.current_index("episodes")) == {"conv-0", "conv-1", "conv-3"}
@@ -83,18 +89,20 @@ def test_a_refused_output_fails_its_partition_and_the_layers_above_build_with_th
     finally:
         store.close()
     # the gap is visible: plan, status (CLI, JSON) and Dagster's check agree
+    shown = "episodes/" + _partition_name(paths, "conv-2")  # as Dagster names the partition
     plan = plan_build(paths)
     assert plan.layers["monthly"].partial == 1 and plan.layers["monthly"].stale == 0
-    assert plan.layers["monthly"].gaps == {"2025-01": ["episodes/conv-2"]}
-    assert plan.layers["core"].gaps == {"all": ["episodes/conv-2"]}
+    assert plan.layers["monthly"].gaps == {"2025-01": [shown]}
+    assert plan.layers["core"].gaps == {"all": [shown]}
     assert plan.layers["episodes"].failed == 1 and plan.layers["episodes"].stale == 1  # retried
     status = json.loads(_cli(paths, "status", "--json").stdout)["layers"]
-    assert status["monthly"]["partial"] == 1 and status["core"]["gaps"] == {"all": ["episodes/conv-2"]}
-    shown = _cli(paths, "status").stdout
-    assert "gap monthly/2025-01 is built without episodes/conv-2" in " ".join(shown.split())
+    assert status["monthly"]["partial"] == 1 and status["core"]["gaps"] == {"all": [shown]}
+    table = _cli(paths, "status").stdout
+    assert f"gap monthly/2025-01 is built without {shown} (failed; the next build retries it)" \
+        in " ".join(table.split())
     check = _check(paths, "monthly")
     assert not check.passed and "1 built with a gap" in check.description
-    assert check.metadata["gaps"].value == {"2025-01": ["episodes/conv-2"]}
+    assert check.metadata["gaps"].value == {"2025-01": [shown]}
     # the next build retries the refused episode; refused again, nothing above changes
     again = _cli(paths, "run", "--json")
     assert again.returncode == 1 and "mentions weird" in again.stderr
