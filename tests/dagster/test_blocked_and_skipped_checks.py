@@ -4,7 +4,6 @@ version, its check failing with the gap), and current again after a build that f
 for it (its failed check re-evaluated)."""
 from __future__ import annotations
 
-import contextlib
 
 import dagster as dg
 import pytest
