@@ -21,6 +21,7 @@ in `__all__` is internal.
 """
 from synix_assets.pipeline.prompts import prompt, template
 from synix_assets.pipeline.records import Record
+from synix_assets.pipeline.validators import Flag
 from synix_assets.python_api.branch import BranchDiff, PipelineBranch
 from synix_assets.python_api.pipeline import Pipeline, open
 from synix_assets.python_api.reading import Hit, Lineage, SearchResults
@@ -31,6 +32,7 @@ __all__ = [
     "BranchDiff",
     "CostWarning",
     "EvalResult",
+    "Flag",
     "Hit",
     "Lineage",
     "Pipeline",

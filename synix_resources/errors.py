@@ -140,6 +140,16 @@ class PromptError(SynixError):
     """A step's prompt function raised, or returned something other than a str, for one partition."""
 
 
+class ApiSourceError(SynixError):
+    """An `api` source's service cannot be reached, refused a request or answered something that
+    is not what its protocol describes; the mirror keeps what was pulled and the next pull resumes."""
+
+
+class OutputRefused(SynixError):
+    """A transform's validator refused one output (`transform(validate=…)`): it is not stored,
+    its partition is recorded as failed and retried by the next build (design §10.2)."""
+
+
 class BuildInterrupted(SynixError):
     """A build stopped by Ctrl-C or SIGTERM; what finished is kept and the next run resumes.
 

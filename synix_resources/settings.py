@@ -222,6 +222,10 @@ class Settings:
     longmemeval_data = Var(
         "SYNIX_LONGMEMEVAL_DATA", _text, "file path", "none", "a LongMemEval JSON file",
         "The data `pipeline.eval(\"longmemeval\")` and `synix eval longmemeval` read when none is given.", CLI)
+    api_token = Var(
+        "SYNIX_API_TOKEN", _text, "secret", "none: requests go without one", "text",
+        "Bearer token an `api` source sends to its service (Open WebUI: an API key, "
+        "Settings → Account); docs/live.md, \"API sources\".", CLI)
     serve_token = Var(
         "SYNIX_SERVE_TOKEN", _text, "secret", "none", "text",
         "Bearer token of `synix serve` and `synix mcp --transport http` (their `--token`); "

@@ -54,7 +54,7 @@ def test_every_synix_variable_named_in_the_code_is_declared_with_its_documentati
     declared = {v.name for v in variables()}
     named = {m for _, text in _sources() for m in re.findall(r"\bSYNIX_[A-Z0-9_]+", text)}
     assert named - PROMPT_MARKERS - declared == set()
-    assert len([n for n in declared if n.startswith("SYNIX_")]) == 28  # + SYNIX_LOCOMO_DATA, SYNIX_LONGMEMEVAL_DATA
+    assert len([n for n in declared if n.startswith("SYNIX_")]) == 29  # + SYNIX_LOCOMO_DATA, SYNIX_LONGMEMEVAL_DATA, SYNIX_API_TOKEN
     assert {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DAGSTER_HOME", "EDITOR"} <= declared
     for var in variables():
         assert var.doc and var.type and var.default and var.range and var.attr, var.name

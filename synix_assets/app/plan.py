@@ -26,6 +26,10 @@ class LayerEstimate:
     blocked: int = 0
     retire: int = 0
     failed: int = 0  # failure records still in force (their partition has yet to be built)
+    # partitions built (or to be built) from what is there, without a failed or refused input
+    # below (design §10.2): partition → what it lacks; the next build fills the gap
+    partial: int = 0
+    gaps: dict[str, list[str]] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
     llm_calls: int = 0
     tokens_in: int = 0
@@ -77,7 +81,9 @@ def require_exports(pipeline) -> None:
 
     if SourceReader(pipeline, None).files():
         return
-    where = "; ".join(_why_empty(pipeline.resolve(s.path)) for s in pipeline.sources.values()
+    where = "; ".join(f"api source '{s.name}' has pulled nothing into {pipeline.resolve(s.path)} yet "
+                      "(run `synix pull`, or let the pull sensor run)" if s.kind == "api"
+                      else _why_empty(pipeline.resolve(s.path)) for s in pipeline.sources.values()
                       if s.kind != "live")
     raise ExportFormatError(where or "the pipeline has no export sources",
                             hint="copy a ChatGPT conversations.json or Claude export (.json/.zip/.jsonl) "
@@ -100,6 +106,17 @@ def plan_client(llm_config: dict | None = None):
     from synix_resources.llm.factory import quiet_client
 
     return quiet_client(**{**(llm_config or {}), "replay": True})
+
+
+def _gap_names(store, plans):
+    """`layer/group key` of a gap → `layer/partition` as Dagster and the failure lines show it."""
+    keys = {m.partition("/")[2] for p in plans.values() for ms in p.partial.values() for m in ms}
+    names = store.partition_names(keys) if keys else {}
+
+    def readable(missing: str) -> str:
+        layer, _, key = missing.partition("/")
+        return f"{layer}/{names.get(key, key)}"
+    return readable
 
 
 def _architecture(store, plans, estimates) -> dict:
@@ -174,6 +191,7 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
                                                  for f, c, r in scan.skipped]})
         lapsed = set().union(*(p.lapsed for p in plans.values()))
         failed = Counter(f.layer for f in store.failures() if (f.layer, f.group_key) not in lapsed)
+        readable = _gap_names(store, plans)
         for layer, plan in plans.items():
             step = pipeline.steps[layer]
             model = pipeline.llm_settings(step)["model"] or client.model
@@ -183,6 +201,8 @@ def make_plan(paths: ProjectPaths, *, batch: bool = False, llm_config: dict | No
             report.layers[layer] = LayerEstimate(
                 layer, plan.kind, pipeline.level(layer), stale=len(plan.stale), cached=len(plan.cached),
                 blocked=len(plan.blocked), retire=len(plan.retire), failed=failed[layer],
+                partial=len(plan.partial), gaps={g: [readable(m) for m in missing]
+                                                 for g, missing in list(plan.partial.items())[:20]},
                 reasons=dict(Counter(w.reason for w in plan.stale)), llm_calls=calls,
                 tokens_in=tokens_in, tokens_out=tokens_out, model=model if calls else "",
                 cost_usd=estimate_cost(model, tokens_in, tokens_out, batch=batch,

@@ -12,8 +12,9 @@ stored, and each layer's Dagster run records what the graph built for it instead
 A layer that does not finish stops the build before anything reads it: a signal (the build is
 "interrupted", exit 128+signal), or an exception that is not a recorded partition failure (the
 build fails naming the layer, its unfinished partitions and the cause). Partitions that failed on
-their own (an LLM error, a prompt that raised) are recorded; what depends on them is blocked and
-everything else is built. Either way the clean-build marker is not recorded, so the next
+their own (an LLM error, a prompt that raised, an output its validator refused) are recorded; the
+1:1 partition above one waits (blocked), a rollup, fold or agent step over many is built from what
+is there with the gap recorded (design §10.2), and everything else is built. Either way the clean-build marker is not recorded, so the next
 `synix run` plans again and resumes exactly what is left.
 """
 from __future__ import annotations
@@ -229,9 +230,11 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
     report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error}
                        for f in store.failures(run_id=run_id)] + report.failures
     blocked = {l: v["blocked"] for l, v in report.layers.items() if v.get("blocked")}
-    if report.status == "completed" and not report.failures and blocked:
-        # blocked by failures this build did not retry (a layer above was not selected): the
-        # memory is not complete, so the build is no success either
+    # built from what was there, without partitions that failed below (design §10.2)
+    gaps = {l: v["partial"] for l, v in report.layers.items() if v.get("partial")}
+    if report.status == "completed" and not report.failures and (blocked or gaps):
+        # blocked by, or built around, failures this build did not retry (a layer above was
+        # selected): the memory is not complete, so the build is no success either
         report.failures = [{"layer": f.layer, "group_key": f.group_key, "error": f.error,
                             "recorded_in": f.run_id} for f in store.failures()]
     if report.status == "completed" and report.failures:
@@ -242,7 +245,7 @@ def _run_in(resources, paths, pipeline, layers, store, llm_settings, *, full, ba
         raise BuildInterrupted(INTERRUPTED, signal_number=interrupts.signal_number(),
                                hint=RESUME_HINT, report=report)
     if report.failures:
-        raise BuildFailed(_failure_line(report.failures, blocked), hint=_failure_hint(report.failures),
+        raise BuildFailed(_failure_line(report.failures, blocked, gaps), hint=_failure_hint(report.failures),
                           report=report, permanent=_all_permanent(report))
     if whole and not scan.failed_files:
         store.set_meta(CLEAN_BUILD_KEY, fingerprint)
@@ -273,7 +276,8 @@ def _name_partitions(store, failures: list[dict]) -> None:
         f["partition"] = names.get(f["group_key"], f["group_key"])
 
 
-def _failure_line(failures: list[dict], blocked: dict[str, int] | None = None) -> str:
+def _failure_line(failures: list[dict], blocked: dict[str, int] | None = None,
+                  gaps: dict[str, int] | None = None) -> str:
     whole = [f for f in failures if f["group_key"] == "*"]
     if whole:
         return f"{whole[0]['layer']} did not finish: {whole[0]['error']}"
@@ -281,12 +285,16 @@ def _failure_line(failures: list[dict], blocked: dict[str, int] | None = None) -
     names = ", ".join(f"{f['layer']}/{f.get('partition', f['group_key'])}" for f in failures[:5])
     more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
     held = ", ".join(f"{layer} ({n})" for layer, n in (blocked or {}).items())
+    around = ", ".join(f"{layer} ({n})" for layer, n in (gaps or {}).items())
+    waits = "; ".join(x for x in (f"blocked: {held}" if held else "",
+                                  f"built with a gap: {around}" if around else "") if x)
     if all("recorded_in" in f for f in failures):  # none failed in this build
-        return (f"blocked: {held} wait(s) for {len(failures)} partition(s) that failed in an "
+        return (f"{waits} — wait(s) for {len(failures)} partition(s) that failed in an "
                 f"earlier build ({names}{more}); first error: "
                 f"{first['layer']}/{first.get('partition', first['group_key'])}: {first['error']}")
     return (f"{len(failures)} partition(s) failed ({names}{more})"
-            + (f", blocking {held}" if held else "") + "; first error: "
+            + (f", blocking {held}" if held else "")
+            + (f", built around by {around}" if around else "") + "; first error: "
             f"{first['layer']}/{first.get('partition', first['group_key'])}: {first['error']}")
 
 

@@ -62,7 +62,7 @@ def project_status(paths: ProjectPaths, *, llm_config: dict | None = None) -> di
         out["layers"][layer] = {
             "level": est.level, "kind": est.kind, "artifacts": info.get("artifacts", 0),
             "stale": est.stale, "retire": est.retire, "blocked": est.blocked,
-            "failed": est.failed,
+            "failed": est.failed, "partial": est.partial, "gaps": est.gaps,
             "last_built": info.get("last_built"),
             # the last build's partitions that needed no model call: records already current, and
             # records built from answers the LLM response cache served

@@ -302,3 +302,30 @@ def demo(directory: str, query: str) -> None:
     root = fresh_dir(directory)
     run_demo(root, query=query, notify=view.step, progress=view.progress)
     view.finish(root)
+
+
+@click.command()
+@click.argument("source", required=False)
+@json_option("Print what each api source's pull did as JSON (what pipeline.pull() returns).")
+@project_option
+@click.pass_context
+def pull(ctx, source, as_json) -> None:
+    """Pull the conversations changed on the services of the pipeline's api sources into their
+    mirror folders (the next `synix run` builds them; the pull sensor does this on a schedule).
+
+    \b
+    Example:
+      synix pull
+      synix pull webui --json
+    """
+    from synix_assets.app.pull import pull_sources
+    from synix_assets.cli import render
+
+    data = pull_sources(project_paths(ctx), source)
+    if as_json:
+        echo_json(data)
+        return
+    out = render.console()
+    for s in data["sources"]:
+        out.print(f"{render.safe(s['source'], one_line=True)}: {s['fetched']} fetched, {s['unchanged']} unchanged"
+                  f"{' (resumed an interrupted pull)' if s['resumed'] else ''}")

@@ -22,7 +22,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 # does not load the server, eval, branch or live commands and what they import.
 COMMANDS = {
     "init": "build_cmds:init", "run": "build_cmds:run", "plan": "build_cmds:plan",
-    "sync": "build_cmds:sync", "demo": "build_cmds:demo",
+    "sync": "build_cmds:sync", "demo": "build_cmds:demo", "pull": "build_cmds:pull",
     "status": "read_cmds:status", "stats": "read_cmds:stats", "search": "read_cmds:search",
     "lineage": "read_cmds:lineage", "get": "read_cmds:get", "runs": "read_cmds:runs",
     "ui": "ui_cmd:ui", "purge": "forget_cmd:purge", "forget": "forget_cmd:forget",

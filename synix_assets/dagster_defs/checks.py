@@ -17,15 +17,27 @@ def _fields(ctx, layer: str, plan, scope: str = "") -> dict:
     for w in plan.stale:
         reasons[w.reason] = reasons.get(w.reason, 0) + 1
     return dict(
-        check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked,
+        check_name=CHECK_NAME, passed=not plan.stale and not plan.blocked and not plan.partial,
         severity=dg.AssetCheckSeverity.WARN,
         description=f"{layer}{scope}: {len(plan.stale)} partition(s) to rebuild, {len(plan.blocked)} blocked "
-                    f"by a failed upstream partition, {len(plan.cached)} current.",
+                    f"by a failed upstream partition, {len(plan.cached)} current"
+                    + (f", {len(plan.partial)} built with a gap (a failed input below, retried by "
+                       "the next build)." if plan.partial else "."),
         metadata={"stale": len(plan.stale), "cached": len(plan.cached),
                   "blocked": len(plan.blocked), "estimated_llm_calls": plan.est_calls,
+                  **({"partial": len(plan.partial), "gaps": dg.MetadataValue.json(
+                      _readable_gaps(ctx.store, dict(list(plan.partial.items())[:50])))}
+                     if plan.partial else {}),
                   "reasons": dg.MetadataValue.json(reasons),
                   "stale_partitions": dg.MetadataValue.json(
                       partition_keys(ctx.store, ctx.pipeline, layer, plan.stale_keys[:50], plan))})
+
+
+def _readable_gaps(store, gaps: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each missing `layer/group key` as `layer/partition`, the key the UI shows for it."""
+    names = store.partition_names({m.partition("/")[2] for ms in gaps.values() for m in ms})
+    return {g: [f"{m.partition('/')[0]}/{names.get(m.partition('/')[2], m.partition('/')[2])}" for m in ms]
+            for g, ms in gaps.items()}
 
 
 def check_result(ctx, layer: str, plan, scope: str = "") -> dg.AssetCheckResult:

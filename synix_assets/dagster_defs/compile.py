@@ -21,6 +21,7 @@ from pathlib import Path
 import dagster as dg
 
 from synix_assets.dagster_defs import storage
+from synix_assets.dagster_defs.api_sensor import api_sensors
 from synix_assets.dagster_defs.automation import automation_sensors
 from synix_assets.dagster_defs.assets import layer_asset, projection_asset, source_specs
 from synix_assets.dagster_defs.executor import executor_for, sensor_running
@@ -156,6 +157,7 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
     defs = dg.Definitions(assets=assets, jobs=jobs, schedules=schedules,
                           sensors=[export_sensor(graphs, build_jobs, keys, whole=only is None,
                                                  running=sensor_running(root)), *live,
+                                   *api_sensors(graphs, running=sensor_running(root)),
                                    *(s for g in graphs for s in automation_sensors(
                                        sorted(g.asset_keys() - {g.names.source(x) for x in g.pipeline.sources},
                                               key=lambda k: k.to_user_string()), g.names))],

@@ -54,6 +54,7 @@ REPOSITORY = "__repository__"  # Dagster's name for the repository of a Definiti
 EXPORTS_SENSOR = "synix_exports_sensor"
 LIVE_SENSOR = "synix_live_sensor"
 SYNTHESIS_SCHEDULE = "synix_synthesis_schedule"
+API_SENSOR = "synix_api_pull_sensor"  # pulls the api sources (api_sensor.py)
 AUTOMATION_SENSOR_PREFIX = "synix_automate_"  # + the asset: one automation sensor per asset
 CHECK_NAME = "synix_up_to_date"
 

@@ -25,7 +25,7 @@ from synix_assets.engine.agent_memory import MemoryWriter
 from synix_assets.engine.agent_memory.records import sync
 from synix_assets.engine.llm_step import call_prompt, inherited, record_of
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem, rebuild_reason
-from synix_assets.engine.upstream import blocked_groups, version_changed
+from synix_assets.engine.upstream import gaps, open_failures, settled_stale, version_changed
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_resources.agent_memory import MEMORY_LAYER
 from synix_resources.agent_memory.log import MemoryLog
@@ -50,12 +50,14 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
     version = ctx.version(layer)
     current = ctx.store.current_index(layer)
     upstream = ctx.store.current_index(step.upstream)
-    stale_up = set(up.stale_keys) if up else set()
+    # A failed or refused input below is a gap, not a wall (design §10.2): the loop reads what
+    # is there, and the map records what it is without.
+    failing = open_failures(ctx, step.upstream, up.lapsed if up else ())
+    stale_up = settled_stale(up, failing)
     groups = (set(upstream) | stale_up) - set(up.retire if up else ())
     out = LayerPlan(layer, "agent")
-    if blocked_groups(ctx, step.upstream, up.lapsed if up else ()):
-        out.blocked.append(MAP_GROUP)
-        return out
+    if missing := gaps(failing, up):
+        out.partial[MAP_GROUP] = sorted({m for ms in missing.values() for m in ms})
     changed = version_changed(ctx, layer, version)
     note = f" ({agent_offline.NOTE})" if offline(ctx) else ""
     for gk in sorted(groups):
@@ -86,9 +88,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     if version_changed(ctx, layer, version) and ctx.paths.memory_log.is_file():
         _take_back(ctx, layer)  # a new prompt or model reads everything again, from scratch
     p = plan(ctx, layer)
-    if p.blocked:
-        result.outcomes.append(PartitionOutcome(MAP_GROUP, "blocked", reason=f"upstream {step.upstream} failed"))
-        return result
+    result.partial = p.partial
     result.outcomes += [PartitionOutcome(gk, "cached") for gk in p.cached]
     todo = [w for w in p.stale if w.group_key != MAP_GROUP]
     arts = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])} if todo else {}

@@ -9,13 +9,14 @@ from synix_assets.engine.llm_step import (PendingCall, apply_pii, call_and_store
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.periods import period_of, sources_until
-from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, date_of, version_changed
+from synix_assets.engine import upstream
+from synix_assets.engine.upstream import avg_out_tokens, date_of, version_changed
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import PromptError
 from synix_resources.fingerprints import aggregate_key, combined_fingerprint
 
 
-def _members(ctx, layer: str, upstream_arts, up: LayerPlan | None) -> dict[str, list[str]]:
+def _members(ctx, layer: str, upstream_arts, stale_up: set[str], up: LayerPlan | None) -> dict[str, list[str]]:
     """Group key → upstream group keys (by period or by topic search)."""
     step = ctx.pipeline.steps[layer]
     period = step.config["period"]
@@ -24,7 +25,7 @@ def _members(ctx, layer: str, upstream_arts, up: LayerPlan | None) -> dict[str, 
         for art in upstream_arts:
             groups.setdefault(period_of(art.metadata.get("meta.time.created_at"), period), []).append(art.group_key)
         known = {a.group_key for a in upstream_arts}
-        for gk in (up.stale_keys if up else []):
+        for gk in sorted(stale_up):
             if gk not in known:
                 groups.setdefault(period_of(up.dates.get(gk), period), []).append(gk)
         return groups
@@ -41,7 +42,11 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
     listed = ctx.store.outlines(step.upstream) if step.config["period"] else ctx.store.list_layer(step.upstream)
     arts = [a for a in listed if a.group_key not in gone]
     by_key = {a.group_key: a for a in arts}
-    stale_up = set(up.stale_keys) if up else set()
+    # A failed or refused input below is a gap, not a wall (design §10.2): each group builds from
+    # the inputs that are there and records what it is built without.
+    failing = upstream.open_failures(ctx, step.upstream, up.lapsed if up else ())
+    missing = upstream.gaps(failing, up)
+    stale_up = upstream.settled_stale(up, failing)
     out = LayerPlan(layer, "aggregate")
     if stale_up and not step.config["period"]:
         # Topic membership depends on content not built yet: every topic may change.
@@ -50,18 +55,15 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
             out.stale.append(WorkItem(name, None, "upstream changed" if name in current else "new",
                                       est_tokens_in=step.config["topic_limit"] * (avg_out_tokens(ctx, step.upstream) or 300)))
         return out
-    members = _members(ctx, layer, arts, up)
-    failed = blocked_groups(ctx, step.upstream, up.lapsed if up else ())
-    failed_periods = {period_of(date_of(ctx, gk), step.config["period"]) for gk in failed} \
-        if step.config["period"] else ({"*"} if failed else set())
+    members = _members(ctx, layer, arts, stale_up, up)
     prompt_changed = version_changed(ctx, layer, version)
     per_in = avg_out_tokens(ctx, step.upstream) or 300
+    where = _gap_groups(ctx, step, missing, up)
     for group, keys in sorted(members.items()):
         if not keys:
             continue
-        if group in failed_periods or "*" in failed_periods:
-            out.blocked.append(group)
-            continue
+        if group in where or "*" in where:
+            out.partial[group] = sorted({m for g in (group, "*") for m in where.get(g, ())})
         est = len(keys) * per_in + 300
         if any(k in stale_up for k in keys):
             out.stale.append(WorkItem(group, None, "new" if group not in current else "upstream changed",
@@ -74,8 +76,22 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
             continue
         out.stale.append(WorkItem(group, key, reason, inputs=[by_key[k].artifact_id for k in keys],
                                   est_tokens_in=est))
-    out.retire = sorted(set(current) - set(members) - set(out.blocked))
+    out.retire = sorted(set(current) - set(members))
     return out
+
+
+def _gap_groups(ctx, step, missing: dict[str, list[str]], up: LayerPlan | None) -> dict[str, list[str]]:
+    """Group of this layer → the gaps of its inputs: by the missing input's date for a period
+    rollup; for topics, where a missing input would land is unknown, so every topic ("*")."""
+    if not missing:
+        return {}
+    if not step.config["period"]:
+        return {"*": sorted({m for ms in missing.values() for m in ms})}
+    where: dict[str, list[str]] = {}
+    for gk, ms in missing.items():
+        date = (up.dates.get(gk) if up else None) or date_of(ctx, gk)
+        where.setdefault(period_of(date, step.config["period"]), []).extend(ms)
+    return where
 
 
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
@@ -127,8 +143,7 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
         ctx, layer, level, [(c, recs, prompt_of) for c, (recs, prompt_of) in zip(calls, prompts)])
     result = LayerResult(layer, failed + unfit + call_and_store(ctx, layer, level, calls))
     result.outcomes += [PartitionOutcome(g, "cached") for g in p.cached if keys is None or g in keys]
-    result.outcomes += [PartitionOutcome(g, "blocked", reason=f"an input in {step.upstream} failed")
-                        for g in p.blocked if keys is None or g in keys]
+    result.partial = {g: m for g, m in p.partial.items() if keys is None or g in keys}
     if keys is None and p.retire:
         result.retired = ctx.store.retire(layer, p.retire)
         reduction.retire_parts(ctx, layer, p.retire)

@@ -12,7 +12,8 @@ from synix_assets.engine.llm_step import (apply_pii, failure_flags, call_prompt,
 from synix_assets.engine.outcomes import (LayerPlan, LayerResult, PartitionOutcome, WorkItem,
                                           rebuild_reason)
 from synix_assets.engine.periods import sources_until
-from synix_assets.engine.upstream import avg_out_tokens, blocked_groups, version_changed
+from synix_assets.engine.upstream import (avg_out_tokens, gaps, open_failures, settled_stale,
+                                          version_changed)
 from synix_assets.pipeline import builtin_prompts
 from synix_assets.pipeline.records import Record
 from synix_resources.errors import LLMError, PromptError
@@ -48,11 +49,14 @@ def plan(ctx, layer: str, up: LayerPlan | None = None) -> LayerPlan:
     gone = set(up.retire) if up else set()
     arts = _ordered(ctx, layer, [a for a in ctx.store.list_layer(step.upstream) if a.group_key not in gone])
     out = LayerPlan(layer, "fold")
-    if blocked_groups(ctx, step.upstream, up.lapsed if up else ()):
-        out.blocked.append(GROUP)
-        return out
+    # A failed or refused input below is a gap, not a wall (design §10.2): the fold runs over
+    # what is there and records what it is without.
+    failing = open_failures(ctx, step.upstream, up.lapsed if up else ())
+    missing = gaps(failing, up)
+    if missing:
+        out.partial[GROUP] = sorted({m for ms in missing.values() for m in ms})
     per_item = (avg_out_tokens(ctx, step.upstream) or 300) + (avg_out_tokens(ctx, layer) or 400) + 250
-    stale_up = set(up.stale_keys) if up else set()
+    stale_up = settled_stale(up, failing)
     if stale_up:
         keys = sorted({a.group_key for a in arts} | stale_up)
         first = min(keys.index(k) for k in stale_up)
@@ -166,11 +170,8 @@ class _Folder:
 
 
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
-    result = LayerResult(layer)
     p = plan(ctx, layer)
-    if p.blocked:
-        result.outcomes.append(PartitionOutcome(GROUP, "blocked", reason="an input failed"))
-        return result
+    result = LayerResult(layer, partial=p.partial)
     if not p.stale:
         result.outcomes += [PartitionOutcome(GROUP, "cached") for _ in p.cached]
         return result
@@ -209,10 +210,10 @@ def build_streaming(ctx, layer: str, arrivals) -> LayerResult:
     except (LLMError, PromptError) as err:
         return LayerResult(layer, [folder.failed(err)])
     p = plan(ctx, layer)
-    if p.blocked or not p.stale or [a.artifact_id for a in _ordered(ctx, layer, ctx.store.get_many(
+    if not p.stale or [a.artifact_id for a in _ordered(ctx, layer, ctx.store.get_many(
             p.stale[0].inputs))] != [a.artifact_id for a in folded]:
         return build(ctx, layer)
-    return LayerResult(layer, [folder.store(folded, p.stale[0].key)])
+    return LayerResult(layer, [folder.store(folded, p.stale[0].key)], partial=p.partial)
 
 
 def state_limit(ctx, layer: str) -> int:

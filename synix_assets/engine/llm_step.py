@@ -7,8 +7,9 @@ from typing import Any, Callable
 from synix_assets.engine import pii
 from synix_assets.engine.outcomes import PartitionOutcome
 from synix_assets.pipeline.prompts import prompt_identity, prompt_name
+from synix_assets.pipeline import validators
 from synix_assets.pipeline.records import Record
-from synix_resources.errors import LLMError, LLMRefusal, PromptError, SynixError
+from synix_resources.errors import LLMError, LLMRefusal, OutputRefused, PromptError, SynixError
 from synix_resources.llm.types import LLMRequest, LLMResponse
 from synix_resources.process import endings, interrupts, progress
 from synix_resources.settings import settings
@@ -177,6 +178,21 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
     metadata = dict(call.metadata)
     metadata["meta.step.provider"] = result.provider
     metadata["meta.step.model"] = result.model
+    flags = tuple(result.flags)
+    validate = ctx.pipeline.steps[layer].validate
+    if validate is not None:  # checked before anything is stored: a refused output never is
+        verdict = validators.judge(validate, Record("", layer, call.group_key, result.text, dict(metadata)))
+        if verdict.refused:
+            err = OutputRefused(verdict.refused,  # the failure line names layer/partition
+                                hint="the next build retries it; change the prompt or the validator to accept it")
+            ctx.store.record_failure(ctx.run_id, layer, call.group_key, err.one_line())
+            return PartitionOutcome(call.group_key, "failed", error=err.one_line(), input_count=call.input_count,
+                                    flags=("refused",), llm_calls=0 if result.from_cache else 1,
+                                    tokens_in=result.input_tokens, tokens_out=result.output_tokens,
+                                    cost_usd=result.cost_usd)
+        if verdict.flag:
+            metadata["meta.custom.validation_flags"] = [verdict.flag]
+            flags += ("flagged",)
     art = ctx.store.put(layer=layer, group_key=call.group_key, content=result.text,
                         materialization_key=call.key, level=level, metadata=metadata,
                         audit=audit, parents=call.parents, run_id=ctx.run_id)
@@ -190,4 +206,4 @@ def store_result(ctx, layer: str, level: int, call: PendingCall,
         tokens_out=result.output_tokens + int(call.extra_audit.get("extra_tokens_out", 0)),
         cost_usd=result.cost_usd + float(call.extra_audit.get("extra_cost_usd", 0.0)),
         input_count=call.input_count, content_hash=art.content_hash,
-        preview=result.text[:PREVIEW_CHARS], flags=tuple(result.flags), from_response_cache=calls == 0)
+        preview=result.text[:PREVIEW_CHARS], flags=flags, from_response_cache=calls == 0)

@@ -45,6 +45,8 @@ class LayerResult:
     outcomes: list[PartitionOutcome] = field(default_factory=list)
     retired: int = 0
     seconds: float = 0.0
+    # group key → what it was built (or kept) without: a failed input below (LayerPlan.partial)
+    partial: dict[str, list[str]] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -58,6 +60,7 @@ class LayerResult:
                 "from_response_cache": sum(1 for o in self.outcomes
                                            if o.status == "built" and o.from_response_cache),
                 "failed": self.count("failed"), "blocked": self.count("blocked"),
+                "partial": len(self.partial),
                 "permanent_failures": sum(1 for o in self.failed if "permanent" in o.flags),
                 "retired": self.retired,
                 "llm_calls": sum(o.llm_calls for o in self.outcomes),
@@ -105,6 +108,10 @@ class LayerPlan:
     lapsed: set[tuple[str, str]] = field(default_factory=set)
     # group key → conversation title, for the same partitions (names their Dagster partition)
     titles: dict[str, str] = field(default_factory=dict)
+    # group key → what its output is (or will be) built without ("layer/group key" of a failed
+    # or refused partition below): built from what is there, a gap the next build fills once the
+    # retried partition succeeds (design §10.2). A partition here is also cached or stale.
+    partial: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stale_keys(self) -> list[str]:
@@ -116,7 +123,8 @@ class LayerPlan:
                          [k for k in self.cached if k in keys], [],
                          [k for k in self.blocked if k in keys],
                          {k: d for k, d in self.dates.items() if k in keys}, set(self.lapsed),
-                         {k: t for k, t in self.titles.items() if k in keys})
+                         {k: t for k, t in self.titles.items() if k in keys},
+                         {k: g for k, g in self.partial.items() if k in keys})
 
     @property
     def est_calls(self) -> int:

@@ -60,11 +60,10 @@ def readings_index(ctx, layer: str) -> dict:
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     step = ctx.pipeline.steps[layer]
     p = plan(ctx, layer)
-    result = LayerResult(layer, [PartitionOutcome(gk, "cached") for gk in p.cached])
-    if p.blocked:
-        result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
-                            for gk in p.blocked]
-        return result
+    result = LayerResult(layer, [PartitionOutcome(gk, "cached") for gk in p.cached], partial=p.partial)
+    # conversations whose transcript failed wait (blocked); the others and the board build (§10.2)
+    result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
+                        for gk in p.blocked]
     source = layer if step.kind == "loops" else step.upstream
     if step.kind == "loops":
         todo = [w for w in p.stale if w.inputs]

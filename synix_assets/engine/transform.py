@@ -48,6 +48,8 @@ def plan(ctx, layer: str, up: LayerPlan | None = None, keys: set[str] | None = N
             continue
         out.stale.append(WorkItem(gk, key, reason, inputs=[ref.artifact_id],
                                   est_tokens_in=(est_in or 0) + 250))
+    # a partition over an input built with a gap has that gap too (design §10.2)
+    out.partial = {gk: up.partial[gk] for gk in groups if up and gk in up.partial and gk not in blocked}
     # Dates of the partitions to build, so a period rollup's plan groups them into their months
     # (not one "undated" group) and plans the same partitions the build will make.
     known = [w.inputs[0] for w in out.stale if w.inputs]

@@ -67,9 +67,9 @@ def plan_readings(ctx, layer: str, kind: str, up: LayerPlan | None, extra: str |
         else:
             out.stale.append(WorkItem(gk, key, reason, inputs=[ref.artifact_id] if key else []))
     derived = {gk for gk in current if gk.startswith(DERIVED)}
-    if extra is not None and out.blocked:
-        out.blocked.append(extra)
-    elif extra is not None:
+    if extra is not None:
+        if out.blocked:  # the board is made from the readings there are; the rest is its gap (§10.2)
+            out.partial[extra] = [f"{step.upstream}/{gk}" for gk in out.blocked]
         want = board_key(version, [r.artifact_id for gk, r in current.items() if gk in groups])
         held = current.get(extra)
         if out.stale or held is None or held.materialization_key != want:

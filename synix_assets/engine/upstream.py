@@ -2,14 +2,42 @@
 from __future__ import annotations
 
 
-def blocked_groups(ctx, upstream: str, lapsed=frozenset()) -> set[str]:
-    """Partitions with an open failure in `upstream` or in any layer it is built from. Building on
-    their old version would be wasted, and a rollup or fold over the others would be built from
-    partial input (a failed episode blocks its month, and so the core folded over the months).
-    `lapsed`: (layer, group key) of failure records found no longer in force (LayerPlan.lapsed)."""
+def open_failures(ctx, upstream: str, lapsed=frozenset()) -> dict[str, list[str]]:
+    """Group key → the failures ("layer/group key") open for it in `upstream` or in any layer
+    it is built from. `lapsed`: (layer, group key) of failure records found no longer in force
+    (LayerPlan.lapsed)."""
     layers = {upstream} | ctx.pipeline.upstream(upstream)
-    return {f.group_key for f in ctx.store.failures()
-            if f.layer in layers and (f.layer, f.group_key) not in lapsed}
+    found: dict[str, list[str]] = {}
+    for f in ctx.store.failures():
+        if f.layer in layers and (f.layer, f.group_key) not in lapsed:
+            found.setdefault(f.group_key, []).append(f"{f.layer}/{f.group_key}")
+    return found
+
+
+def blocked_groups(ctx, upstream: str, lapsed=frozenset()) -> set[str]:
+    """Partitions with an open failure in `upstream` or below. A 1:1 layer (transform, the
+    per-conversation steps) has nothing to build them from: its partition waits, blocked. A
+    layer over many partitions (rollup, fold, agent) builds from what is there instead and
+    records the gap (`gaps`, design §10.2)."""
+    return set(open_failures(ctx, upstream, lapsed))
+
+
+def gaps(failing: dict[str, list[str]], up) -> dict[str, list[str]]:
+    """What a layer over many partitions is built without: the open failures below it
+    (`failing`, from `open_failures`) and the gaps its inputs were built with (`up.partial`).
+    Group key of the input → what is missing there."""
+    found = {gk: list(ms) for gk, ms in failing.items()}
+    for gk, missing in (up.partial.items() if up else ()):
+        found.setdefault(gk, [])
+        found[gk] += [m for m in missing if m not in found[gk]]
+    return found
+
+
+def settled_stale(up, failing) -> set[str]:
+    """The partitions of `up` still to build whose build is not a retry of a failure (`failing`):
+    a retried partition may fail again, so a layer built over it plans from what is there (its
+    gap is recorded) and is rebuilt only once the retry succeeds and changes its input."""
+    return set(up.stale_keys) - set(failing) if up else set()
 
 
 def version_changed(ctx, layer: str, version: str) -> bool:

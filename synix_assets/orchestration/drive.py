@@ -75,7 +75,8 @@ def build_layers(ctx, launch, pipeline, layers, scan, full, whole, report, notif
         if not plan.stale and not plan.retire:
             launch.report_check(layer, plan, after_restamp=launch.restamp(pipeline, layer, plan))
             report.layers[layer] = {"built": 0, "cached": len(plan.cached), "failed": 0,
-                                    "blocked": len(plan.blocked), "llm_calls": 0}
+                                    "blocked": len(plan.blocked), "partial": len(plan.partial),
+                                    "llm_calls": 0}
             notify(layer, "done", report.layers[layer])
             continue
         notify(layer, "planned", {"stale": len(plan.stale), "cached": len(plan.cached)})
@@ -107,7 +108,8 @@ def graph_plan(plan):
 
 def found_by_graph(graph, layer: str, plan):
     """The launch plan of a layer, once the graph finished it: what the graph built (or failed)
-    is its work, what it found blocked stays blocked."""
+    is its work, what it found blocked stays blocked, what it found current (and built with a
+    gap, design §10.2) is so."""
     from synix_assets.engine.outcomes import WorkItem
 
     try:
@@ -116,7 +118,9 @@ def found_by_graph(graph, layer: str, plan):
         raise LayerIncomplete(layer, f"{type(exc).__name__}: {exc}") from exc
     keys = [o.group_key for o in result.outcomes if o.status in ("built", "failed")]
     return dataclasses.replace(plan, stale=[WorkItem(k, None, "found by the build") for k in keys],
-                               blocked=[o.group_key for o in result.outcomes if o.status == "blocked"])
+                               blocked=[o.group_key for o in result.outcomes if o.status == "blocked"],
+                               cached=[o.group_key for o in result.outcomes if o.status == "cached"],
+                               partial=dict(result.partial))
 
 
 def collect(report, ctx, layer: str, plan, scan, wall: float) -> None:

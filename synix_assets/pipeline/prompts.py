@@ -109,6 +109,12 @@ def prompt_identity(fn: Callable[..., Any] | TemplateFile | None) -> str:
         return "builtin:none"
     if isinstance(fn, TemplateFile):
         return "template:" + sha256_text(fn.text())
+    return callable_identity(fn, "prompt")
+
+
+def callable_identity(fn: Callable[..., Any], what: str) -> str:
+    """A function's identity in a step version (a prompt's, a validator's): its explicit version
+    (`@prompt(version=…)`, or a `__synix_prompt_version__` attribute), else its source's hash."""
     version = getattr(fn, "__synix_prompt_version__", None)
     if version:
         return f"version:{version}"
@@ -117,9 +123,9 @@ def prompt_identity(fn: Callable[..., Any] | TemplateFile | None) -> str:
     except (OSError, TypeError):
         name = getattr(fn, "__qualname__", repr(fn))
         raise PipelineDefinitionError(
-            f"prompt {name} has no readable source to version it",
+            f"{what} {name} has no readable source to version it",
             hint='decorate it with @prompt(version="…")') from None
-    # Decorator lines do not change what the prompt says, the version does (handled above).
+    # Decorator lines do not change what the function says, the version does (handled above).
     body = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("@"))
     return "source:" + sha256_text(body)
 

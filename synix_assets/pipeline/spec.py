@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, Callable, Self, Sequence
 from urllib.parse import urlsplit
 
-from synix_assets.pipeline import file_reads, validation
+from synix_assets.pipeline import file_reads, validation, validators
 from synix_assets.pipeline.fact_rules import RULES_VERSION, parse_rules
 from synix_assets.pipeline.prompts import PromptFunction, TemplateFile, prompt_identity
-from synix_assets.pipeline.steps import (FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
+from synix_assets.pipeline.steps import (API_EVERY_S, API_MIRROR, API_SERVICES, FORMAT_ALIASES, FORMATS, FUZZY_THRESHOLD, LIVE_INBOX, PERIODS, SOURCE_KINDS, PII_MODES, SYKE_TOOLS, ContextDocProjection,
                                          Projection, SearchIndexProjection, Source, Step)
 from synix_assets.pipeline.toml_io import pipeline_from_toml, pipeline_to_toml
 from synix_resources.errors import InvalidTime, PipelineDefinitionError
@@ -76,7 +76,8 @@ class PipelineSpec:
 
     # ---- declarations -------------------------------------------------------------------
     def source(self, name: str, *, path: str | Path | None = None, file: str | Path | None = None,
-               format: str = "auto", kind: str = "exports", window: int = 0) -> Source:
+               format: str = "auto", kind: str = "exports", window: int = 0, url: str | None = None,
+               every: int = API_EVERY_S) -> Source:
         """`kind="exports"`: the export files in folder `path`, or the one export `file`;
         `kind="live"`: the closed sessions of the project's live inbox (`path` defaults to
         .synix/live/inbox.db; docs/live.md). `format`: auto, chatgpt, claude, claude-code,
@@ -84,7 +85,11 @@ class PipelineSpec:
         Markdown/text notes folder, e.g. an Obsidian vault), or the aliases in `FORMAT_ALIASES`
         (the design's chatgpt-export, claude-export, claude-code-export…). `window` (live only):
         keep the last `window` turns of each session verbatim and fold older ones into a rolling
-        summary, with open loops and identity facts in the brief's Tier 1 (the synapse template)."""
+        summary, with open loops and identity facts in the brief's Tier 1 (the synapse template).
+        `kind="stream"`: the design's name (§3.1) for the same live inbox (kept as `live`).
+        `kind="api"`: conversations pulled from the service at `url` (format "openwebui": an Open
+        WebUI server) every `every` seconds by the pull sensor, into the mirror folder `path`
+        (default .synix/api/<name>) the build reads like an export folder (sources/api.py)."""
         self._check_new_name(name)
         if window and (kind != "live" or not isinstance(window, int) or window < 2):
             raise PipelineDefinitionError(f"source '{name}': window={window!r} needs kind=\"live\" and "
@@ -97,6 +102,13 @@ class PipelineSpec:
         if kind not in SOURCE_KINDS:
             raise PipelineDefinitionError(f"source '{name}': unknown kind {kind!r}",
                                           hint=f"use one of {', '.join(SOURCE_KINDS)}")
+        if kind == "stream":  # the design's word for a live inbox: one thing, one name in the spec
+            kind = "live"
+        if kind == "api":
+            return self._api_source(name, path, format, url, every)
+        if url is not None:
+            raise PipelineDefinitionError(f"source '{name}': url= is for kind=\"api\" only",
+                                          hint='add kind="api", or remove url=')
         if kind == "live":
             src = Source(name, Path(path or LIVE_INBOX).expanduser(), "live", "live", window)
             self.sources[name] = src
@@ -108,6 +120,22 @@ class PipelineSpec:
             raise PipelineDefinitionError(
                 f"source '{name}': unknown format {format!r}", hint=f"use one of {', '.join(FORMATS)}")
         src = Source(name, Path(path).expanduser(), format)
+        self.sources[name] = src
+        return src
+
+    def _api_source(self, name: str, path, format: str, url: str | None, every: int) -> Source:
+        service = "openwebui" if format == "auto" else format
+        if service not in API_SERVICES:
+            raise PipelineDefinitionError(f"source '{name}': kind=\"api\" cannot pull format {format!r}",
+                                          hint=f"use format= one of {', '.join(API_SERVICES)}")
+        parts = urlsplit(url or "")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise PipelineDefinitionError(f"source '{name}': kind=\"api\" needs url= the service's http(s) address",
+                                          hint='e.g. url="http://localhost:3000"')
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise PipelineDefinitionError(f"source '{name}': every={every!r} must be a whole number of seconds ≥ 1",
+                                          hint=f"e.g. every={API_EVERY_S}")
+        src = Source(name, Path(path or API_MIRROR / name).expanduser(), service, "api", url=url, every=every)
         self.sources[name] = src
         return src
 
@@ -147,15 +175,22 @@ class PipelineSpec:
                   model: str | None = None, temperature: float | None = None,
                   max_tokens: int | None = None, system: str | None = None,
                   pii: str | None = None, description: str = "",
-                  validate: Callable[..., bool] | None = None) -> Step:
-        """One output record per input record. `validate` is the design's reserved output check
-        (§4.2: "Reserved for v1.0"): only None is accepted until it exists."""
-        if validate is not None:
+                  validate: Callable[..., Any] | None = None) -> Step:
+        """One output record per input record. `validate`: called on each output (a `Record`)
+        before it is stored; None/True keeps it, `Flag("why")` keeps it marked, False or a reason
+        (a str) refuses it — the partition is recorded as failed and retried by the next build,
+        while the layers above build from what is there (pipeline/validators.py, design §10.2).
+        The validator's source is part of the step version: changing it rebuilds the layer."""
+        if validate is not None and not callable(validate):
             raise PipelineDefinitionError(
-                f"step '{name}' (transform): validate= is reserved for a later version (design §4.2)",
-                hint="leave validate=None; check outputs in a downstream transform meanwhile")
-        return self._add(Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
-                              temperature, max_tokens, system, description, {"pii": _pii(name, pii)}))
+                f"step '{name}' (transform): validate={validate!r} is not a function",
+                hint="pass a function taking the output Record, e.g. validate=is_valid_summary")
+        step = Step(name, "transform", self._reads(name, "transform", from_), prompt, model,
+                    temperature, max_tokens, system, description, {"pii": _pii(name, pii)},
+                    validate=validate)
+        if validate is not None:
+            validators.identity(validate)  # a validator without readable source fails here, not mid-build
+        return self._add(step)
 
     def aggregate(self, name: str, *, from_: str, prompt: PromptFunction | TemplateFile,
                   period: str | None = None, topics: Sequence[str] | str | None = None,
@@ -362,6 +397,8 @@ class PipelineSpec:
         settings = dict(self.llm_settings(step), provider=llm_identity)
         config = {k: v for k, v in step.config.items()}
         config["from"] = list(step.from_)
+        if step.validate is not None:  # only then, so every other step keeps its version
+            config["validate"] = validators.identity(step.validate)
         return {"type": step.kind, "prompt": prompt_identity(step.prompt), "model": settings,
                 "config": config}
 

@@ -22,7 +22,11 @@ FORMATS = ("auto", "chatgpt", "claude", "claude-code", "codex-cli", "gemini-cli"
 FORMAT_ALIASES = {**{f"{name}-export": name for name in FORMATS if name != "auto"},
                   "specstory": "cursor", "copilot": "copilot-chat", "open-webui": "openwebui",
                   "obsidian": "notes", "markdown": "notes", "codex": "codex-cli", "gemini": "gemini-cli"}
-SOURCE_KINDS = ("exports", "live")
+# `stream` is the design's name (§3.1) for what the live inbox is; `api`: pulled from a service
+SOURCE_KINDS = ("exports", "live", "stream", "api")
+API_SERVICES = ("openwebui",)  # the services an api source can pull from (sources/api.py)
+API_EVERY_S = 900  # an api source's default pull interval (seconds)
+API_MIRROR = Path(".synix") / "api"  # an api source's default mirror folder: .synix/api/<source>
 LIVE_INBOX = Path(".synix") / "live" / "inbox.db"  # a live source's default inbox
 PII_MODES = (None, "flag", "detect", "redact")
 FUZZY_THRESHOLD = 0.8  # merge(dedupe="fuzzy"): the share of shingles that makes two conversations one
@@ -35,6 +39,8 @@ class Source:
     format: str = "auto"
     kind: str = "exports"  # exports: files of a folder; live: the sessions of a live inbox
     window: int = 0  # live only: >0 keeps a working window of that many turns (synapse)
+    url: str = ""  # api only: the service's base URL
+    every: int = 0  # api only: seconds between pulls of the pull sensor
 
 
 @dataclass
@@ -49,6 +55,9 @@ class Step:
     system: str | None = None
     description: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    # transform only: called on each output before it is stored (pipeline/validators.py); kept
+    # out of `config` (a function is no data) and versioned by its source in `version_inputs`
+    validate: Callable[..., Any] | None = None
 
     @property
     def upstream(self) -> str:

@@ -46,7 +46,8 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
         doc["pipeline"]["created_at"] = p.created_at
     doc["sources"] = [{"name": s.name, "path": str(s.path), "format": s.format,
                        **({"kind": s.kind} if s.kind != "exports" else {}),
-                       **({"window": s.window} if s.window else {})}
+                       **({"window": s.window} if s.window else {}),
+                       **({"url": s.url, "every": s.every} if s.kind == "api" else {})}
                       for s in p.sources.values()]
     steps = []
     implicit = getattr(p, "implicit", {})
@@ -58,6 +59,8 @@ def pipeline_to_toml(p: PipelineSpec) -> str:
         if s.prompt is not None:
             item["prompt"] = _prompt_ref(s.prompt, p.base_dir)
             item["prompt_identity"] = prompt_identity(s.prompt)
+        if s.validate is not None:
+            item["validate"] = _prompt_ref(s.validate)
         for key in ("model", "temperature", "max_tokens", "system"):
             value = getattr(s, key)
             if value is not None:
@@ -128,6 +131,9 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
     for s in doc.get("sources", []):
         if s.get("kind", "exports") == "live":
             p.source(s["name"], path=s["path"], kind="live", window=s.get("window", 0))
+        elif s.get("kind") == "api":
+            p.source(s["name"], path=s["path"], kind="api", format=s.get("format", "openwebui"),
+                     url=s.get("url"), every=s.get("every", 900))
         else:
             p.source(s["name"], path=s["path"], format=s.get("format", "auto"))
     bd = Path(base_dir) if base_dir else None
@@ -143,7 +149,8 @@ def pipeline_from_toml(text: str, *, cls: type[P], base_dir: str | Path | None =
                     threshold=cfg.get("threshold"))
         elif kind == "transform":
             p.transform(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd), pii=cfg.get("pii"),
-                        description=desc, **common)
+                        description=desc, validate=_resolve_prompt(s["validate"], namespace, bd)
+                        if "validate" in s else None, **common)
         elif kind == "aggregate":
             p.aggregate(name, from_=from_[0], prompt=_step_prompt(s, namespace, bd),
                         period=cfg.get("period"),

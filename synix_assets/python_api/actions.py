@@ -55,6 +55,13 @@ class Actions(MemoryActions, EvidenceActions, ABC):
 
         return SyncReport(sync(self._paths("sync")))
 
+    def pull(self, source: str | None = None) -> dict[str, Any]:
+        """Pull the conversations changed on the services of the api sources (or of `source`)
+        into their mirror folders (`synix pull`); the next run builds them."""
+        from synix_assets.app.pull import pull_sources
+
+        return pull_sources(self._paths("pull"), source)
+
     def run(self, step: str | None = None, *, from_: str | None = None, full: bool = False,
             replay: bool = False, batch: bool = False) -> BuildReport:
         """Build (`synix run`): everything that changed; `step` builds that step and what it

@@ -1,9 +1,9 @@
 """The core's Dagster record and `synix_up_to_date` check say what `synix plan` says when a build
-does not launch it: blocked by a failed partition upstream (not re-stamped as verified), and
-current again after a build that found nothing to do for it (its failed check re-evaluated)."""
+does not launch it: built around a failed partition upstream (design §10.2: recorded under its new
+version, its check failing with the gap), and current again after a build that found nothing to do
+for it (its failed check re-evaluated)."""
 from __future__ import annotations
 
-import contextlib
 
 import dagster as dg
 import pytest
@@ -34,28 +34,30 @@ def _core_plan(project) -> dict:
     return make_plan(project).to_json()["layers"]["core"]
 
 
-def test_a_core_blocked_by_a_failed_partition_is_not_restamped_and_its_check_says_blocked(
+def test_a_core_built_around_a_failed_partition_is_recorded_under_its_version_and_its_check_says_the_gap(
         demo_project, claude_export, conversation):
     run_build(demo_project)
     text = (demo_project.root / "pipeline.py").read_text()
     assert "prompt=prompts.core_memory" in text
     (demo_project.root / "pipeline.py").write_text(
-        text.replace("prompt=prompts.core_memory", "prompt=lambda r: 'Terser: ' + r.content"))
+        text.replace("prompt=prompts.core_memory", "prompt=lambda r, state: 'Terser: ' + state + r.content"))
     _poison(demo_project, claude_export, conversation)
     with pytest.raises(BuildFailed):
         run_build(demo_project)
-    # `synix run core` then: nothing it may build (blocked), with the core recorded under the
-    # old prompt's version, which a restamp would have recorded as verified under the new one
-    with contextlib.suppress(BuildFailed):  # whether it reports the blocked core as failed or not
+    # `synix run core` then retries the failed episode (the core needs it), which fails again:
+    # the core, made with the new prompt from the months there are, keeps its gap
+    with pytest.raises(BuildFailed) as info:
         run_build(demo_project, select="core")
-    assert _core_plan(demo_project)["blocked"] == 1
+    assert "built around by monthly (1), core (1)" in info.value.one_line()
+    plan = _core_plan(demo_project)
+    assert (plan["blocked"], plan["stale"], plan["partial"]) == (0, 0, 1)
+    assert plan["gaps"] == {"all": ["episodes/2025-03-05-tomato-blight"]}  # as Dagster names it
     instance = dagster_instance(demo_project)
     version = build_defs(demo_project.root).get_repository_def().asset_graph.get(layer_key("core")).code_version
     core = instance.get_latest_materialization_event(layer_key("core"))
-    # still recorded with the old prompt's version: Dagster shows it behind, not verified
-    assert core.asset_materialization.tags["dagster/code_version"] != version
+    assert core.asset_materialization.tags["dagster/code_version"] == version
     passed, description, at = _check(instance)
-    assert not passed and "1 blocked" in description
+    assert not passed and "1 built with a gap" in description
     assert at >= core.timestamp  # evaluated for the core Dagster shows, not "Not evaluated"
 
 
@@ -66,7 +68,7 @@ def test_the_core_check_passes_again_after_a_build_that_had_nothing_to_do_for_it
     with pytest.raises(BuildFailed):
         run_build(demo_project)
     instance = dagster_instance(demo_project)
-    assert _check(instance)[0] is False  # blocked by the failed episode's month
+    assert _check(instance)[0] is False  # built without the failed episode: a gap
     poison.unlink()
     report = run_build(demo_project)
     assert report.layers["core"]["built"] == 0  # nothing to do for core

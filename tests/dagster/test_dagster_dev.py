@@ -176,7 +176,8 @@ def test_a_failed_partition_is_failed_in_dagster_and_what_is_left_matches_synix_
     assert plan["transcripts"] == 0 and plan["episodes"] == 1  # the failed one, retried next build
     assert status["episodes"]["MISSING"] == 1 and dev.failed_partitions("episodes") == [BAD]
     # Per layer, Dagster's "needs a build" (stale, or never materialized: the failed partition)
-    # is exactly Synix's plan; the month it would feed is blocked in both (not rebuilt, not stale).
+    # is exactly Synix's plan; the month it feeds is built from what is there (design §10.2):
+    # current in both, its gap on its synix_up_to_date check.
     # (topic rollups excepted: with an upstream partition pending, `synix plan` counts every
     # topic as possibly affected, while the build rebuilds none of them — docs/dagster.md)
     layers = [k for k in plan if k not in ("memory_index", "synix_context", "topics")]

@@ -32,6 +32,7 @@ CLI_TO_PYTHON = {
     "run": ("Pipeline", "run"),
     "plan": ("Pipeline", "plan"),
     "sync": ("Pipeline", "sync"),
+    "pull": ("Pipeline", "pull"),
     "status": ("Pipeline", "status"),
     "stats": ("Pipeline", "stats"),
     "search": ("Pipeline", "search"),
@@ -282,6 +283,11 @@ def test_stats_and_status_give_the_same_dicts(built):
     assert as_json(pipeline.status()) == cli_json(built, "status")
     table = synix_cli("stats", cwd=built).stdout
     assert "episodes" in table and "55 records in all" in table
+
+
+def test_pull_gives_the_same_dict(built):
+    # the demo reads exports only: nothing to pull (tests/live/test_api_source.py pulls for real)
+    assert as_json(synix.open(built).pull()) == cli_json(built, "pull") == {"sources": [], "fetched": 0}
 
 
 def test_search_step_gives_the_same_hits_as_the_older_layers_option(built):

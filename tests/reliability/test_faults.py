@@ -174,7 +174,8 @@ def test_one_always_failing_partition(small_project, current_counts):
     store = ArtifactStore(paths.store)
     try:
         assert store.current("episodes", "conv-1") is None
-        assert store.current("monthly", "2025-02") is None  # blocked, not built without it
+        # built from conv-3, the episode there is; conv-1 is its gap (design §10.2)
+        assert store.current("monthly", "2025-02").metadata["meta.chat.conversation_count"] == 1
         assert store.current("monthly", "2025-01") is not None
     finally:
         store.close()

@@ -82,6 +82,8 @@ def plan_table(out: Console, plan: dict) -> None:
             why = ", ".join(x for x in (why, f"{v['blocked']} blocked by failures") if x)
         if v.get("failed"):  # recorded failures a build retries
             why = ", ".join(x for x in (why, f"{v['failed']} failed before, retried") if x)
+        if v.get("partial"):  # built from what is there (design §10.2)
+            why = ", ".join(x for x in (why, f"{v['partial']} built with a gap") if x)
         table.add_row(f"[{level_style(v['level'])}]{safe(layer)}[/]", num(v["stale"]), num(v["cached"]),
                       num(v["llm_calls"]), num(v["tokens_in"]), num(v["tokens_out"]), money(v["cost_usd"]),
                       safe(why or "-"))
@@ -146,6 +148,11 @@ def status_table(out: Console, status: dict) -> None:
                       (v["last_built"] or "never")[:19].replace("T", " "),
                       *((num(ran["built"]), num(ran["from_response_cache"])) if ran else ("-", "-")), ratio)
     out.print(table)
+    for layer, v in status["layers"].items():  # built from what was there (design §10.2)
+        for group, missing in (v.get("gaps") or {}).items():
+            out.print(f"[yellow]gap[/yellow] {safe(layer, one_line=True)}/{safe(group, one_line=True)} is built "
+                      f"without {safe(', '.join(missing), one_line=True)} (failed; the next build retries it)",
+                      soft_wrap=True)
     out.print("last build: built = records made, reused = of them answered from the LLM response "
               "cache (no model call); cache hits = partitions that needed no model call")
     spent_table(out, status)
