@@ -123,7 +123,8 @@ class PipelineSpec:
         self.sources[name] = src
         return src
 
-    def _api_source(self, name: str, path, format: str, url: str | None, every: int) -> Source:
+    def _api_source(self, name: str, path: str | Path | None, format: str, url: str | None,
+                    every: int) -> Source:
         service = "openwebui" if format == "auto" else format
         if service not in API_SERVICES:
             raise PipelineDefinitionError(f"source '{name}': kind=\"api\" cannot pull format {format!r}",
@@ -135,7 +136,8 @@ class PipelineSpec:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise PipelineDefinitionError(f"source '{name}': every={every!r} must be a whole number of seconds ≥ 1",
                                           hint=f"e.g. every={API_EVERY_S}")
-        src = Source(name, Path(path or API_MIRROR / name).expanduser(), service, "api", url=url, every=every)
+        src = Source(name, Path(path or API_MIRROR / name).expanduser(), service, "api", url=url or "",
+                     every=every)
         self.sources[name] = src
         return src
 

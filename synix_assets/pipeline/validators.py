@@ -44,7 +44,7 @@ def name_of(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", "validator")
 
 
-def judge(fn: Callable[..., Any], record) -> Verdict:
+def judge(fn: Callable[..., Any], record: Any) -> Verdict:
     """The validator's verdict on one output. User code: whatever it raises fails this output
     alone (never the build), and an exit inside it (sys.exit, os._exit) is refused like a raise."""
     name = name_of(fn)
