@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -39,7 +38,8 @@ log = logging.getLogger("synix.background_index")
 # recomputes anyway) is most of its cost: a second process would only add its start (~0.5 CPU s).
 MIN_STALE = 200
 POLL_S = 0.2  # how often a wait for the background looks for a signal
-_GO, _STOP = "go", "stop"
+GO = "go"  # the line that tells the process every layer is stored
+WORKER = "synix_assets.engine.background_index_worker"  # the process's module
 
 _lock = threading.Lock()
 _builds: dict[tuple[str, str], "BackgroundIndex"] = {}  # (Synix run id, branch) → its background
@@ -88,7 +88,7 @@ class BackgroundIndex:
         job = {"root": str(self.paths.root), "branch": self.paths.branch, "run_id": self.run_id,
                "names": self.names}
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, env=_child_env())
         self._proc.stdin.write(json.dumps(job) + "\n")
         self._proc.stdin.flush()
@@ -108,7 +108,7 @@ class BackgroundIndex:
             if self._proc is None or self._went:
                 return
             try:
-                self._proc.stdin.write(_GO + "\n")
+                self._proc.stdin.write(GO + "\n")
                 self._proc.stdin.flush()
             except OSError as exc:  # the process is gone: the step writes the index itself
                 log.warning("search index process unavailable (%s); the projection writes it", exc)
@@ -163,52 +163,3 @@ def _child_env() -> dict:
     here = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH", "")
     return {**os.environ, "PYTHONPATH": here + (os.pathsep + path if path else "")}
-
-
-def _serve(job: dict, answers) -> None:
-    """The background process: wait for the go, then sync each index and answer what it did."""
-    from synix_assets.engine import projections
-    from synix_assets.engine.context import BuildContext
-    from synix_assets.project import ProjectPaths
-    from synix_resources.search import index  # noqa: F401  (loaded before the go: the slow import)
-
-    if sys.stdin.readline().strip() != _GO:
-        return  # the build stopped before every layer was stored
-    paths = ProjectPaths(Path(job["root"]), job["branch"])
-    store = paths.open_store()
-    try:
-        ctx = BuildContext(paths.load_pipeline(), store, None, paths, run_id=job["run_id"])
-        for name in job["names"]:
-            try:
-                result = projections.write_search_index(ctx, name)
-                answer = {"name": name, "changed": result.changed, "detail": result.detail,
-                          "key": store.get_meta(f"projection:{name}:key")}
-            except Exception as exc:  # reported to the build, which writes the index itself
-                answer = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
-            answers.write(json.dumps(answer) + "\n")
-            answers.flush()
-    finally:
-        store.close()
-
-
-def _die_with_parent() -> None:
-    """On Linux, the kernel ends this process when the build's process dies (a SIGKILL leaves no
-    index writer behind); elsewhere the closed input ends it before its go."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-if __name__ == "__main__":
-    _die_with_parent()
-    # Ctrl-C reaches the whole process group: the build decides, and stops this process itself
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # the answers get their own copy of stdout; anything else printed (a pipeline file's own
-    # prints while it loads) goes where stderr goes
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    _serve(json.loads(sys.stdin.readline()), answers)
