@@ -61,7 +61,7 @@ class Compare:
         if args.concurrency:
             env["SYNIX_LLM_CONCURRENCY"] = str(args.concurrency)
         if not args.no_bytecode:
-            env.update(_bytecode_cache(self.out, env))
+            env.update(_bytecode_cache(env))
         self.env = env
         self.rows: list[dict] = []
         self.notes: list[str] = []
@@ -102,7 +102,7 @@ class Compare:
     def ref(self, proj: Path, concurrency: int, env: dict | None = None) -> dict:
         # never our PYTHONPATH: this repository's `synix` package would shadow the reference's
         env = {k: v for k, v in (env or self.env).items()
-               if k not in ("PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+               if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
         # the reference reads the bytecode its install compiled, in its own venv
         if "PYTHONDONTWRITEBYTECODE" in os.environ:
             env["PYTHONDONTWRITEBYTECODE"] = os.environ["PYTHONDONTWRITEBYTECODE"]
@@ -214,13 +214,13 @@ class Compare:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _bytecode_cache(out: Path, env: dict) -> dict:
+def _bytecode_cache(env: dict) -> dict:
     """Compiled bytecode for our side, as the reference has from its pip install: this
     repository is run from its source tree, and where PYTHONDONTWRITEBYTECODE is set (as on the
     shared machine) every `synix` process compiled each of its ~180 modules again (~0.2 CPU s a
-    no-op, measured in session 14). The cache lives in OUT, filled once before any timing."""
-    cache = out / "pycache"
-    extra = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(cache)}
+    no-op, measured in session 14). Compiled once, before any timing, into the tree's
+    `__pycache__` folders (ignored by git); installed packages keep their own."""
+    extra = {"PYTHONDONTWRITEBYTECODE": ""}
     root = HERE.parent
     run_child([PY, "-m", "compileall", "-q", str(root / "synix"), str(root / "synix_assets"),
                str(root / "synix_resources")], {**env, **extra}, root)

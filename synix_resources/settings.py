@@ -25,6 +25,10 @@ from synix_resources.values import small_int
 T = TypeVar("T")
 
 DEFAULT_LOCK_TIMEOUT_S = 600.0
+# Below this many partitions to build, the search index's delta is small and its key (which the
+# projection's step recomputes anyway) most of its cost: a second process would only add its
+# start (~0.5 CPU s). docs/benchmarks.md, session 14.
+DEFAULT_BACKGROUND_INDEX_MIN = 200
 DEFAULT_FORGET_WAIT_S = 60.0
 DEFAULT_LIVE_IDLE_MINUTES = 15.0
 DEFAULT_LIVE_MAX_ATTEMPTS = 5
@@ -106,6 +110,7 @@ def out_of_range(name: str, raw: str, bounds: Bounds, error: type[SynixError],
 
 
 LOCK_TIMEOUT_S = Bounds(0, 7 * 24 * 3600)
+BACKGROUND_INDEX_MIN = Bounds(0, 1_000_000_000)
 FORGET_WAIT_S = Bounds(0, 24 * 3600)
 LIVE_IDLE_MINUTES = Bounds(0, 7 * 24 * 60, low_open=True)
 LIVE_MAX_ATTEMPTS = Bounds(1, 100)
@@ -242,6 +247,13 @@ class Settings:
         f"{DEFAULT_LOCK_TIMEOUT_S:g}", LOCK_TIMEOUT_S.text,
         "How long a build, forget or branch change waits for the project's lock held by "
         "another one.", BUILD)
+    background_index_min = Var(
+        "SYNIX_BACKGROUND_INDEX_MIN",
+        _int_or(DEFAULT_BACKGROUND_INDEX_MIN, "SYNIX_BACKGROUND_INDEX_MIN", BACKGROUND_INDEX_MIN), "int",
+        f"{DEFAULT_BACKGROUND_INDEX_MIN}", f"{BACKGROUND_INDEX_MIN.text}; 0 is off",
+        "From how many partitions to build a whole build writes its search indexes in a second "
+        "process, on the other core, while Dagster records the layers (the same index either "
+        "way). 0 writes them in the projection's step only.", BUILD)
     worker_id = Var(
         "SYNIX_WORKER_ID", _text, "text", "unset: nothing recorded", "text",
         "Which worker built an artifact, recorded in its audit (`worker`). "

@@ -30,13 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synix_resources.process import interrupts
+from synix_resources.settings import settings
 from synix_resources.store.memory import is_memory_location
 
 log = logging.getLogger("synix.background_index")
 
-# Below this many partitions to build, the index's delta is small and its key (which the step
-# recomputes anyway) is most of its cost: a second process would only add its start (~0.5 CPU s).
-MIN_STALE = 200
 POLL_S = 0.2  # how often a wait for the background looks for a signal
 GO = "go"  # the line that tells the process every layer is stored
 WORKER = "synix_assets.engine.background_index_worker"  # the process's module
@@ -57,7 +55,8 @@ def for_build(ctx, plans: dict) -> "BackgroundIndex | None":
     """The background of this whole build, when it has search indexes and enough to build."""
     names = [n for n, p in ctx.pipeline.projections.items() if p.kind == "search_index"]
     stale = sum(len(p.stale) for p in plans.values())
-    if not names or stale < MIN_STALE or ctx.run_id is None or is_memory_location(ctx.paths.store):
+    least = settings().background_index_min  # 0: off
+    if not names or not least or stale < least or ctx.run_id is None or is_memory_location(ctx.paths.store):
         return None
     return BackgroundIndex(ctx.paths, ctx.run_id, names)
 

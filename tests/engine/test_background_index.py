@@ -1,7 +1,8 @@
 """A large whole build writes its search index in a second process (engine/background_index.py)
 while Dagster records the layers: the same index, artifacts and report as a build that writes it
 in the projection's step, and nothing left running. Real `run_build` (real Dagster runs, store,
-index and child process); MIN_STALE is lowered so the demo's 55 partitions count as large."""
+index and child process); SYNIX_BACKGROUND_INDEX_MIN is lowered so the demo's 55 partitions
+count as large."""
 from __future__ import annotations
 
 import os
@@ -75,11 +76,11 @@ def started(monkeypatch):
 
 
 def _without_background(monkeypatch, paths):
-    monkeypatch.setattr(background_index, "MIN_STALE", 10**9)
+    monkeypatch.setenv("SYNIX_BACKGROUND_INDEX_MIN", "0")  # off
     try:
         return run_build(paths)
     finally:
-        monkeypatch.setattr(background_index, "MIN_STALE", 1)
+        monkeypatch.setenv("SYNIX_BACKGROUND_INDEX_MIN", "1")
 
 
 def test_a_large_build_writes_the_same_search_index_in_the_background_as_in_its_step(
@@ -88,7 +89,7 @@ def test_a_large_build_writes_the_same_search_index_in_the_background_as_in_its_
     plain = _without_background(monkeypatch, inline)
     assert not started and [w for _, w in taken] == [None]
     taken.clear()
-    monkeypatch.setattr(background_index, "MIN_STALE", 1)
+    monkeypatch.setenv("SYNIX_BACKGROUND_INDEX_MIN", "1")
     report = run_build(background)
     # the step took what the background wrote: a whole index, reported as the step's own
     (name, written), = taken
@@ -116,7 +117,7 @@ def test_a_background_that_died_leaves_the_index_to_the_projection_step(
         self._proc.wait()
         go(self)
     monkeypatch.setattr(background_index.BackgroundIndex, "go", die_then_go)
-    monkeypatch.setattr(background_index, "MIN_STALE", 1)
+    monkeypatch.setenv("SYNIX_BACKGROUND_INDEX_MIN", "1")
     report = run_build(background)
     assert [w for _, w in taken] == [None]  # nothing from the background: the step wrote it
     assert report.status == "completed"
@@ -125,6 +126,6 @@ def test_a_background_that_died_leaves_the_index_to_the_projection_step(
 
 
 def test_a_small_build_starts_no_background_process(demo_project, started):
-    report = run_build(demo_project)  # 55 partitions, below MIN_STALE
+    report = run_build(demo_project)  # 55 partitions, below the default 200
     assert report.status == "completed" and not started
     assert os.path.exists(demo_project.search)
