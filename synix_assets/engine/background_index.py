@@ -1,11 +1,12 @@
-"""A large build's search indexes, written in a second process while Dagster records the layers.
+"""A large build's search indexes, written in a second process while Dagster records the layers
+(opt-in: SYNIX_BACKGROUND_INDEX_MIN, off by default — see below).
 
 Writing the search index is about a fifth of a cold build's CPU (1.6 of 7.8 CPU seconds at 500
 conversations, docs/benchmarks.md session 14), and it used to wait, on the one thread that drives
 Dagster, for every layer's Dagster run. The work graph (engine/schedule.py) has stored every
 layer long before Dagster has recorded them, so a whole build with many partitions to build
-starts a spawned process with the graph, and tells it to go the moment the graph finished every
-layer cleanly: it runs the same `projections.sync_search_index` on the other core while this
+starts a second Python process with the graph, and tells it to go the moment the graph finished every
+layer cleanly: it runs the same `projections.write_search_index` on the other core while this
 process records the layers in Dagster.
 
 Nothing relies on it having run: the projection's Dagster step runs `sync_search_index` itself
@@ -16,6 +17,10 @@ report and the `on_update` hook (called in this process) are the same as without
 background that failed, was stopped, or wrote from a store that changed since leaves the step
 to write what is left, exactly as it would have. The index is the same whichever process writes
 it: the same code over the same store.
+
+Off by default because on the machine it was measured on (2 vCPUs shared with other work, load
+8-11) it made a cold build of 500 slower, not faster: the Dagster run recording the episodes took
+7.3 s instead of 2.9 s while the index was written beside it (docs/benchmarks.md, session 14).
 """
 from __future__ import annotations
 

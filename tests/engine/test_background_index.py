@@ -125,7 +125,8 @@ def test_a_background_that_died_leaves_the_index_to_the_projection_step(
     assert _index_rows(background.search) == _index_rows(inline.search)
 
 
-def test_a_small_build_starts_no_background_process(demo_project, started):
-    report = run_build(demo_project)  # 55 partitions, below the default 200
+def test_a_build_below_the_setting_starts_no_background_process(demo_project, started, monkeypatch):
+    monkeypatch.setenv("SYNIX_BACKGROUND_INDEX_MIN", "56")  # the demo builds 55 partitions
+    report = run_build(demo_project)
     assert report.status == "completed" and not started
     assert os.path.exists(demo_project.search)
