@@ -60,6 +60,8 @@ class Compare:
                    PYTHONWARNINGS="ignore")
         if args.concurrency:
             env["SYNIX_LLM_CONCURRENCY"] = str(args.concurrency)
+        if not args.no_bytecode:
+            env.update(_bytecode_cache(env))
         self.env = env
         self.rows: list[dict] = []
         self.notes: list[str] = []
@@ -99,7 +101,11 @@ class Compare:
 
     def ref(self, proj: Path, concurrency: int, env: dict | None = None) -> dict:
         # never our PYTHONPATH: this repository's `synix` package would shadow the reference's
-        env = {k: v for k, v in (env or self.env).items() if k != "PYTHONPATH"}
+        env = {k: v for k, v in (env or self.env).items()
+               if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+        # the reference reads the bytecode its install compiled, in its own venv
+        if "PYTHONDONTWRITEBYTECODE" in os.environ:
+            env["PYTHONDONTWRITEBYTECODE"] = os.environ["PYTHONDONTWRITEBYTECODE"]
         return run_child([self.ref_py, str(HERE / "reference_synix.py"), "build", str(proj),
                           "-j", str(concurrency)], env, proj)
 
@@ -208,6 +214,19 @@ class Compare:
             shutil.rmtree(base, ignore_errors=True)
 
 
+def _bytecode_cache(env: dict) -> dict:
+    """Compiled bytecode for our side, as the reference has from its pip install: this
+    repository is run from its source tree, and where PYTHONDONTWRITEBYTECODE is set (as on the
+    shared machine) every `synix` process compiled each of its ~180 modules again (~0.2 CPU s a
+    no-op, measured in session 14). Compiled once, before any timing, into the tree's
+    `__pycache__` folders (ignored by git); installed packages keep their own."""
+    extra = {"PYTHONDONTWRITEBYTECODE": ""}
+    root = HERE.parent
+    run_child([PY, "-m", "compileall", "-q", str(root / "synix"), str(root / "synix_assets"),
+               str(root / "synix_resources")], {**env, **extra}, root)
+    return extra
+
+
 def render(c: Compare) -> str:
     lines = [f"### Synix (Dagster storage: {c.args.dagster_storage}) vs reference Synix "
              f"{reference_synix.VERSION} (latency {c.args.latency} s, "
@@ -235,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--skip-llm-bound", action="store_true")
     parser.add_argument("--llm-bound-only", action="store_true")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="ours without a bytecode cache (as before session 14, where "
+                             "PYTHONDONTWRITEBYTECODE is set)")
     parser.add_argument("--big-llm", action="store_true", help="also 2,000 at 1 s, concurrency 32")
     parser.add_argument("--dagster-storage", choices=("sqlite", "pgbouncer"), default="sqlite",
                         help="ours: Dagster's storage on the SQLite default, or on PostgreSQL "

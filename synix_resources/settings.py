@@ -25,6 +25,12 @@ from synix_resources.values import small_int
 T = TypeVar("T")
 
 DEFAULT_LOCK_TIMEOUT_S = 600.0
+# Off by default: on the shared 2-vCPU machine it was measured on (load 8-11), a cold build of
+# 500 with the index in a second process took longer (median 19.1 s against 15.5 s, CPU 8.5
+# against 7.9 s: the Dagster run recording the episodes slowed while the index was written);
+# docs/benchmarks.md, session 14. 200 is the setting to try on an idle multi-core machine:
+# below it the index's delta is small and a second process only adds its start.
+DEFAULT_BACKGROUND_INDEX_MIN = 0
 DEFAULT_FORGET_WAIT_S = 60.0
 DEFAULT_LIVE_IDLE_MINUTES = 15.0
 DEFAULT_LIVE_MAX_ATTEMPTS = 5
@@ -106,6 +112,7 @@ def out_of_range(name: str, raw: str, bounds: Bounds, error: type[SynixError],
 
 
 LOCK_TIMEOUT_S = Bounds(0, 7 * 24 * 3600)
+BACKGROUND_INDEX_MIN = Bounds(0, 1_000_000_000)
 FORGET_WAIT_S = Bounds(0, 24 * 3600)
 LIVE_IDLE_MINUTES = Bounds(0, 7 * 24 * 60, low_open=True)
 LIVE_MAX_ATTEMPTS = Bounds(1, 100)
@@ -255,6 +262,13 @@ class Settings:
         f"{DEFAULT_LOCK_TIMEOUT_S:g}", LOCK_TIMEOUT_S.text,
         "How long a build, forget or branch change waits for the project's lock held by "
         "another one.", BUILD)
+    background_index_min = Var(
+        "SYNIX_BACKGROUND_INDEX_MIN",
+        _int_or(DEFAULT_BACKGROUND_INDEX_MIN, "SYNIX_BACKGROUND_INDEX_MIN", BACKGROUND_INDEX_MIN), "int",
+        f"{DEFAULT_BACKGROUND_INDEX_MIN}", f"{BACKGROUND_INDEX_MIN.text}; 0 is off",
+        "From how many partitions to build a whole build writes its search indexes in a second "
+        "process, on another core, while Dagster records the layers (the same index either "
+        "way); e.g. 200. 0 (the default) writes them in the projection's step only.", BUILD)
     worker_id = Var(
         "SYNIX_WORKER_ID", _text, "text", "unset: nothing recorded", "text",
         "Which worker built an artifact, recorded in its audit (`worker`). "

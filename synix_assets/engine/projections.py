@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from synix_assets.engine import projection_hooks
+from synix_assets.engine import background_index, projection_hooks
 from synix_assets.sources.reader import portable_name
 from synix_resources.agent_memory import MEMORY_LAYER
 from synix_resources.disk import mapped_disk_full
@@ -213,6 +213,18 @@ def _search_source(ctx, name: str) -> tuple[str, IndexSource]:
 
 
 def sync_search_index(ctx, name: str) -> ProjectionResult:
+    """Bring the search index `name` up to date. A large whole build may have written it in its
+    background process meanwhile (engine/background_index.py): this then finds it current and
+    reports what the background wrote, so the result is the same whichever process wrote it."""
+    written = background_index.take(ctx.run_id, ctx.paths.branch, name)
+    result = write_search_index(ctx, name)
+    if written is not None and written.changed and not result.changed \
+            and written.key == ctx.store.get_meta(f"projection:{name}:key"):
+        return ProjectionResult(name, "search_index", True, dict(written.detail))
+    return result
+
+
+def write_search_index(ctx, name: str) -> ProjectionResult:
     proj = ctx.pipeline.projections[name]
     key, source = _search_source(ctx, name)
     if ctx.store.get_meta(f"projection:{name}:key") == key and ctx.paths.search.exists():

@@ -30,7 +30,7 @@ import queue
 import threading
 from typing import Callable
 
-from synix_assets.engine import aggregate, fold
+from synix_assets.engine import aggregate, background_index, fold
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
@@ -70,10 +70,15 @@ class WorkGraph:
         self._threads: list[threading.Thread] = []
         self._checked: dict[str, LayerPlan] = {}  # plans of finished layers (plan_for_check)
         self._checked_scan = scan.fingerprint
+        # the search indexes of a large build, written in a second process once every layer is
+        # stored, while this one records the layers in Dagster
+        self.background = background_index.for_build(ctx, {l: self.plans[l] for l in self.layers})
 
     # -- lifecycle (main thread) ----------------------------------------------------------
 
     def start(self) -> "WorkGraph":
+        if self.background is not None:
+            self.background.start()
         for layer in self.layers:
             t = threading.Thread(target=self._drive, args=(layer,), name=f"synix-graph-{layer}", daemon=True)
             self._threads.append(t)
@@ -136,6 +141,8 @@ class WorkGraph:
         self.pool.stop()
         for t in self._threads:
             t.join(timeout=60)
+        if self.background is not None:
+            self.background.stop()
 
     # -- per-layer drivers (graph threads) --------------------------------------------------
 
@@ -148,7 +155,15 @@ class WorkGraph:
             with self._cond:
                 self._done[layer].set()
                 self._cond.notify_all()
+                finished = all(d.is_set() for d in self._done.values())
             self._streams[layer].put(None)  # the end of its arrivals
+        if finished and self.background is not None and self._clean():
+            self.background.go()
+
+    def _clean(self) -> bool:
+        """Every layer finished with no error and no failed partition: the store is final."""
+        return not self._errors and not self._stopped and \
+            not any(r.failed for r in self._results.values())
 
     def _ctx(self, layer: str) -> BuildContext:
         level = self.pipeline.level(layer)
