@@ -24,12 +24,13 @@ import dagster as dg
 
 from synix_assets.dagster_defs.automation import when_inputs_change
 from synix_assets.dagster_defs.checks import check_result
+from synix_assets.dagster_defs.jobs import BuildFn, whole_build
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import group_keys, named, partition_names, partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.dagster_defs.usage import outcome_usage
-from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
+from synix_assets.dagster_defs.vocabulary import (BACKFILL_TAG, BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
                                                  LAYER_JOB_PREFIX, LEVEL_KEY, PARTITIONING_KEY,
                                                  QUALIFIER, RUN_ID_TAG,
@@ -194,9 +195,12 @@ def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
 
 
 def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity: str,
-                names: Names = MAIN_NAMES, work: WorkGraph | None = None) -> dg.AssetsDefinition:
+                names: Names = MAIN_NAMES, work: WorkGraph | None = None,
+                build: BuildFn | None = None) -> dg.AssetsDefinition:
     """`work`: the work graph of the `synix run` that compiled these definitions for itself; a
-    step of one of that build's runs records what the graph built instead of building."""
+    step of one of that build's runs records what the graph built instead of building.
+    `build`: the whole build (`synix run`'s, as `synix_build_all` calls it), which the first step
+    of a UI backfill of the whole memory runs (`_leads_backfill`)."""
     step = pipeline.steps[layer]
     part = partitions_for(pipeline, layer, names)
     key = names.layer(layer)
@@ -228,6 +232,12 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         if key not in context.selected_asset_keys:  # the check alone: plan, build nothing
             yield _check_now(context, store, llm)
             return
+        if build is not None and _leads_backfill(context, pipeline, layer, names, part):
+            # before the lock: the build takes it, and launches its layer runs in this process
+            report = whole_build(context, llm, paths, names, build,
+                                 {BACKFILL_TAG: context.run.tags[BACKFILL_TAG]})
+            context.log.info(f"whole memory built for this backfill as `synix run` builds it: "
+                             f"{report.to_json()['layers']} (runs {', '.join(report.dagster_runs)})")
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with _build_lock(paths, context):
             yield from _build(context, store, llm)
@@ -310,6 +320,29 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             raise dg.Failure(description=empty)
 
     return _layer
+
+
+def _leads_backfill(context, pipeline, layer: str, names: Names, part) -> bool:
+    """Whether this step starts a backfill of the whole memory: "Materialize all" on the memory
+    group, every partition. Dagster's backfill daemon would launch one run per layer, each once
+    its next loop (every 30 s) saw the layer above done: 92–108 s where `synix run` takes 2 s.
+    So the backfill's first step — the root layer's — builds the whole memory as `synix run`
+    does (its work graph, one run per layer with work), and those runs carry the backfill's tag:
+    the daemon counts what they record as the backfill's, finds nothing left to request and
+    completes at its next loop. Only a person's backfill (Synix's own runs carry RUN_ID_TAG)."""
+    tags = context.run.tags
+    if BACKFILL_TAG not in tags or RUN_ID_TAG in tags:
+        return False
+    if not all(u in pipeline.sources for u in pipeline.steps[layer].from_):
+        return False  # not a root layer: the first step of the backfill already built
+    backfill = context.instance.get_backfill(tags[BACKFILL_TAG])
+    wanted = {names.layer(n) for n in [*pipeline.steps, *pipeline.projections]}
+    if backfill is None or not wanted <= set(backfill.asset_selection or ()):
+        return False
+    if part is None:
+        return True
+    every = part.get_partition_keys(dynamic_partitions_store=context.instance)
+    return set(every) <= set(context.partition_keys)
 
 
 def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):
