@@ -143,17 +143,23 @@ def _recorded_code_version(instance, key: dg.AssetKey) -> str | None:
     return (event.asset_materialization.tags or {}).get("dagster/code_version")
 
 
-def _failure(layer: str, result) -> dg.Failure:
+def _failure(ctx, layer: str, result) -> dg.Failure:
     failed = result.failed
-    names = ", ".join(o.group_key for o in failed[:10]) + (" …" if len(failed) > 10 else "")
+    # the partition keys Dagster shows (a conversation's readable key, not its export id), as
+    # the parent run and `synix run` name them
+    shown = partition_names(ctx.store, ctx.pipeline, layer, [o.group_key for o in failed])
+    names = ", ".join(shown[o.group_key] for o in failed[:10]) + (" …" if len(failed) > 10 else "")
+
+    def error(o) -> str:  # an LLM error names its request's label, `<layer>/<group key>`
+        return (o.error or "").replace(f"{layer}/{o.group_key}", f"{layer}/{shown[o.group_key]}")
     return dg.Failure(
         description=f"{layer}: {len(failed)} partition(s) failed: {names}. "
-                    f"First error: {failed[0].error}. Other partitions were kept; "
+                    f"First error: {error(failed[0])}. Other partitions were kept; "
                     f"a rerun retries only the failed ones.",
-        metadata={"failed": [o.group_key for o in failed],
+        metadata={"failed": [shown[o.group_key] for o in failed],
                   # every failure permanent: the live sensor dead-letters the batch at once
                   "permanent": all("permanent" in o.flags for o in failed),
-                  "errors": dg.MetadataValue.json({o.group_key: o.error for o in failed})})
+                  "errors": dg.MetadataValue.json({shown[o.group_key]: error(o) for o in failed})})
 
 
 def _nothing_behind(ctx, layer: str, part, asked: dict[str, str] | None, result, scan) -> str | None:
@@ -315,7 +321,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed or empty else "completed", {})
         if result.failed:
-            raise _failure(layer, result)
+            raise _failure(ctx, layer, result)
         if empty:
             raise dg.Failure(description=empty)
 
