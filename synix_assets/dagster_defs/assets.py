@@ -22,7 +22,7 @@ import contextlib
 
 import dagster as dg
 
-from synix_assets.dagster_defs.automation import when_inputs_change
+from synix_assets.dagster_defs.automation import automates_all, when_inputs_change
 from synix_assets.dagster_defs.checks import check_result
 from synix_assets.dagster_defs.jobs import BuildFn, whole_build
 from synix_assets.dagster_defs.executor import backfill_policy
@@ -30,10 +30,10 @@ from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, lay
 from synix_assets.dagster_defs.partitions import group_keys, named, partition_names, partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.dagster_defs.usage import outcome_usage
-from synix_assets.dagster_defs.vocabulary import (BACKFILL_TAG, BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
+from synix_assets.dagster_defs.vocabulary import (AUTOMATION_SENSOR_PREFIX, BACKFILL_TAG, BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
                                                  LAYER_JOB_PREFIX, LEVEL_KEY, PARTITIONING_KEY,
-                                                 QUALIFIER, RUN_ID_TAG,
+                                                 QUALIFIER, RUN_ID_TAG, SENSOR_TAG,
                                                  SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer, settle_failures
@@ -238,21 +238,25 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         if key not in context.selected_asset_keys:  # the check alone: plan, build nothing
             yield _check_now(context, store, llm)
             return
-        if build is not None and _leads_backfill(context, pipeline, layer, names, part):
+        leads = _leads_build(context, pipeline, layer, names, part) if build is not None else None
+        if leads is not None:
             # before the lock: the build takes it, and launches its layer runs in this process
-            report = whole_build(context, llm, paths, names, build,
-                                 {BACKFILL_TAG: context.run.tags[BACKFILL_TAG]})
-            context.log.info(f"whole memory built for this backfill as `synix run` builds it: "
+            tags = {BACKFILL_TAG: context.run.tags[BACKFILL_TAG]} if leads == "backfill" else {}
+            report = whole_build(context, llm, paths, names, build, tags)
+            context.log.info(f"whole memory built for this {leads} as `synix run` builds it: "
                              f"{report.to_json()['layers']} (runs {', '.join(report.dagster_runs)})")
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with _build_lock(paths, context):
-            yield from _build(context, store, llm)
+            # after an automation's whole build this step records only what it builds itself:
+            # its layer run recorded the rest, and recording it again, later, would read to the
+            # conditions below as an input updated after them
+            yield from _build(context, store, llm, changed_only=leads == "automation")
 
     def _check_now(context, store, llm) -> dg.AssetCheckResult:
         ctx = _context(pipeline, paths, context, store, llm)
         return check_result(ctx, layer, plan_all(ctx, ctx.reader.scan(), upto=layer)[layer])
 
-    def _build(context, store, llm):
+    def _build(context, store, llm, changed_only: bool = False):
         ctx = _context(pipeline, paths, context, store, llm)
         _same_model(ctx.llm_identity, identity, layer)
         owned = _ensure_run(ctx, pipeline, layer, context)
@@ -294,7 +298,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         # A chunk was asked for partitions its coordinator planned as stale: one found cached was
         # stored by an earlier attempt of this step (its worker died before the step recorded
         # it), so it is recorded now, or Dagster would show a built partition as missing.
-        only_changed = (tags.get(EMIT_TAG) == "changed" and not restamp and not result.failed
+        only_changed = ((tags.get(EMIT_TAG) == "changed" or changed_only) and not restamp and not result.failed
                         and not fan_in and not chunk)
         record = [o for o in result.outcomes if o.group_key not in streamed
                   and (o.status == "built" or (o.status == "cached" and not only_changed))]
@@ -328,27 +332,38 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
     return _layer
 
 
-def _leads_backfill(context, pipeline, layer: str, names: Names, part) -> bool:
-    """Whether this step starts a backfill of the whole memory: "Materialize all" on the memory
-    group, every partition. Dagster's backfill daemon would launch one run per layer, each once
-    its next loop (every 30 s) saw the layer above done: 92–108 s where `synix run` takes 2 s.
-    So the backfill's first step — the root layer's — builds the whole memory as `synix run`
-    does (its work graph, one run per layer with work), and those runs carry the backfill's tag:
-    the daemon counts what they record as the backfill's, finds nothing left to request and
-    completes at its next loop. Only a person's backfill (Synix's own runs carry RUN_ID_TAG)."""
+def _leads_build(context, pipeline, layer: str, names: Names, part) -> str | None:
+    """"backfill" or "automation" when this step starts Dagster's build of the whole memory,
+    which it then runs as `synix run` does (its work graph, one run per layer with work):
+
+    - a backfill of every layer and projection, every partition ("Materialize all" on the memory
+      group). Dagster's backfill daemon would launch one run per layer, each once its next loop
+      (every 30 s) saw the layer above done: 92–108 s where `synix run` takes seconds. The layer
+      runs carry the backfill's tag, so the daemon counts what they record as the backfill's,
+      finds nothing left to request and completes at its next loop;
+    - a run of the automation conditions for a new or changed export, when every layer and
+      projection is automated: one hop instead of one per layer (a sensor tick, a run worker's
+      start, and for the months a backfill: 104 s to be searchable), and only the conversation's
+      own month is rebuilt — the layer runs record every layer before the next condition is
+      evaluated, so no condition asks for it again.
+
+    Only the root layer's step leads (the first of the chain), and never in a run Synix launched
+    itself (RUN_ID_TAG)."""
     tags = context.run.tags
-    if BACKFILL_TAG not in tags or RUN_ID_TAG in tags:
-        return False
-    if not all(u in pipeline.sources for u in pipeline.steps[layer].from_):
-        return False  # not a root layer: the first step of the backfill already built
-    backfill = context.instance.get_backfill(tags[BACKFILL_TAG])
+    if RUN_ID_TAG in tags or not all(u in pipeline.sources for u in pipeline.steps[layer].from_):
+        return None
     wanted = {names.layer(n) for n in [*pipeline.steps, *pipeline.projections]}
+    if tags.get(SENSOR_TAG, "").startswith(AUTOMATION_SENSOR_PREFIX):
+        return "automation" if automates_all(context.instance, wanted) else None
+    if BACKFILL_TAG not in tags:
+        return None
+    backfill = context.instance.get_backfill(tags[BACKFILL_TAG])
     if backfill is None or not wanted <= set(backfill.asset_selection or ()):
-        return False
-    if part is None:
-        return True
-    every = part.get_partition_keys(dynamic_partitions_store=context.instance)
-    return set(every) <= set(context.partition_keys)
+        return None
+    if part is not None and not set(part.get_partition_keys(dynamic_partitions_store=context.instance)) \
+            <= set(context.partition_keys):
+        return None
+    return "backfill"
 
 
 def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):

@@ -64,3 +64,11 @@ def automation_on(instance: dg.DagsterInstance) -> bool:
     `dagster sensor start`)."""
     return any(state.name.startswith(AUTOMATION_SENSOR_PREFIX) and state.is_running
                for state in instance.all_instigator_state())
+
+
+def automates_all(instance: dg.DagsterInstance, keys: set[dg.AssetKey]) -> bool:
+    """Whether the automation sensor of every one of `keys` (a branch's layers and projections)
+    is running: then a new export's first automation run builds the whole memory (assets.py)."""
+    running = {state.name for state in instance.all_instigator_state() if state.is_running}
+    return all(sensor_name(key) in running for key in keys)
+
