@@ -28,31 +28,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.dagster.live import BIN, DagsterDev, clean_env, synix  # noqa: E402
+from tests.dagster.live import BIN, DagsterDev, clean_env, edit_episode_prompt, synix  # noqa: E402
 
 from synix_assets.app.init import init_project  # noqa: E402
 from synix_assets.dagster_defs.vocabulary import EXPORTS_SENSOR  # noqa: E402
 
 GROUP_ASSETS = ("transcripts", "episodes", "monthly", "core", "memory_index", "synix_context")
-EDIT = '''
-
-def episode_summary_v2(record):
-    return prompts.episode_summary(record) + "\\nKeep it short."
-'''
-LAUNCH = """mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) {
-    __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
-STATUS = """query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill {
-    status endTimestamp runs(limit: 1000) { runId status startTime endTime } } } }"""
-KEYS = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) {
-    ... on AssetNode { partitionKeys } } }"""
-
-
-def edit_prompt(root: Path) -> None:
-    text = (root / "pipeline.py").read_text()
-    text = text.replace("prompt=prompts.episode_summary)", "prompt=episode_summary_v2)")
-    (root / "pipeline.py").write_text(text.replace("\npipeline = Pipeline", EDIT + "\npipeline = Pipeline", 1))
-
-
 def env() -> dict:
     return clean_env(SYNIX_FAKE_LATENCY_S=os.environ.get("SYNIX_FAKE_LATENCY_S", "0.05"))
 
@@ -74,23 +55,19 @@ def current(root: Path) -> dict:
 
 
 def backfill(dev: DagsterDev) -> dict:
-    keys = dev.gql(KEYS, {"path": ["transcripts"]})["assetNodeOrError"]["partitionKeys"]
-    params = {"assetSelection": [{"path": [a]} for a in GROUP_ASSETS], "partitionNames": keys,
-              "fromFailure": False, "tags": []}
     t0 = time.monotonic()
     wall0 = time.time()
-    data = dev.gql(LAUNCH, {"p": params})["launchPartitionBackfill"]
-    assert data["__typename"] == "LaunchBackfillSuccess", data
-    bid = data["backfillId"]
+    bid = dev.launch_backfill(list(GROUP_ASSETS), dev.partition_keys("transcripts"))
     while time.monotonic() - t0 < 900:
-        b = dev.gql(STATUS, {"id": bid})["partitionBackfillOrError"]
+        b = dev.backfill(bid)
         if b["status"] not in ("REQUESTED", "CANCELING"):
             runs = b["runs"]
             ends = [r["endTime"] for r in runs if r["endTime"]]
+            starts = [r["startTime"] for r in runs if r["startTime"]]
             return {"backfill_status": b["status"], "backfill_s": round(time.monotonic() - t0, 1),
+                    "first_run_start_s": round(min(starts) - wall0, 1) if starts else None,
                     "last_run_end_s": round(max(ends) - wall0, 1) if ends else None,
-                    "first_run_start_s": round(min(r["startTime"] for r in runs if r["startTime"]) - wall0, 1)
-                    if runs else None, "runs": len(runs)}
+                    "runs": sorted(r["jobName"] for r in runs)}
         time.sleep(0.5)
     raise SystemExit(f"backfill {bid} not done after 900 s: {dev.output()[-3000:]}")
 
@@ -103,7 +80,7 @@ def main(n: int) -> None:
         roots = [init_project(Path(tmp) / name, exports=[export]) for name in ("a", "b")]
         cold = [run_synix(r, "run") for r in roots]
         for r in roots:
-            edit_prompt(r)
+            edit_episode_prompt(r)
         cli_s = run_synix(roots[0], "run")
         b = roots[1]
         stop = subprocess.run([str(BIN / "dagster"), "sensor", "stop", EXPORTS_SENSOR], cwd=b, env=env(),
