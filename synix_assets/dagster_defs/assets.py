@@ -23,7 +23,7 @@ import contextlib
 import dagster as dg
 
 from synix_assets.dagster_defs.automation import automates_all, when_inputs_change
-from synix_assets.dagster_defs.checks import check_result
+from synix_assets.dagster_defs.checks import check_evaluation, check_result, report_if_changed, says_blocked
 from synix_assets.dagster_defs.jobs import BuildFn, whole_build
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
@@ -320,6 +320,9 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
                 plan_all(ctx, scan, upto=layer)
             yield check_result(ctx, layer, plans[layer])
+        if graph is None and (context.run.parent_run_id or RUN_ID_TAG not in tags) \
+                and result.count("built"):
+            _refresh_blocked_below(ctx, layer, scan, context.instance, names)
         # a chunk's range is Synix's own (its stale partitions and what lies between them)
         empty = None if chunk else _nothing_behind(ctx, layer, part, asked, result, scan)
         if owned:
@@ -364,6 +367,20 @@ def _leads_build(context, pipeline, layer: str, names: Names, part) -> str | Non
             <= set(context.partition_keys):
         return None
     return "backfill"
+
+
+def _refresh_blocked_below(ctx, layer: str, scan, instance, names: Names) -> None:
+    """After a run from the UI (a re-execution of one layer's run, a partition materialized by
+    hand) built partitions, the checks of the layers below that said "blocked" are evaluated
+    again: a rebuilt episode no longer blocks its month nor the core, and only this layer's own
+    check would otherwise be re-evaluated (`synix run` re-reports every layer it plans)."""
+    below = [l for l in ctx.pipeline.layer_order() if layer in ctx.pipeline.upstream(l)
+             and says_blocked(instance, names.layer(l))]
+    if not below:
+        return
+    plans = plan_all(ctx, scan if scan is not None else ctx.reader.scan())
+    for l in below:
+        report_if_changed(instance, check_evaluation(ctx, l, names.layer(l), plans[l]))
 
 
 def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):
