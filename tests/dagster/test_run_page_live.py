@@ -45,10 +45,10 @@ def _shoot_when_materializing(base: str, run_id: str, path) -> str:
             page = browser.new_page(viewport={"width": 1600, "height": 900})
             page.goto(f"{base}/runs/{run_id}")
             page.get_by_text(run_id[:8]).first.wait_for(timeout=60_000)
+            page.get_by_text("ASSET_MATERIALIZATION").first.wait_for(timeout=120_000)
             skip = page.get_by_role("button", name="Skip")  # Dagster's one-time community prompt
             if skip.count():
                 skip.first.click()
-            page.get_by_text("ASSET_MATERIALIZATION").first.wait_for(timeout=120_000)
             page.wait_for_timeout(300)
             page.screenshot(path=str(path))
             return page.inner_text("body")
