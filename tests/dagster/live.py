@@ -246,10 +246,10 @@ def screenshot_graph(base: str, group: str, path: Path, wait_text: str | None = 
 
 
 def screenshot_page(base: str, route: str, path: Path, wait_texts: list[str],
-                    scroll_to: str | None = None) -> str:
+                    scroll_to: str | None = None, gone: str | None = None) -> str:
     """Open `route` of the Dagster UI in headless Chromium, wait until every one of `wait_texts`
-    shows (`scroll_to`: and scroll that text into view), save a screenshot and return the page's
-    text (what a person sees)."""
+    shows (`scroll_to`: and scroll that text into view; `gone`: and this text no longer shows),
+    save a screenshot and return the page's text (what a person sees)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -264,6 +264,8 @@ def screenshot_page(base: str, route: str, path: Path, wait_texts: list[str],
             if skip.count():
                 skip.first.click()
                 page.wait_for_timeout(500)
+            if gone:
+                page.get_by_text(gone).first.wait_for(state="detached", timeout=60_000)
             if scroll_to:
                 page.get_by_text(scroll_to).first.scroll_into_view_if_needed()
                 page.wait_for_timeout(300)

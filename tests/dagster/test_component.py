@@ -201,7 +201,7 @@ def test_dg_dev_shows_the_memory_assets_beside_the_projects_own(dg_project):
     dev = DagsterDev(root, env=env, program="dg").wait_serving()
     try:
         shot = shot_path(root.parent, "dagster-component-assets.png")
-        text = screenshot_page(dev.base, "/assets", shot, ["daily_sales", "synix_context"])
+        text = screenshot_page(dev.base, "/assets", shot, ["daily_sales", "synix_context"], gone="Loading...")
     finally:
         dev.stop()
     assert all(k in text for k in ("daily_sales", "transcripts", "episodes", "monthly", "core",
