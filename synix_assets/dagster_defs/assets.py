@@ -36,7 +36,7 @@ from synix_assets.dagster_defs.vocabulary import (AUTOMATION_SENSOR_PREFIX, BACK
                                                  QUALIFIER, RUN_ID_TAG, SENSOR_TAG,
                                                  SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
-from synix_assets.engine.layers import is_source_merge, plan_all, plan_layer, settle_failures
+from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer, settle_failures
 from synix_assets.engine.projections import run_projection
 from synix_assets.engine.schedule import WorkGraph
 from synix_assets.engine.streamed import StreamedBuild
@@ -284,12 +284,18 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             if ctx.store.failures():  # a run from the UI or the sensor: as `synix run` does first
                 scan = scan if scan is not None else ctx.reader.scan()
                 settle_failures(ctx, scan, upto=layer)
-            # built in a thread, each partition recorded as soon as it is stored (engine/streamed.py)
-            building = StreamedBuild(ctx, layer, scan, keys)
-            for outcome in building.arrivals():
-                streamed.add(outcome.group_key)
-                yield from _partitions(ctx, layer, [outcome], prov, key)
-            result = building.result()
+            if part is not None and not _feeds_this_run(context, children):
+                # built in a thread, each partition recorded as soon as it is stored
+                # (engine/streamed.py). Not when a step after this one in the same run waits for
+                # its output: Dagster records that output per partition of the run, and it must
+                # come before Synix's own records, which it would otherwise replace as latest.
+                building = StreamedBuild(ctx, layer, scan, keys)
+                for outcome in building.arrivals():
+                    streamed.add(outcome.group_key)
+                    yield from _partitions(ctx, layer, [outcome], prov, key)
+                result = building.result()
+            else:
+                result = build_layer(ctx, layer, scan, keys)
         ctx.store.record_layer_stats(ctx.run_id, layer, result.totals())
         context.log.info(f"{layer}: {result.totals()}")
         # A partition reading a fan-in edge looks stale to Dagster once any upstream partition

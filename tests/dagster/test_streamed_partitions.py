@@ -7,7 +7,6 @@ import time
 
 import dagster as dg
 
-from synix_assets.dagster_defs.assets import layer_key
 from synix_assets.dagster_defs.build import build_defs
 from synix_assets.dagster_defs.instance import dagster_instance
 
@@ -21,11 +20,11 @@ def _register_conversations(defs, instance, project):
 
 
 def _range_run(defs, instance, layer: str, keys: list[str]) -> dg.ExecuteInProcessResult:
-    """One run over every partition, as a single-run backfill launches it."""
-    result = dg.materialize(list(defs.assets), selection=[layer_key(layer)], instance=instance,
-                            resources=defs.resources,
-                            tags={"dagster/asset_partition_range_start": keys[0],
-                                  "dagster/asset_partition_range_end": keys[-1]})
+    """One run of the layer's job over every partition, as the UI's "Launch 1 run" over a range
+    (or a single-run backfill) launches it."""
+    result = defs.resolve_job_def(f"synix_build_{layer}").execute_in_process(
+        instance=instance, tags={"dagster/asset_partition_range_start": keys[0],
+                                 "dagster/asset_partition_range_end": keys[-1]})
     assert result.success
     return result
 
@@ -42,7 +41,6 @@ def test_episodes_reach_the_event_log_while_their_step_is_still_building(demo_pr
 
     run = _range_run(defs, instance, "episodes", keys)
     logs = instance.all_logs(run.run_id)
-    # Synix's own record of each partition (an ad-hoc run's step output adds bare ones at its end)
     mats = [e.timestamp for e in logs if e.dagster_event and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION"
             and "cache" in e.dagster_event.event_specific_data.materialization.metadata]
     step_end = next(e.timestamp for e in logs if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS")
