@@ -96,13 +96,21 @@ START = """mutation($sel: SensorSelector!) { startSensor(sensorSelector: $sel) {
 
 
 def automate(dev: DagsterDev) -> None:
+    """Every automation sensor on, and evaluated twice: a drop meeting a sensor's first
+    evaluation (which only records the state it starts from) would never be built."""
     import dagster as dg
 
     from synix_assets.dagster_defs.automation import sensor_name
 
-    for asset in ASSETS:
+    names = [sensor_name(dg.AssetKey(asset)) for asset in ASSETS]
+    for name in names:
         dev.gql(START, {"sel": {"repositoryLocationName": "synix", "repositoryName": "__repository__",
-                                "sensorName": sensor_name(dg.AssetKey(asset))}})
+                                "sensorName": name}})
+    deadline = time.monotonic() + 300
+    while not all(dev.output().count(f"Finished auto-materialization tick for {n} ") >= 2 for n in names):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"automation sensors not evaluated twice in 300 s: {dev.output()[-2000:]}")
+        time.sleep(1)
 
 
 def main(sizes: list[int], automation: bool = False) -> None:

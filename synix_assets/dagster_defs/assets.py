@@ -22,22 +22,24 @@ import contextlib
 
 import dagster as dg
 
-from synix_assets.dagster_defs.automation import when_inputs_change
-from synix_assets.dagster_defs.checks import check_result
+from synix_assets.dagster_defs.automation import automates_all, when_inputs_change
+from synix_assets.dagster_defs.checks import check_evaluation, check_result, report_if_changed, says_blocked
+from synix_assets.dagster_defs.jobs import BuildFn, whole_build
 from synix_assets.dagster_defs.executor import backfill_policy
 from synix_assets.dagster_defs.graph import MAIN_NAMES, Names, dagster_name, layer_key, parents, source_key
 from synix_assets.dagster_defs.partitions import group_keys, named, partition_names, partitions_for
 from synix_assets.dagster_defs.records import Provenance, artifact_metadata, data_version
 from synix_assets.dagster_defs.usage import outcome_usage
-from synix_assets.dagster_defs.vocabulary import (BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
+from synix_assets.dagster_defs.vocabulary import (AUTOMATION_SENSOR_PREFIX, BACKFILL_TAG, BATCH_TAG, BRANCH_TAG, CHECK_NAME, DISTRIBUTED_TAG,
                                                  EMIT_TAG, FULL_LAYER_TAG, GROUP, KIND_KEY,
                                                  LAYER_JOB_PREFIX, LEVEL_KEY, PARTITIONING_KEY,
-                                                 QUALIFIER, RUN_ID_TAG,
+                                                 QUALIFIER, RUN_ID_TAG, SENSOR_TAG,
                                                  SOURCES_GROUP, STATUS_KEY)
 from synix_assets.engine.context import BuildContext
 from synix_assets.engine.layers import build_layer, is_source_merge, plan_all, plan_layer, settle_failures
 from synix_assets.engine.projections import run_projection
 from synix_assets.engine.schedule import WorkGraph
+from synix_assets.engine.streamed import StreamedBuild
 from synix_assets.pipeline.prompts import prompt_identity
 from synix_resources.llm.resource import LLMResource
 from synix_resources.process.locking import project_lock
@@ -141,17 +143,23 @@ def _recorded_code_version(instance, key: dg.AssetKey) -> str | None:
     return (event.asset_materialization.tags or {}).get("dagster/code_version")
 
 
-def _failure(layer: str, result) -> dg.Failure:
+def _failure(ctx, layer: str, result) -> dg.Failure:
     failed = result.failed
-    names = ", ".join(o.group_key for o in failed[:10]) + (" …" if len(failed) > 10 else "")
+    # the partition keys Dagster shows (a conversation's readable key, not its export id), as
+    # the parent run and `synix run` name them
+    shown = partition_names(ctx.store, ctx.pipeline, layer, [o.group_key for o in failed])
+    names = ", ".join(shown[o.group_key] for o in failed[:10]) + (" …" if len(failed) > 10 else "")
+
+    def error(o) -> str:  # an LLM error names its request's label, `<layer>/<group key>`
+        return (o.error or "").replace(f"{layer}/{o.group_key}", f"{layer}/{shown[o.group_key]}")
     return dg.Failure(
         description=f"{layer}: {len(failed)} partition(s) failed: {names}. "
-                    f"First error: {failed[0].error}. Other partitions were kept; "
+                    f"First error: {error(failed[0])}. Other partitions were kept; "
                     f"a rerun retries only the failed ones.",
-        metadata={"failed": [o.group_key for o in failed],
+        metadata={"failed": [shown[o.group_key] for o in failed],
                   # every failure permanent: the live sensor dead-letters the batch at once
                   "permanent": all("permanent" in o.flags for o in failed),
-                  "errors": dg.MetadataValue.json({o.group_key: o.error for o in failed})})
+                  "errors": dg.MetadataValue.json({shown[o.group_key]: error(o) for o in failed})})
 
 
 def _nothing_behind(ctx, layer: str, part, asked: dict[str, str] | None, result, scan) -> str | None:
@@ -193,9 +201,12 @@ def _ensure_run(ctx, pipeline, layer: str, context) -> bool:
 
 
 def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity: str,
-                names: Names = MAIN_NAMES, work: WorkGraph | None = None) -> dg.AssetsDefinition:
+                names: Names = MAIN_NAMES, work: WorkGraph | None = None,
+                build: BuildFn | None = None) -> dg.AssetsDefinition:
     """`work`: the work graph of the `synix run` that compiled these definitions for itself; a
-    step of one of that build's runs records what the graph built instead of building."""
+    step of one of that build's runs records what the graph built instead of building.
+    `build`: the whole build (`synix run`'s, as `synix_build_all` calls it), which the first step
+    of a UI backfill of the whole memory runs (`_leads_backfill`)."""
     step = pipeline.steps[layer]
     part = partitions_for(pipeline, layer, names)
     key = names.layer(layer)
@@ -227,15 +238,25 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         if key not in context.selected_asset_keys:  # the check alone: plan, build nothing
             yield _check_now(context, store, llm)
             return
+        leads = _leads_build(context, pipeline, layer, names, part) if build is not None else None
+        if leads is not None:
+            # before the lock: the build takes it, and launches its layer runs in this process
+            tags = {BACKFILL_TAG: context.run.tags[BACKFILL_TAG]} if leads == "backfill" else {}
+            report = whole_build(context, llm, paths, names, build, tags)
+            context.log.info(f"whole memory built for this {leads} as `synix run` builds it: "
+                             f"{report.to_json()['layers']} (runs {', '.join(report.dagster_runs)})")
         # Sensor- and UI-launched runs wait for a CLI build of the same project (and vice versa).
         with _build_lock(paths, context):
-            yield from _build(context, store, llm)
+            # after an automation's whole build this step records only what it builds itself:
+            # its layer run recorded the rest, and recording it again, later, would read to the
+            # conditions below as an input updated after them
+            yield from _build(context, store, llm, changed_only=leads == "automation")
 
     def _check_now(context, store, llm) -> dg.AssetCheckResult:
         ctx = _context(pipeline, paths, context, store, llm)
         return check_result(ctx, layer, plan_all(ctx, ctx.reader.scan(), upto=layer)[layer])
 
-    def _build(context, store, llm):
+    def _build(context, store, llm, changed_only: bool = False):
         ctx = _context(pipeline, paths, context, store, llm)
         _same_model(ctx.llm_identity, identity, layer)
         owned = _ensure_run(ctx, pipeline, layer, context)
@@ -263,7 +284,18 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             if ctx.store.failures():  # a run from the UI or the sensor: as `synix run` does first
                 scan = scan if scan is not None else ctx.reader.scan()
                 settle_failures(ctx, scan, upto=layer)
-            result = build_layer(ctx, layer, scan, keys)
+            if part is not None and not _feeds_this_run(context, children):
+                # built in a thread, each partition recorded as soon as it is stored
+                # (engine/streamed.py). Not when a step after this one in the same run waits for
+                # its output: Dagster records that output per partition of the run, and it must
+                # come before Synix's own records, which it would otherwise replace as latest.
+                building = StreamedBuild(ctx, layer, scan, keys)
+                for outcome in building.arrivals():
+                    streamed.add(outcome.group_key)
+                    yield from _partitions(ctx, layer, [outcome], prov, key)
+                result = building.result()
+            else:
+                result = build_layer(ctx, layer, scan, keys)
         ctx.store.record_layer_stats(ctx.run_id, layer, result.totals())
         context.log.info(f"{layer}: {result.totals()}")
         # A partition reading a fan-in edge looks stale to Dagster once any upstream partition
@@ -272,7 +304,7 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
         # A chunk was asked for partitions its coordinator planned as stale: one found cached was
         # stored by an earlier attempt of this step (its worker died before the step recorded
         # it), so it is recorded now, or Dagster would show a built partition as missing.
-        only_changed = (tags.get(EMIT_TAG) == "changed" and not restamp and not result.failed
+        only_changed = ((tags.get(EMIT_TAG) == "changed" or changed_only) and not restamp and not result.failed
                         and not fan_in and not chunk)
         record = [o for o in result.outcomes if o.group_key not in streamed
                   and (o.status == "built" or (o.status == "cached" and not only_changed))]
@@ -294,16 +326,67 @@ def layer_asset(pipeline, paths, layer: str, versions: dict[str, str], identity:
             plans = graph.plan_for_check(ctx, scan, layer) if graph is not None else \
                 plan_all(ctx, scan, upto=layer)
             yield check_result(ctx, layer, plans[layer])
+        if graph is None and (context.run.parent_run_id or RUN_ID_TAG not in tags) \
+                and result.count("built"):
+            _refresh_blocked_below(ctx, layer, scan, context.instance, names)
         # a chunk's range is Synix's own (its stale partitions and what lies between them)
         empty = None if chunk else _nothing_behind(ctx, layer, part, asked, result, scan)
         if owned:
             ctx.store.finish_run(ctx.run_id, "failed" if result.failed or empty else "completed", {})
         if result.failed:
-            raise _failure(layer, result)
+            raise _failure(ctx, layer, result)
         if empty:
             raise dg.Failure(description=empty)
 
     return _layer
+
+
+def _leads_build(context, pipeline, layer: str, names: Names, part) -> str | None:
+    """"backfill" or "automation" when this step starts Dagster's build of the whole memory,
+    which it then runs as `synix run` does (its work graph, one run per layer with work):
+
+    - a backfill of every layer and projection, every partition ("Materialize all" on the memory
+      group). Dagster's backfill daemon would launch one run per layer, each once its next loop
+      (every 30 s) saw the layer above done: 92–108 s where `synix run` takes seconds. The layer
+      runs carry the backfill's tag, so the daemon counts what they record as the backfill's,
+      finds nothing left to request and completes at its next loop;
+    - a run of the automation conditions for a new or changed export, when every layer and
+      projection is automated: one hop instead of one per layer (a sensor tick, a run worker's
+      start, and for the months a backfill: 104 s to be searchable), and only the conversation's
+      own month is rebuilt — the layer runs record every layer before the next condition is
+      evaluated, so no condition asks for it again.
+
+    Only the root layer's step leads (the first of the chain), and never in a run Synix launched
+    itself (RUN_ID_TAG)."""
+    tags = context.run.tags
+    if RUN_ID_TAG in tags or not all(u in pipeline.sources for u in pipeline.steps[layer].from_):
+        return None
+    wanted = {names.layer(n) for n in [*pipeline.steps, *pipeline.projections]}
+    if tags.get(SENSOR_TAG, "").startswith(AUTOMATION_SENSOR_PREFIX):
+        return "automation" if automates_all(context.instance, wanted) else None
+    if BACKFILL_TAG not in tags:
+        return None
+    backfill = context.instance.get_backfill(tags[BACKFILL_TAG])
+    if backfill is None or not wanted <= set(backfill.asset_selection or ()):
+        return None
+    if part is not None and not set(part.get_partition_keys(dynamic_partitions_store=context.instance)) \
+            <= set(context.partition_keys):
+        return None
+    return "backfill"
+
+
+def _refresh_blocked_below(ctx, layer: str, scan, instance, names: Names) -> None:
+    """After a run from the UI (a re-execution of one layer's run, a partition materialized by
+    hand) built partitions, the checks of the layers below that said "blocked" are evaluated
+    again: a rebuilt episode no longer blocks its month nor the core, and only this layer's own
+    check would otherwise be re-evaluated (`synix run` re-reports every layer it plans)."""
+    below = [l for l in ctx.pipeline.layer_order() if layer in ctx.pipeline.upstream(l)
+             and says_blocked(instance, names.layer(l))]
+    if not below:
+        return
+    plans = plan_all(ctx, scan if scan is not None else ctx.reader.scan())
+    for l in below:
+        report_if_changed(instance, check_evaluation(ctx, l, names.layer(l), plans[l]))
 
 
 def _partitions(ctx, layer: str, outcomes, prov: Provenance, key: dg.AssetKey):

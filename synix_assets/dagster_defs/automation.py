@@ -4,9 +4,10 @@ Every Synix asset carries `when_inputs_change()`, and each has its own automatio
 (`synix_automate_<asset>`, stopped until turned on in the UI's Automation page), so automation
 is switched on and off per asset. While any of them runs, the export sensor only observes the
 export folders and registers the new conversation and period partitions; the daemon's
-evaluation of these conditions then launches the runs (as backfills, one run per layer with the
-single-run backfill policy), through the same per-layer asset code as `synix run`, which builds
-only what Synix's keys say is missing or stale. With all of them off (the default) the export
+evaluation of these conditions then launches the runs, through the same per-layer asset code as
+`synix run`, which builds only what Synix's keys say is missing or stale. With every one of
+them on, the first run (the root layer's) builds the whole memory as `synix run` does
+(assets._leads_build, `automates_all` below). With all of them off (the default) the export
 sensor launches `synix_build_all` instead: one run that overlaps the layers (docs/dagster.md).
 
 The condition is Dagster's `eager()` with `~any_deps_missing()` kept only for inputs partitioned
@@ -64,3 +65,11 @@ def automation_on(instance: dg.DagsterInstance) -> bool:
     `dagster sensor start`)."""
     return any(state.name.startswith(AUTOMATION_SENSOR_PREFIX) and state.is_running
                for state in instance.all_instigator_state())
+
+
+def automates_all(instance: dg.DagsterInstance, keys: set[dg.AssetKey]) -> bool:
+    """Whether the automation sensor of every one of `keys` (a branch's layers and projections)
+    is running: then a new export's first automation run builds the whole memory (assets.py)."""
+    running = {state.name for state in instance.all_instigator_state() if state.is_running}
+    return all(sensor_name(key) in running for key in keys)
+

@@ -50,3 +50,26 @@ def check_result(ctx, layer: str, plan, scope: str = "") -> dg.AssetCheckResult:
 def check_evaluation(ctx, layer: str, asset_key: dg.AssetKey, plan) -> dg.AssetCheckEvaluation:
     """The same check reported by the export sensor the moment new exports change the plan."""
     return dg.AssetCheckEvaluation(asset_key=asset_key, **_fields(ctx, layer, plan))
+
+
+def last_evaluation(instance, key: dg.AssetKey):
+    """The latest recorded evaluation of the layer's check (an AssetCheckEvaluation), or None."""
+    record = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, CHECK_NAME))
+    entry = record.event if record is not None else None
+    return entry.dagster_event.event_specific_data if entry is not None and entry.dagster_event else None
+
+
+def report_if_changed(instance, evaluation: dg.AssetCheckEvaluation) -> bool:
+    """Report `evaluation` unless the check's latest one says the same; True if reported."""
+    last = last_evaluation(instance, evaluation.asset_key)
+    if last is not None and (getattr(last, "passed", None), getattr(last, "description", None)) \
+            == (evaluation.passed, evaluation.description):
+        return False
+    instance.report_runless_asset_event(evaluation)
+    return True
+
+
+def says_blocked(instance, key: dg.AssetKey) -> bool:
+    """Whether the check's latest evaluation counts partitions blocked by a failure upstream."""
+    value = (getattr(last_evaluation(instance, key), "metadata", None) or {}).get("blocked")
+    return bool(value is not None and value.value)

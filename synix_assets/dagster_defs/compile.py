@@ -127,10 +127,10 @@ def compile_defs(project_dir: str | Path, *, build: BuildFn, resources: dict | N
 
 
 def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey],
-            work: WorkGraph | None) -> list:
+            work: WorkGraph | None, build: BuildFn) -> list:
     p, paths, names, versions = graph.pipeline, graph.paths, graph.names, graph.versions
     return [*(spec for spec in source_specs(p, names) if spec.key not in shared_sources),
-            *(layer_asset(p, paths, layer, versions, identity, names, work) for layer in p.layer_order()),
+            *(layer_asset(p, paths, layer, versions, identity, names, work, build) for layer in p.layer_order()),
             *(projection_asset(p, paths, name, versions, names) for name in p.projections)]
 
 
@@ -141,7 +141,7 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
     assets, jobs, build_jobs, seen_sources = [], [], {}, set()
     executor = executor_for(root)
     for graph in graphs:
-        assets += _assets(graph, identity, seen_sources, work)
+        assets += _assets(graph, identity, seen_sources, work, build)
         seen_sources |= {graph.names.source(s) for s in graph.pipeline.sources}
         build_jobs[graph.names.branch] = build_all_job(graph.paths, graph.names, build,
                                                       None if executor else dg.in_process_executor)

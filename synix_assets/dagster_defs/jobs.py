@@ -60,6 +60,23 @@ def run_links(instance, run_ids: list[str]) -> dict:
             for i, r in enumerate(run_ids, 1)}
 
 
+def whole_build(context, llm: LLMResource, paths, names: Names, build: BuildFn, tags: dict | None = None):
+    """The whole build (`synix run`'s own code) from inside a Dagster step: `synix_build_all`'s op,
+    or the first step of a UI backfill of the whole memory (assets.py). Its layer runs carry this
+    run's id, who launched it (the UI's "Launched by") and `tags`."""
+    trigger = context.run.tags.get(TRIGGER_TAG, TRIGGER_DAGSTER)
+    settings = {k: v for k, v in llm.model_dump().items()
+                if k != "cache_path" and v not in ("", None, 0, 0.0, False)}
+    launched_by = {k: v for k, v in context.run.tags.items() if k in LAUNCHED_BY_TAGS}
+    try:
+        return build(paths, instance=context.instance, llm_config=settings,
+                     run_tags={**launched_by, **(tags or {}), TRIGGER_TAG: trigger,
+                               BRANCH_TAG: names.branch, BUILD_RUN_TAG: context.run.run_id})
+    except SynixError as e:  # `permanent`: the live sensor dead-letters instead of retrying
+        raise dg.Failure(description=e.one_line(),
+                         metadata={"permanent": bool(getattr(e, "permanent", False))}) from None
+
+
 def build_all_job(paths, names: Names, build: BuildFn,
                   executor: dg.ExecutorDefinition | None = dg.in_process_executor) -> dg.JobDefinition:
     """`build`: the build itself (app/run.py's `run_build`), passed in by whoever compiles the
@@ -70,18 +87,7 @@ def build_all_job(paths, names: Names, build: BuildFn,
     @dg.op(name=names.qualify(BUILD_MEMORY_OP), description="Plan with Synix's keys, then build every layer with work "
                                             "and refresh the projections: the same code as `synix run`.")
     def build_memory(context: dg.OpExecutionContext, llm: LLMResource):
-        trigger = context.run.tags.get(TRIGGER_TAG, TRIGGER_DAGSTER)
-        settings = {k: v for k, v in llm.model_dump().items()
-                    if k != "cache_path" and v not in ("", None, 0, 0.0, False)}
-        # the runs it launches name this run and who launched it (the UI's "Launched by")
-        launched_by = {k: v for k, v in context.run.tags.items() if k in LAUNCHED_BY_TAGS}
-        try:
-            report = build(paths, instance=context.instance, llm_config=settings,
-                           run_tags={**launched_by, TRIGGER_TAG: trigger, BRANCH_TAG: names.branch,
-                                     BUILD_RUN_TAG: context.run.run_id})
-        except SynixError as e:  # `permanent`: the live sensor dead-letters instead of retrying
-            raise dg.Failure(description=e.one_line(),
-                             metadata={"permanent": bool(getattr(e, "permanent", False))}) from None
+        report = whole_build(context, llm, paths, names, build)
         summary = report.to_json()
         context.log.info(f"synix build: {summary['layers']} projections={summary['projections']}"
                          f" noop={report.noop} in {summary['seconds']}s")

@@ -61,6 +61,7 @@ def execute_with_origin(job_def, instance, repository, *, run_config: dict, tags
     run_id, all_events, get_asset_materialization_events)."""
     from dagster._core.definitions.job_base import InMemoryJob
     from dagster._core.execution.api import create_execution_plan, execute_run
+    from dagster._core.snap import snapshot_from_execution_plan
 
     selection = list(asset_selection or [])
     job = job_def.as_ephemeral_job(resource_defs={}, input_values={},
@@ -68,8 +69,18 @@ def execute_with_origin(job_def, instance, repository, *, run_config: dict, tags
     wrapped = InMemoryJob(job_def=job)
     plan = create_execution_plan(wrapped, run_config=run_config,
                                  instance_ref=instance.get_ref() if instance.is_persistent else None)
-    run = instance.create_run_for_job(
-        job_def=job, execution_plan=plan, run_config=run_config,
-        tags={**job.run_tags, **tags}, asset_selection=frozenset(selection) if selection else None,
-        remote_job_origin=repository.get_job_origin(job_def.name))
+    # The run records the snapshot of the job as its code location declares it (its default
+    # executor), not of the in-process copy: the UI compares the two before a re-execution and
+    # would warn "the loaded version … may be different" for every run a build launched.
+    shown = job_def.get_subset(asset_selection=frozenset(selection)) if selection else job_def
+    run = instance.create_run(
+        job_name=job_def.name, run_id=None, run_config=run_config, status=None,
+        tags={**job.run_tags, **tags}, root_run_id=None, parent_run_id=None,
+        step_keys_to_execute=plan.step_keys_to_execute,
+        execution_plan_snapshot=snapshot_from_execution_plan(plan, shown.get_job_snapshot_id()),
+        job_snapshot=shown.get_job_snapshot(), parent_job_snapshot=shown.get_parent_job_snapshot(),
+        asset_selection=frozenset(selection) if selection else None, asset_check_selection=None,
+        resolved_op_selection=None, op_selection=None,
+        remote_job_origin=repository.get_job_origin(job_def.name), job_code_origin=None,
+        asset_graph=job.asset_layer.asset_graph)
     return execute_run(wrapped, run, instance, raise_on_error=False)

@@ -23,7 +23,7 @@ import zlib
 
 import dagster as dg
 
-from synix_assets.dagster_defs.automation import automation_on
+from synix_assets.dagster_defs.automation import automates_all, automation_on
 from synix_assets.dagster_defs.checks import check_evaluation
 from synix_assets.dagster_defs.graph import Names
 from synix_assets.dagster_defs.partitions import partition_keys
@@ -271,7 +271,13 @@ def _branch_tick(context, graph, reader: SourceReader, llm: LLMResource, seen: s
     scan = reader.scan()
     for _, err in scan.failed_files:
         context.log.warning(err)
-    register_partitions(context.instance, pipeline, new_partitions(pipeline, ctx, scan), names)
+    new = new_partitions(pipeline, ctx, scan)
+    if automates_all(context.instance, {names.layer(n) for n in [*pipeline.steps, *pipeline.projections]}):
+        # the first automation run builds the whole memory and registers the periods it builds
+        # as it launches their runs; registered now, a new month would be requested at once by
+        # the months' own sensor (newly missing), a second run racing the build
+        new = {layer: keys for layer, keys in new.items() if is_source_merge(pipeline, layer)}
+    register_partitions(context.instance, pipeline, new, names)
     return [*_observations(pipeline, scan, names, seen), *_check_events(context, graph, reader, llm, ctx, scan)]
 
 

@@ -20,6 +20,8 @@ BRANCH_TAG = "synix/branch"  # the branch built (also a job and asset tag)
 OUTCOME_TAG = "synix/outcome"  # on the Dagster runs of a Synix run that did not complete
 LIVE_BATCH_TAG = "synix/live_batch"  # the live inbox batch a run builds
 BUILD_RUN_TAG = "synix/build_run"  # the synix_build_all run that launched this run
+BACKFILL_TAG = "dagster/backfill"  # Dagster's own: the backfill a run belongs to
+SENSOR_TAG = "dagster/sensor_name"  # Dagster's own: the sensor that launched a run
 # Dagster's own tags saying who launched a run (the UI's "Launched by"): the runs a
 # synix_build_all run launches carry its values, so a sensor's build shows the sensor throughout
 LAUNCHED_BY_TAGS = ("dagster/sensor_name", "dagster/schedule_name", "dagster/tick", "dagster/user")

@@ -12,6 +12,8 @@ from synix_assets.sources.model import IngestResult
 # while it matches. Anything that changes a layer removes it first, so a build that stops half-way
 # (a signal, a kill, a failure) can never leave it looking finished.
 CLEAN_BUILD_KEY = "build:fingerprint"
+# step kinds planned partition by partition against the layer's remembered version
+PER_PARTITION_KINDS = frozenset({"transform", "aggregate", "window_fold", "loops", "identity"})
 
 
 def is_source_merge(pipeline, layer: str) -> bool:
@@ -102,7 +104,10 @@ def build_layer(ctx, layer: str, scan: IngestResult | None, keys: set[str] | Non
         merged = {o.group_key: o for o in result.outcomes}
         merged.update({k: o for k, o in done.items() if o.status in ("built", "failed")})
         result.outcomes = list(merged.values())
-    if not result.failed:
+    # The layer's version is its step's as a whole: after a build of some partitions of a layer
+    # built per partition, the others are still on the old prompt, and must go on saying so
+    # ("prompt/model changed", not "upstream changed") until a whole build.
+    if not result.failed and (keys is None or step.kind not in PER_PARTITION_KINDS):
         remember_version(ctx, layer)
     remember_avg_out(ctx, layer, result.outcomes)
     result.seconds = time.monotonic() - started

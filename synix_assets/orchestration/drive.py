@@ -21,10 +21,13 @@ def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, 
     """What launches this build's Dagster runs: in this process, or on the deployment that
     scale.toml names (docs/scale.md)."""
     from synix_assets.dagster_defs.compile import branch_graph, compile_defs, resources_for
+    from synix_assets.dagster_defs.llm_config import launchpad_llm
     from synix_resources.llm.resource import LLMResource
 
-    # the steps of this build's runs get a resource with the same settings as the build's client
-    llm_resource = LLMResource(**llm_settings)
+    # the steps of this build's runs get a resource with the same settings as the build's client,
+    # declared as the UI's definitions declare it: the runs' job snapshots are then the loaded
+    # jobs', and the UI re-executes them without "the loaded version may be different"
+    llm_resource = launchpad_llm(LLMResource(**llm_settings), ctx.llm_identity)
     # only this branch's graph: its assets and jobs (main's and other branches' stay untouched);
     # `work`, the build's work graph, reaches only the steps of this build's runs
     defs = compile_defs(paths.root, build=build, resources={**resources_for(paths), "llm": llm_resource},

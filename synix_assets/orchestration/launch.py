@@ -73,21 +73,13 @@ class LocalLauncher:
         something else (blocked or stale before a build that found nothing to do, e.g. a month
         rebuilt identical). Reported when its verdict changed, or after a restamp (Dagster ties
         an evaluation to the latest materialization, so the restamp left it "Not evaluated")."""
-        import dagster as dg
+        from synix_assets.dagster_defs.checks import check_evaluation, report_if_changed
 
-        from synix_assets.dagster_defs.checks import check_evaluation
-        from synix_assets.dagster_defs.vocabulary import CHECK_NAME
-
-        key = self.names.layer(layer)
-        evaluation = check_evaluation(self.ctx, layer, key, plan)
-        if not after_restamp:
-            record = self.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, CHECK_NAME))
-            entry = record.event if record is not None else None
-            last = entry.dagster_event.event_specific_data if entry is not None and entry.dagster_event else None
-            if last is not None and (getattr(last, "passed", None), getattr(last, "description", None)) \
-                    == (evaluation.passed, evaluation.description):
-                return
-        self.instance.report_runless_asset_event(evaluation)
+        evaluation = check_evaluation(self.ctx, layer, self.names.layer(layer), plan)
+        if after_restamp:
+            self.instance.report_runless_asset_event(evaluation)
+        else:
+            report_if_changed(self.instance, evaluation)
 
     def drop_partitions(self, pipeline, retired: dict[str, list[str]]) -> None:
         """Partitions of vanished groups (a deleted export's conversations, a month left empty)

@@ -90,6 +90,27 @@ class DagsterDev:
         assert data["launchRun"]["__typename"] == "LaunchRunSuccess", data
         return data["launchRun"]["run"]["runId"]
 
+    def launch_backfill(self, assets: list[str], partitions: list[str]) -> str:
+        """"Materialize all" with every partition chosen, as the UI's dialog sends it
+        (`launchPartitionBackfill`: the assets and the root's partition keys); the backfill id."""
+        data = self.gql("""mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) {
+            __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }""",
+                        {"p": {"assetSelection": [{"path": a.split("/")} for a in assets],
+                               "partitionNames": partitions, "fromFailure": False, "tags": []}})
+        assert data["launchPartitionBackfill"]["__typename"] == "LaunchBackfillSuccess", data
+        return data["launchPartitionBackfill"]["backfillId"]
+
+    def backfill(self, backfill_id: str) -> dict:
+        """The backfill's status and its runs (id, job, status, start and end time)."""
+        q = """query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill {
+            status runs(limit: 1000) { runId jobName status startTime endTime } } } }"""
+        return self.gql(q, {"id": backfill_id})["partitionBackfillOrError"]
+
+    def partition_keys(self, asset: str) -> list[str]:
+        q = """query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) {
+            ... on AssetNode { partitionKeys } } }"""
+        return self.gql(q, {"path": asset.split("/")})["assetNodeOrError"]["partitionKeys"]
+
     def run_status(self, run_id: str) -> str:
         q = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
         return self.gql(q, {"id": run_id})["runOrError"]["status"]
@@ -158,6 +179,16 @@ def built_demo_project(tmp_path_factory, name: str) -> Path:
     return root
 
 
+def edit_episode_prompt(root: Path) -> None:
+    """A prompt edit in a `synix init` project: every episode, month, the core and both
+    projections to rebuild."""
+    text = (root / "pipeline.py").read_text()
+    text = text.replace("prompt=prompts.episode_summary)", "prompt=episode_summary_v2)")
+    edit = ('\n\ndef episode_summary_v2(record):\n'
+            '    return prompts.episode_summary(record) + "\\nKeep it short."\n')
+    (root / "pipeline.py").write_text(text.replace("\npipeline = Pipeline", edit + "\npipeline = Pipeline", 1))
+
+
 def synix(project: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "synix"), "-p", str(project), *args], env=clean_env(),
                           capture_output=True, text=True, timeout=timeout)
@@ -214,9 +245,11 @@ def screenshot_graph(base: str, group: str, path: Path, wait_text: str | None = 
             browser.close()
 
 
-def screenshot_page(base: str, route: str, path: Path, wait_texts: list[str]) -> str:
+def screenshot_page(base: str, route: str, path: Path, wait_texts: list[str],
+                    scroll_to: str | None = None, gone: str | None = None) -> str:
     """Open `route` of the Dagster UI in headless Chromium, wait until every one of `wait_texts`
-    shows, save a screenshot and return the page's text (what a person sees)."""
+    shows (`scroll_to`: and scroll that text into view; `gone`: and this text no longer shows),
+    save a screenshot and return the page's text (what a person sees)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -231,6 +264,11 @@ def screenshot_page(base: str, route: str, path: Path, wait_texts: list[str]) ->
             if skip.count():
                 skip.first.click()
                 page.wait_for_timeout(500)
+            if gone:
+                page.get_by_text(gone).first.wait_for(state="detached", timeout=60_000)
+            if scroll_to:
+                page.get_by_text(scroll_to).first.scroll_into_view_if_needed()
+                page.wait_for_timeout(300)
             page.screenshot(path=str(path))
             return page.inner_text("body")
         finally:

@@ -124,3 +124,31 @@ def test_a_declared_topic_no_episode_matches_is_recorded_as_empty_not_missing_fo
     before = len(instance.fetch_materializations(layer_key("topics"), limit=1000).records)
     report = run_build(project)
     assert report.noop or len(instance.fetch_materializations(layer_key("topics"), limit=1000).records) == before
+
+
+def test_a_ui_run_rebuilding_the_failed_partition_clears_blocked_from_the_checks_below(demo_project, monkeypatch):
+    """Re-executing only the failed layer's run (or materializing the failed partition) builds
+    it; the month and the core are no longer blocked, and their checks say so at once."""
+    uuid, readable = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a", "2025-01-06-rust-cli-for-dotfile-sync"
+    text = (demo_project.root / "pipeline.py").read_text()
+    # the same prompt (its identity) whether poisoned or not: the environment decides
+    (demo_project.root / "pipeline.py").write_text("import os\n" + text.replace(
+        "prompt=prompts.episode_summary",
+        f'prompt=lambda r: (os.environ.get("SYNIX_TEST_POISON", "") if r.group_key == "{uuid}" else "") + r.content'))
+    monkeypatch.setenv("SYNIX_TEST_POISON", "SYNIX_FAIL_400 ")  # the fake model answers it with a 400
+    with pytest.raises(BuildFailed):
+        run_build(demo_project)
+    instance = dagster_instance(demo_project)
+
+    def blocked(layer: str) -> int:
+        record = instance.get_latest_asset_check_evaluation_record(
+            dg.AssetCheckKey(layer_key(layer), "synix_up_to_date"))
+        return record.event.dagster_event.event_specific_data.metadata["blocked"].value
+    assert blocked("monthly") == 1 and blocked("core") == 1
+    monkeypatch.delenv("SYNIX_TEST_POISON")
+    defs = build_defs(demo_project.root)
+    result = dg.materialize(list(defs.assets), selection=[layer_key("episodes")], partition_key=readable,
+                            instance=instance, resources=defs.resources)
+    assert result.success
+    assert blocked("monthly") == 0 and blocked("core") == 0
+    assert make_plan(demo_project).to_json()["layers"]["monthly"]["blocked"] == 0

@@ -188,3 +188,21 @@ def test_the_model_in_defs_yaml_is_a_default_the_environment_overrides(monkeypat
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "anthropic")  # the user's own environment
     memory._llm_defaults("fake", None)
     assert os.environ["SYNIX_LLM_PROVIDER"] == "anthropic"
+
+
+def test_dg_dev_shows_the_memory_assets_beside_the_projects_own(dg_project):
+    """What the project's owner sees in `dg dev` once the memory is built: its assets in the
+    catalog beside `daily_sales`, materialized (a screenshot for docs/dagster.md)."""
+    from tests.dagster.live import DagsterDev, screenshot_page
+    from tests.support.screenshots import shot_path
+
+    root, _, env = dg_project
+    run(DG, root, env, "launch", "--job", "synix_build_all")  # built (a no-op after the launch test)
+    dev = DagsterDev(root, env=env, program="dg").wait_serving()
+    try:
+        shot = shot_path(root.parent, "dagster-component-assets.png")
+        text = screenshot_page(dev.base, "/assets", shot, ["daily_sales", "synix_context"], gone="Loading...")
+    finally:
+        dev.stop()
+    assert all(k in text for k in ("daily_sales", "transcripts", "episodes", "monthly", "core",
+                                   "memory_index")), text[:3000]

@@ -187,3 +187,26 @@ def test_a_project_and_instance_built_before_readable_keys_migrate_without_rebui
     report = run_build(demo_project)
     assert all(v.get("built", 0) == 0 and v.get("llm_calls", 0) == 0 for v in report.layers.values())
     assert len(instance.get_runs()) == runs_before  # nothing launched: nothing to rebuild
+
+
+def test_an_instance_from_before_readable_keys_opens_migrated_in_dagster_dev(demo_project):
+    """The upgrade as a Dagster user meets it: `dagster dev` started on the old project and
+    instance lists the readable keys only, every conversation partition materialized and fresh."""
+    from tests.dagster.live import DagsterDev, dagster_stale, plan_stale
+
+    run_build(demo_project)
+    names = _as_before_readable_keys(demo_project)
+    dev = DagsterDev(demo_project.root).wait_serving()
+    try:
+        for layer in CONVERSATION_LAYERS:
+            node = dev.gql("""query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) {
+                ... on AssetNode { partitionKeys assetPartitionStatuses {
+                ... on DefaultPartitionStatuses { materializedPartitions } } } } }""",
+                           {"path": [layer]})["assetNodeOrError"]
+            assert sorted(node["partitionKeys"]) == sorted(names.values()), layer
+            assert sorted(node["assetPartitionStatuses"]["materializedPartitions"]) == sorted(names.values())
+        stale = dagster_stale(dev.staleness())
+        assert not any(stale.values()), stale
+        assert not any(plan_stale(demo_project.root).values())
+    finally:
+        dev.stop()

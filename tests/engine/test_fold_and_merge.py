@@ -132,3 +132,19 @@ def test_plan_reports_reasons_and_agrees_with_build_on_calls(tmp_path, claude_ex
     assert {w.reason for w in plans["episodes"].stale} == {"prompt/model changed"}
     assert {w.reason for w in plans["monthly"].stale} == {"upstream changed"}
     assert plans["transcripts"].stale == []
+
+
+def test_after_a_prompt_edit_the_partitions_not_yet_rebuilt_still_say_the_prompt_changed(
+        tmp_path, claude_export, conversation):
+    ctx, root = _project(tmp_path, claude_export, conversation, list(_months(4)))
+    _build_all(ctx)
+    ctx.pipeline.steps["episodes"].prompt = _changed_prompt
+    keys = sorted(ctx.store.current_index("episodes"))
+    build_layer(ctx, "episodes", None, {keys[0]})  # one partition rebuilt (a UI run of one key)
+    plans = plan_all(ctx, ctx.reader.scan())
+    assert sorted(w.group_key for w in plans["episodes"].stale) == keys[1:]
+    assert {w.reason for w in plans["episodes"].stale} == {"prompt/model changed"}
+    build_layer(ctx, "episodes", None)  # the rest: the layer is on the new prompt as a whole
+    assert plan_all(ctx, ctx.reader.scan())["episodes"].stale == []
+    ctx.pipeline.steps["episodes"].prompt = prompts.episode_summary  # and back
+    assert {w.reason for w in plan_all(ctx, ctx.reader.scan())["episodes"].stale} == {"prompt/model changed"}
