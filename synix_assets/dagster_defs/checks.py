@@ -70,6 +70,7 @@ def report_if_changed(instance, evaluation: dg.AssetCheckEvaluation) -> bool:
 
 
 def says_blocked(instance, key: dg.AssetKey) -> bool:
-    """Whether the check's latest evaluation counts partitions blocked by a failure upstream."""
-    value = (getattr(last_evaluation(instance, key), "metadata", None) or {}).get("blocked")
-    return bool(value is not None and value.value)
+    """Whether the check's latest evaluation counts partitions blocked by a failure upstream, or
+    built with a gap where one failed (design §10.2)."""
+    metadata = getattr(last_evaluation(instance, key), "metadata", None) or {}
+    return any(metadata.get(name) is not None and metadata[name].value for name in ("blocked", "partial"))

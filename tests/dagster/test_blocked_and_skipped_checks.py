@@ -128,7 +128,8 @@ def test_a_declared_topic_no_episode_matches_is_recorded_as_empty_not_missing_fo
 
 def test_a_ui_run_rebuilding_the_failed_partition_clears_blocked_from_the_checks_below(demo_project, monkeypatch):
     """Re-executing only the failed layer's run (or materializing the failed partition) builds
-    it; the month and the core are no longer blocked, and their checks say so at once."""
+    it; the month and the core, built around the gap (design §10.2), no longer report it: their
+    checks say at once that they are stale instead (the next build fills the gap)."""
     uuid, readable = "347c7a0d-a98c-5ab8-bfcf-c1de69c3734a", "2025-01-06-rust-cli-for-dotfile-sync"
     text = (demo_project.root / "pipeline.py").read_text()
     # the same prompt (its identity) whether poisoned or not: the environment decides
@@ -140,15 +141,19 @@ def test_a_ui_run_rebuilding_the_failed_partition_clears_blocked_from_the_checks
         run_build(demo_project)
     instance = dagster_instance(demo_project)
 
-    def blocked(layer: str) -> int:
+    def said(layer: str, name: str) -> int:
         record = instance.get_latest_asset_check_evaluation_record(
             dg.AssetCheckKey(layer_key(layer), "synix_up_to_date"))
-        return record.event.dagster_event.event_specific_data.metadata["blocked"].value
-    assert blocked("monthly") == 1 and blocked("core") == 1
+        value = record.event.dagster_event.event_specific_data.metadata.get(name)
+        return value.value if value is not None else 0
+    assert said("monthly", "partial") == 1 and said("core", "partial") == 1
+    assert said("monthly", "blocked") == 0 and said("core", "blocked") == 0
     monkeypatch.delenv("SYNIX_TEST_POISON")
     defs = build_defs(demo_project.root)
     result = dg.materialize(list(defs.assets), selection=[layer_key("episodes")], partition_key=readable,
                             instance=instance, resources=defs.resources)
     assert result.success
-    assert blocked("monthly") == 0 and blocked("core") == 0
-    assert make_plan(demo_project).to_json()["layers"]["monthly"]["blocked"] == 0
+    assert said("monthly", "partial") == 0 and said("core", "partial") == 0
+    assert said("monthly", "stale") == 1 and said("core", "stale") == 1
+    layers = make_plan(demo_project).to_json()["layers"]
+    assert layers["monthly"]["blocked"] == 0 and layers["monthly"]["stale"] == 1
