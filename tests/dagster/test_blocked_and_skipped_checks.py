@@ -126,7 +126,7 @@ def test_a_declared_topic_no_episode_matches_is_recorded_as_empty_not_missing_fo
     assert report.noop or len(instance.fetch_materializations(layer_key("topics"), limit=1000).records) == before
 
 
-def test_a_ui_run_rebuilding_the_failed_partition_clears_blocked_from_the_checks_below(demo_project, monkeypatch):
+def test_a_ui_run_rebuilding_the_failed_partition_clears_the_gap_from_the_checks_below(demo_project, monkeypatch):
     """Re-executing only the failed layer's run (or materializing the failed partition) builds
     it; the month and the core, built around the gap (design §10.2), no longer report it: their
     checks say at once that they are stale instead (the next build fills the gap)."""
