@@ -233,24 +233,35 @@ def _run_command(ctx, select, from_layer, full, batch, replay, as_json) -> None:
 
 
 @click.command()
+@click.argument("pipeline_file", required=False, metavar="[PIPELINE_FILE]")
 @click.option("--batch", is_flag=True, help="Price the calls at the batch API's rate.")
 @click.option("--full", is_flag=True, help="Price rebuilding everything (what `synix run --full` would do).")
+@click.option("--source-dir", "source_dirs", multiple=True, metavar="[NAME=]DIR",
+              help="Plan for the exports of this folder instead of the folder pipeline.py names "
+                   "(what `synix run --source-dir DIR` would do; NAME=DIR for one of several sources).")
 @json_option("Print the plan as JSON.")
 @project_option
 @click.pass_context
-def plan(ctx, batch, full, as_json) -> None:
+def plan(ctx, pipeline_file, batch, full, source_dirs, as_json) -> None:
     """Show what `synix run` would rebuild, why, and what it would cost.
+
+    PIPELINE_FILE: a path to the project's pipeline file plans that project, like -p with the
+    file's folder (as `synix run pipeline.py` builds it).
 
     \b
     Example:
       synix plan
       synix plan --full --branch topical
       synix plan --json | jq .cost_usd
+      synix plan mem/pipeline.py --source-dir ~/Downloads/exports
     """
     from synix_assets.cli import render
     from synix_assets.app.plan import make_plan
 
-    report = make_plan(project_paths(ctx), batch=batch, full=full).to_json()
+    if pipeline_file is not None:
+        _project_of_file(ctx, pipeline_file)
+    with _source_dirs(source_dirs):
+        report = make_plan(project_paths(ctx), batch=batch, full=full).to_json()
     if as_json:
         echo_json(report)
     else:

@@ -67,3 +67,17 @@ def test_source_dir_that_is_not_a_folder_or_names_no_source_is_refused(layout):
     assert "the pipeline has no export source 'chats'" in wrong.stderr and "exports" in wrong.stderr
     named = synix("run", "mem/pipeline.py", "--source-dir", "exports=./downloads", "--json", cwd=layout)
     assert named.returncode == 0, named.stderr
+
+
+def test_plan_with_a_pipeline_file_and_source_dir_plans_what_that_run_would_build(layout):
+    plan = synix("plan", "mem/pipeline.py", "--source-dir", "./downloads", "--json", cwd=layout)
+    assert plan.returncode == 0, plan.stderr
+    stale = json.loads(plan.stdout)["layers"]["episodes"]["stale"]
+    assert stale > 0
+    run = synix("run", "mem/pipeline.py", "--source-dir", "./downloads", "--json", cwd=layout)
+    assert json.loads(run.stdout)["layers"]["episodes"]["built"] == stale
+    after = synix("plan", "mem/pipeline.py", "--source-dir", "./downloads", "--json", cwd=layout)
+    assert json.loads(after.stdout)["layers"]["episodes"]["stale"] == 0
+    # without --source-dir, the project's own (empty) exports/ folder is what it plans for
+    own = synix("plan", "mem/pipeline.py", cwd=layout)
+    assert own.returncode == 1 and "no export" in own.stderr.lower()
