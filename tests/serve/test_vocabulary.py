@@ -389,6 +389,47 @@ def test_python_refuses_unknown_keywords_with_type_error_and_takes_older_spellin
     assert pipe.list_active_memories()["memories"][0]["first_line"] == "Keeps three hives"
 
 
+def test_a_memory_cites_ledger_events_and_records_and_refuses_ids_naming_nothing(tmp_path):
+    """source_event_ids: an `ev-…` id is resolved in the evidence ledger, any other id in the
+    store; the memory keeps both, shows each event's conversation, and an id naming nothing
+    refuses the write with one line (Python and HTTP alike)."""
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(ROOT / "tests" / "app"))
+    from agent_memory_helpers import built_project, transcripts
+
+    import synix
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.serve.app import create_app
+    from synix_resources.errors import MemoryOpRefused
+
+    paths = built_project(tmp_path)
+    pipe = synix.open(paths.root)
+    event = pipe.search_evidence("marathon", limit=1)["events"][0]
+    record = transcripts(paths)[0].artifact_id
+    mem = pipe.create_memory("Signed up for a marathon", source_event_ids=[event["id"], record[:14]])
+    shown = pipe.get_memory(mem["memory_id"])
+    assert shown["evidence"] == [event["id"], record]
+    assert shown["evidence_events"] == [{k: event[k] for k in (
+        "id", "source", "event_type", "timestamp", "title", "conversation_id")}]
+    ghost = "ev-" + "0" * 24
+    with pytest.raises(MemoryOpRefused) as refused:
+        pipe.create_memory("x", source_event_ids=[event["id"], ghost])
+    assert f"evidence '{ghost}' names no event in the evidence ledger" in str(refused.value)
+    assert "\n" not in refused.value.one_line()
+    service = MemoryService(paths)
+    try:
+        with TestClient(create_app(service, writes=True)) as client:
+            made = client.post("/v1/memories", json={"content": "Runs", "source_event_ids": [event["id"]]})
+            assert made.status_code == 200, made.text
+            assert client.get(f"/v1/memories/{made.json()['memory_id']}").json()["evidence"] == [event["id"]]
+            nothing = client.post("/v1/memories", json={"content": "x", "source_event_ids": [ghost]})
+            assert nothing.status_code == 400 and "names no event" in nothing.json()["error"]
+    finally:
+        service.close()
+    assert len(pipe.list_active_memories()["memories"]) == 2  # the refused writes stored nothing
+
+
 def test_cli_refuses_unknown_options_as_usage_errors(served_project):
     done = subprocess.run(synix_cmd("-p", str(served_project.root), "search", "marathon", "--colour", "red"),
                           capture_output=True, text=True, timeout=120)
