@@ -33,10 +33,10 @@ def _listen_options(default_port: int):
 
 
 WRITES = click.option("--writes", is_flag=True,
-                      help="Also accept writes: agent memories (create_memory, update_memory, "
+                      help="The server is read-only unless this is given; with it, it also "
+                           "accepts writes: agent memories (create_memory, update_memory, "
                            "supersede_memory, deactivate_memory, create_link) and evidence "
-                           "(append_events); without it the server is read-only and refuses "
-                           "them (docs/doors.md).")
+                           "(append_events) (docs/doors.md).")
 
 
 def _check_listen(host: str, port: int, token: str | None) -> None:
