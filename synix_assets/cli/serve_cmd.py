@@ -62,8 +62,8 @@ def _check_listen(host: str, port: int, token: str | None) -> None:
 @click.pass_context
 def serve(ctx, host, port, token, allow_hosts, home, no_build, writes) -> None:
     """Serve the memory explorer and the HTTP JSON API (/v1, docs at /docs). Read-only unless
-    --writes: then POST /v1/memories… and /v1/links write agent memories (a read-only server
-    answers them 403). With --home, each tenant's live ingest is the point (bearer token per
+    --writes: then POST /v1/memories… and /v1/links write agent memories and POST /v1/events
+    appends evidence (a read-only server answers them 403). With --home, each tenant's live ingest is the point (bearer token per
     tenant); agent-memory writes are not served there.
 
     \b
