@@ -53,7 +53,7 @@ async def session(project: str, env: dict | None = None) -> list[dict]:
 
         await call("get_memex")
         evidence = await call("search_evidence", query="marathon")
-        event_ids = [hit["artifact_id"] for hit in evidence["hits"][:2]]
+        event_ids = [event["id"] for event in evidence["events"][:2]]  # 003's events have an id
         goal = await call("create_memory", content="Training for a marathon", source_event_ids=event_ids[:1])
         shoes = await call("create_memory", content="Runs in trail shoes", source_event_ids=event_ids[1:2])
         await call("create_link", source_id=goal["memory_id"], target_id=shoes["memory_id"],

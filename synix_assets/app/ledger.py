@@ -1,9 +1,11 @@
 """The evidence ledger's use cases, for every door (CLI `synix evidence`, `Pipeline.append_events`
-/ `search_evidence` / `resolve_events`, HTTP `/api/evidence`, MCP `search_evidence`).
+/ `search_evidence` / `browse_timeline` / `resolve_events`, HTTP `/v1/events`, MCP
+`search_evidence` / `browse_timeline` / `append_events`), by the names `app/vocabulary.py` declares.
 
-`resolve_events(paths, ids)` is the function an agent memory write uses to check the events it
-cites (`create_memory(source_event_ids=[…])`): it answers which ids the ledger holds (`found`,
-whole events) and which it does not (`missing`: never appended, or forgotten).
+`resolve_events(paths, ids)` answers which ids the ledger holds (`found`, whole events) and which
+it does not (`missing`: never appended, or forgotten). An agent memory write checks the events it
+cites (`create_memory(source_event_ids=[…])`) with the same ledger `resolve`, from the engine
+floor (`MemoryWriter._evidence`), and `get_memory` shows them through `resolve_events`.
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ PARAMS: dict[str, str] = {
     "before": "dated strictly before: YYYY[-MM[-DD]] or an ISO date-time",
     "period": "a record's period: YYYY-MM, YYYY-Www or YYYY-Qn",
     "conversation": "records built from this conversation id",
-    "source": "the export source the records came from",
+    "source": "the source the events or records came from (chatgpt, claude, live, github, …)",
     "source_file": "the export file the records came from",
     "limit": "most results",
     "page": "page number, from 1",
@@ -47,8 +47,12 @@ PARAMS: dict[str, str] = {
     "record_id": "a record's id (or a unique prefix)",
     "content": "the text of a new memory",
     "new_content": "the new text of a memory",
-    "source_event_ids": "the evidence a memory is drawn from: record ids (transcripts or any "
-                        "built record), each resolved or the write is refused",
+    "source_event_ids": "the evidence a memory is drawn from: ledger event ids (ev-…, from "
+                        "search_evidence) or record ids (transcripts or any built record), "
+                        "each resolved or the write is refused",
+    "events": "the events to append to the evidence ledger (each: source, event_type, content; "
+              "docs/evidence.md)",
+    "ids": "evidence ledger event ids (ev-…)",
     "valid_from": "when it became true (ISO date/time; default now)",
     "reason": "why, in plain words",
     "source_id": "the memory a link starts from",
@@ -117,8 +121,12 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     # ---- Syke's read tools (design 003) ------------------------------------------------
     _cap("search_memories", _SEARCH, {"q": "query", "layers": "step"},
          mcp="search_memories", http="GET /v1/search", cli="search", python="search"),
-    _cap("search_evidence", "query since until period conversation limit", {"q": "query"},
-         mcp="search_evidence"),
+    # search_evidence and browse_timeline read the evidence ledger (003's L1: "search raw
+    # events", "time-windowed events") in every door; reading the built transcripts and
+    # records is search_transcripts / browse_records, Synix's own (below).
+    _cap("search_evidence", "query source since before limit", {"q": "query"},
+         mcp="search_evidence", http="GET /v1/events/search", cli="evidence search_evidence",
+         python="search_evidence"),
     _cap("follow_links", "memory_id", mcp="follow_links", http="GET /v1/memories/{memory_id}/links",
          cli="memory follow_links", python="follow_links"),
     _cap("get_memory", "memory_id as_of", {"record_id": "memory_id", "artifact_id": "memory_id"},
@@ -133,8 +141,8 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     _cap("get_memex", "recent", mcp="get_memex,get_map", http="GET /v1/map", cli="memory get_memex",
          python="get_memex"),
     _cap("get_recent_memories", "limit", mcp="get_recent_memories"),
-    _cap("browse_timeline", "since before until source step limit page", {"layers": "step"},
-         mcp="browse_timeline", http="GET /v1/timeline"),
+    _cap("browse_timeline", "since before source limit", mcp="browse_timeline",
+         http="GET /v1/events/timeline", cli="evidence browse_timeline", python="browse_timeline"),
     _cap("cross_reference", "topic as_of limit", {"query": "topic", "q": "topic"},
          mcp="cross_reference", http="GET /v1/cross_reference", cli="memory cross_reference",
          python="cross_reference"),
@@ -155,7 +163,19 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
          python="deactivate_memory"),
     _cap("create_link", "source_id target_id reason", writes=True, mcp="create_link",
          http="POST /v1/links", cli="memory create_link", python="create_link"),
+    # ---- the evidence ledger's own (design 003's L1; docs/evidence.md) ---------------------
+    _cap("append_events", "events", writes=True, mcp="append_events", http="POST /v1/events",
+         cli="evidence append_events", python="append_events"),
+    _cap("resolve_events", "ids", http="POST /v1/events/resolve", cli="evidence resolve_events",
+         python="resolve_events"),
+    _cap("sync_evidence", "", writes=True, cli="evidence sync_evidence", python="sync_evidence"),
     # ---- Synix's own navigation ----------------------------------------------------------
+    # the built transcripts (passages with their message range) and the records by date: what
+    # MCP's search_evidence / browse_timeline read before they were the ledger's
+    _cap("search_transcripts", "query since until period conversation limit", {"q": "query"},
+         mcp="search_transcripts"),
+    _cap("browse_records", "since before until source step limit page", {"layers": "step"},
+         mcp="browse_records", http="GET /v1/timeline"),
     _cap("follow", "record_id", mcp="follow", http="GET /v1/records/{record_id}/sources"),
     _cap("leaves", "record_id limit", http="GET /v1/records/{record_id}/leaves"),
     _cap("lineage", "record_id query depth per_node", {"q": "query", "artifact_id": "record_id"},

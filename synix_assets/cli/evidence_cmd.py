@@ -35,11 +35,11 @@ def _print_events(events: list[dict]) -> None:
 
 
 @evidence_group.command("append_events")
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("events", metavar="FILE", type=click.File("r", encoding="utf-8"))
 @json_option("Print the answer (counts and every event's id) as JSON.")
 @project_option
 @click.pass_context
-def append_events(ctx, file, as_json) -> None:
+def append_events(ctx, events, as_json) -> None:
     """Append the events in FILE (a JSON array or JSON lines; `-`: stdin).
 
     \b
@@ -49,6 +49,7 @@ def append_events(ctx, file, as_json) -> None:
     """
     from synix_resources.errors import EvidenceRefused
 
+    file = events  # the vocabulary's name (`events`); here the file they are read from
     text = file.read()
     try:
         data = json.loads(text) if text.lstrip().startswith("[") else \

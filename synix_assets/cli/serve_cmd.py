@@ -33,9 +33,10 @@ def _listen_options(default_port: int):
 
 
 WRITES = click.option("--writes", is_flag=True,
-                      help="Also accept agent-memory writes (create_memory, update_memory, "
-                           "supersede_memory, deactivate_memory, create_link); without it the "
-                           "server is read-only and refuses them (docs/doors.md).")
+                      help="The server is read-only unless this is given; with it, it also "
+                           "accepts writes: agent memories (create_memory, update_memory, "
+                           "supersede_memory, deactivate_memory, create_link) and evidence "
+                           "(append_events) (docs/doors.md).")
 
 
 def _check_listen(host: str, port: int, token: str | None) -> None:
@@ -61,8 +62,8 @@ def _check_listen(host: str, port: int, token: str | None) -> None:
 @click.pass_context
 def serve(ctx, host, port, token, allow_hosts, home, no_build, writes) -> None:
     """Serve the memory explorer and the HTTP JSON API (/v1, docs at /docs). Read-only unless
-    --writes: then POST /v1/memories… and /v1/links write agent memories (a read-only server
-    answers them 403). With --home, each tenant's live ingest is the point (bearer token per
+    --writes: then POST /v1/memories… and /v1/links write agent memories and POST /v1/events
+    appends evidence (a read-only server answers them 403). With --home, each tenant's live ingest is the point (bearer token per
     tenant); agent-memory writes are not served there.
 
     \b
@@ -108,10 +109,11 @@ def serve(ctx, host, port, token, allow_hosts, home, no_build, writes) -> None:
 def mcp(ctx, transport, host, port, token, allow_hosts, writes) -> None:
     """Serve the memory's tools over MCP. Read tools (Syke's, design 003): get_memex,
     search_memories, search_evidence, get_memory, list_active_memories, get_recent_memories,
-    get_memory_history, follow_links, browse_timeline, cross_reference; and Synix's: get_map,
-    follow, lineage, list_layer, get_brief. With --writes also Syke's write tools:
-    create_memory, update_memory, supersede_memory, deactivate_memory, create_link; without
-    it they are not listed and a call to one is refused.
+    get_memory_history, follow_links, browse_timeline, cross_reference (search_evidence and
+    browse_timeline: the evidence ledger's events); and Synix's: get_map, follow, lineage,
+    list_layer, get_brief, search_transcripts, browse_records. With --writes also Syke's write
+    tools: create_memory, update_memory, supersede_memory, deactivate_memory, create_link, and
+    the ledger's append_events; without it they are not listed and a call to one is refused.
 
     On stdio with no usable project (a host started it without -p, from its own folder), the
     server still answers: every tool list and call is an MCP error naming the problem and the fix.

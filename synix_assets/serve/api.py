@@ -18,8 +18,11 @@ def memory_for(request: Request, branch: str = "main") -> MemoryService:
     return request.app.state.branches.get(branch)
 
 
-def split_steps(values: list[str] | None) -> list[str] | None:
-    """`step` given once comma-separated, or repeated (`?step=a&step=b`)."""
+def split_steps(values: list[str] | str | None) -> list[str] | None:
+    """`step` as every door gives it: one name, a list (MCP, `?step=a&step=b`), or names
+    comma-separated — the one place it is split (the explorer and the MCP tools use it too)."""
+    if isinstance(values, str):
+        values = [values]
     items = [v.strip() for value in values or () for v in value.split(",") if v.strip()]
     return list(dict.fromkeys(items)) or None
 

@@ -23,7 +23,7 @@ _IDS = re.compile(r"\b([a-z0-9_]+(?:-[a-z0-9_]+)*-[0-9a-f]{16})\b")
 SYSTEM = """You answer questions about a person using their memory, built by Synix from their \
 conversations. The memory has layers: source transcripts, per-conversation episodes, rollups \
 (periods or topics) and a core memory. The map below is your starting point; navigate with the \
-tools (search_memories, follow, lineage, search_evidence for the raw conversations) and check \
+tools (search_memories, follow, lineage, search_transcripts for the raw conversations) and check \
 claims against the evidence. Answer briefly. Cite every claim with the record ids you relied on \
 in square brackets, e.g. [episodes-0123456789abcdef]. If the memory does not say, say so.
 

@@ -1,5 +1,7 @@
 """The HTTP JSON API of the evidence ledger under /v1/events (design 003's L1), thin over the
-application layer (`app/ledger.py`) like every other route. An append is on disk when it answers."""
+application layer (`app/ledger.py`) like every other route. An append is on disk when it answers.
+Names are `app/vocabulary.py`'s (`params.py` checks them); `POST /v1/events` is a write, so a
+server started without `--writes` answers it 403."""
 from __future__ import annotations
 
 from typing import Any
@@ -35,11 +37,12 @@ def append_events(request: Request, body: NewEvents) -> dict:
 
 
 @router.get("/search", summary="search_evidence: events matching the words (FTS5/BM25)")
-def search_evidence(request: Request, q: str = Query(..., description="Words to search for."),
+def search_evidence(request: Request,
+                    query: str = Query(..., description="Words to search for (older spelling: q)."),
                     limit: int = Query(10, ge=1, le=1000), source: str | None = None,
                     since: str | None = None, before: str | None = None) -> dict:
-    return {"query": q, "events": ledger.search_evidence(_paths(request), q, limit=limit, source=source,
-                                                         since=since, before=before)}
+    return {"query": query, "events": ledger.search_evidence(_paths(request), query, limit=limit,
+                                                             source=source, since=since, before=before)}
 
 
 @router.get("/timeline", summary="browse_timeline: events in a time window, oldest first")

@@ -2,7 +2,7 @@
 stdio (for agent hosts that spawn it) or streamable HTTP (loopback, behind the guard).
 
 Read-only unless started with `--writes` (`writes=True`): then Syke's five write tools are
-listed too. A read-only server does not list them and answers a call to one with a tool error
+listed too, and append_events (the evidence ledger's write). A read-only server does not list them and answers a call to one with a tool error
 naming the flag. Arguments are named as `app/vocabulary.py` says: an older spelling it lists
 is renamed before the tool runs, and a name the tool does not take is JSON-RPC -32602 (invalid
 params) naming what it accepts — never dropped; every listed input schema says
@@ -19,12 +19,13 @@ from synix_assets.serve.tools import memory_tools, write_tools
 from synix_resources.errors import SynixError, UnknownParameter, WritesNotAllowed
 
 INSTRUCTIONS = ("A Synix memory built from the user's conversations. Call get_memex first, then "
-                "search_memories / follow / lineage to navigate, and search_evidence to quote the "
-                "source conversations. Cite record ids. list_active_memories, get_memory_history "
-                "and follow_links read the memories agents wrote.")
-WRITE_INSTRUCTIONS = (" Write what you learn with create_memory (citing source_event_ids: record ids "
-                      "from search_evidence), update_memory, supersede_memory, deactivate_memory "
-                      "and create_link.")
+                "search_memories / follow / lineage to navigate, search_transcripts to quote the "
+                "source conversations, and search_evidence / browse_timeline for the raw events of "
+                "the evidence ledger. Cite record or event ids. list_active_memories, "
+                "get_memory_history and follow_links read the memories agents wrote.")
+WRITE_INSTRUCTIONS = (" Write what you learn with create_memory (citing source_event_ids: event ids "
+                      "from search_evidence, or record ids), update_memory, supersede_memory, "
+                      "deactivate_memory and create_link; append_events records new evidence.")
 READ_ONLY = " This server is read-only (started without --writes): the write tools are not served."
 
 

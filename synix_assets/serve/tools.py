@@ -4,14 +4,16 @@
 Each tool is a plain function over a `MemoryService` whose signature and docstring become the
 tool's JSON schema and description (via the MCP SDK's own inference). `memory_tools` are
 read-only; `write_tools` are Syke's writes of agent memories (served by `synix mcp --writes`
-only; never handed to `synix ask`).
+only; never handed to `synix ask`), and append_events, the ledger's one write.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from synix_assets.engine.agent_memory import MemoryWriter
+from synix_assets.app import ledger
 from synix_assets.app.memory import MemoryService
+from synix_assets.serve.api import split_steps
 from synix_assets.serve.budget import budgeted
 
 
@@ -45,15 +47,26 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         `conversation` keeps the records built from that conversation id; mode is fts,
         semantic or hybrid. `as_of` (ISO date/time): the records dated up to then, and
         `memories` holds the agent memories held then."""
-        return svc.search(query, layers=_steps(step), mode=mode, since=since, until=until,
+        return svc.search(query, layers=split_steps(step), mode=mode, since=since, until=until,
                           period=period, conversation=conversation, limit=limit, as_of=as_of)
 
-    def search_evidence(query: str, since: str | None = None, until: str | None = None,
-                        limit: int = 10, period: str | None = None,
-                        conversation: str | None = None) -> dict:
-        """Search the raw conversation transcripts (the evidence): each hit is a passage with
-        the conversation, its date and the exact message range. Use it to verify a memory and
-        to find the record ids create_memory cites. Filters as search_memories'."""
+    def search_evidence(query: str, source: str | None = None, since: str | None = None,
+                        before: str | None = None, limit: int = 10) -> dict:
+        """Search the evidence ledger, the raw events everything is built from (design 003's
+        L1: each message of every export, each live turn, each appended event), best first.
+        Each event has its `id` (ev-…, what create_memory's source_event_ids cite), source,
+        timestamp, content and the conversation it belongs to. `source` keeps one source
+        (chatgpt, claude, live, …); since (on or after) / before (strictly before) bound the
+        time. search_transcripts searches the built transcripts instead."""
+        return {"query": query, "events": ledger.search_evidence(
+            svc.paths, query, limit=limit, source=source, since=since, before=before)}
+
+    def search_transcripts(query: str, since: str | None = None, until: str | None = None,
+                           limit: int = 10, period: str | None = None,
+                           conversation: str | None = None) -> dict:
+        """Search the built conversation transcripts: each hit is a passage with the
+        conversation's transcript record id, its date and the exact message range (cite the
+        record id, or use search_evidence for the single events). Filters as search_memories'."""
         return svc.search(query, since=since, until=until, period=period,
                           conversation=conversation, limit=limit, evidence=True)
 
@@ -86,13 +99,22 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
         return svc.active_memories(limit)
 
     def browse_timeline(since: str | None = None, before: str | None = None,
-                        source: str | None = None, until: str | None = None,
-                        step: list[str] | str | None = None, limit: int = 20) -> dict:
+                        source: str | None = None, limit: int = 50) -> dict:
+        """The evidence ledger's events from `since` (on or after) to strictly `before` (ISO
+        date or date-time), oldest first (`source` keeps one source) — design 003's
+        time-windowed events. browse_records lists the built records by date instead."""
+        events = ledger.browse_timeline(svc.paths, since=since, before=before, source=source,
+                                        limit=limit)
+        return {"events": [e.to_json() for e in events]}
+
+    def browse_records(since: str | None = None, before: str | None = None,
+                       source: str | None = None, until: str | None = None,
+                       step: list[str] | str | None = None, limit: int = 20) -> dict:
         """Conversations (or the records of `step`) dated from `since` to strictly `before`
         (YYYY[-MM[-DD]] or an ISO date-time; `until` instead: up to and including), oldest
         first, grouped by the export source they came from (`source` keeps one)."""
         return svc.timeline(since=since, before=before, until=until, source=source,
-                            layers=_steps(step), limit=limit)
+                            layers=split_steps(step), limit=limit)
 
     def get_recent_memories(limit: int = 5) -> dict:
         """The newest memories held now, newest first (`memories`), and the most recent
@@ -126,14 +148,11 @@ def memory_tools(svc: MemoryService) -> list[Callable]:
     # the brief keeps to the `budget_tokens` its caller chose, so a second budget would cut what
     # the agent asked for (its working memory, Tier 1)
     return [*(budgeted(tool) for tool in (
-        get_memex, get_map, search_memories, search_evidence, get_memory, follow, lineage,
-        list_layer, list_active_memories, browse_timeline, get_recent_memories,
+        get_memex, get_map, search_memories, search_evidence, search_transcripts, get_memory,
+        follow, lineage, list_layer, list_active_memories, browse_timeline, browse_records,
+        get_recent_memories,
         get_memory_history, follow_links, cross_reference)),
         get_brief]
-
-
-def _steps(step: list[str] | str | None) -> list[str] | None:
-    return [step] if isinstance(step, str) else list(step) if step else None
 
 
 def write_tools(writer: MemoryWriter) -> list[Callable]:
@@ -144,10 +163,11 @@ def write_tools(writer: MemoryWriter) -> list[Callable]:
     def create_memory(content: str, source_event_ids: list[str] | None = None,
                       valid_from: str | None = None) -> dict:
         """A new memory (free text) citing the evidence it is drawn from: `source_event_ids`
-        are record ids from search_evidence / search_memories / get_memory (a transcript or
-        any built record; older spelling `evidence`). Each is resolved to its record and
-        stored with the memory (`evidence` in get_memory); an id that names nothing refuses
-        the write. `valid_from`: when it became true (default now)."""
+        are event ids (ev-…) from search_evidence / browse_timeline, or record ids from
+        search_memories / search_transcripts / get_memory (older spelling `evidence`). Each is
+        resolved (events in the ledger, records in the store) and stored with the memory
+        (`evidence` in get_memory); an id that names nothing refuses the write. `valid_from`:
+        when it became true (default now)."""
         return writer.create_memory(content, evidence=source_event_ids, valid_from=valid_from)
 
     def update_memory(memory_id: str, new_content: str, source_event_ids: list[str] | None = None,
@@ -173,4 +193,12 @@ def write_tools(writer: MemoryWriter) -> list[Callable]:
         """Link two memories, saying why in plain words (follow_links shows the reason)."""
         return writer.create_link(source_id, target_id, reason)
 
-    return [create_memory, update_memory, supersede_memory, deactivate_memory, create_link]
+    def append_events(events: list[dict]) -> dict:
+        """Record what happened in the evidence ledger (append-only; not one of Syke's 15):
+        each event has source, event_type and content, optionally timestamp, title,
+        user_id, external_id, conversation_id, metadata. The same event twice is one event;
+        the answer lists every event's id (ev-…), citable by create_memory at once."""
+        return ledger.append_events(writer.paths, events).to_json()
+
+    return [create_memory, update_memory, supersede_memory, deactivate_memory, create_link,
+            append_events]

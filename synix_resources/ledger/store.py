@@ -16,9 +16,9 @@ from typing import Iterable, Iterator
 from synix_resources.fingerprints import canonical_json
 from synix_resources.ledger.events import EVENT_ID, Event
 from synix_resources.ledger.migrations import LEDGER_MIGRATIONS
+from synix_resources.search.filters import check_date
 from synix_resources.search.query import fts_match, parse_query
 from synix_resources.store.connection import StoreConnection, utc_now
-from synix_resources.values import instant
 
 COLUMNS = ("seq, id, user_id, source, event_type, timestamp, title, content, external_id, "
            "conversation_id, metadata, ingested_at")
@@ -176,10 +176,12 @@ def _window(source: str | None, since: str | None, before: str | None) -> tuple[
     if source:
         where.append("source = ?")
         args.append(source)
+    # the same date forms as every other since/before (YYYY[-MM[-DD]] or an ISO date-time),
+    # as the prefix stored UTC timestamps compare with: `before=2025-03` ends with February
     if since:
         where.append("timestamp >= ?")
-        args.append(instant(since, "since"))
+        args.append(check_date(since, "since"))
     if before:
         where.append("timestamp < ?")
-        args.append(instant(before, "before"))
+        args.append(check_date(before, "before"))
     return where, args

@@ -115,7 +115,7 @@ def test_bad_writes_are_refused_in_one_line_before_the_log_changes(project, berl
             (lambda: writer.create_memory("   "), MemoryOpRefused, "content is empty"),
             (lambda: writer.create_memory("x", evidence=["episodes-ffffffffffffffff"]), MemoryOpRefused,
              "names no record"),
-            (lambda: writer.create_memory("x", evidence="episodes-1"), MemoryOpRefused, "list of record ids"),
+            (lambda: writer.create_memory("x", evidence="episodes-1"), MemoryOpRefused, "list of event or record ids"),
             (lambda: writer.create_memory("x", valid_from="last tuesday"), InvalidTime, "valid_from"),
             (lambda: writer.supersede_memory(berlin["new"], "x", reason="r", valid_from="2020-01-01"),
              MemoryOpRefused, "before"),

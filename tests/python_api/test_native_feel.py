@@ -58,7 +58,9 @@ def test_help_of_pipeline_lists_the_public_api_and_not_the_engines_methods(tmp_p
                    "branch(", "purge(", "to_toml(", "from_toml(", "create_memory("):
         assert f"|  {public}" in text, public
     for hidden in (*ENGINE_METHODS, "__weakref__", "__dict__", "__abstractmethods__"):
+        # the whole name: the engine's `resolve` is hidden, the ledger's `resolve_events` public
         assert f"|  {hidden}(" not in text and f"|  {hidden}\n" not in text, hidden
+    assert "|  resolve_events(" in text
     # unlisted, not gone: the engine still asks the spec
     pipeline = synix.Pipeline("p", base_dir=tmp_path)
     pipeline.source("chatgpt", file="x.json")

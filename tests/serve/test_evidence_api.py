@@ -22,7 +22,7 @@ def server(tmp_path_factory):
     run_build(paths)
     port, log_path = free_port(), base / "serve.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(synix_cmd("-p", str(paths.root), "serve", "--port", str(port)),
+        proc = subprocess.Popen(synix_cmd("-p", str(paths.root), "serve", "--port", str(port), "--writes"),
                                 stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
     try:
         wait_until_serving(port, proc, "/v1/layers", 90, lambda: log_path.read_text(errors="replace"))

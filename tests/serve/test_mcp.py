@@ -12,10 +12,13 @@ from serve_helpers import free_port, request, stop, synix_cmd
 
 TOOLS = {"get_map", "search_memories", "search_evidence", "get_memory", "follow", "lineage",
          "list_layer", "browse_timeline", "get_recent_memories", "get_brief",
+         # what search_evidence / browse_timeline read before they were the ledger's
+         "search_transcripts", "browse_records",
          # Syke's memory tools (issue 32, design 003 names since issue 42): reads
          "get_memory_history", "follow_links", "cross_reference", "get_memex", "list_active_memories"}
 # served only with `synix mcp --writes` (issue 42)
-WRITE_TOOLS = {"create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link"}
+WRITE_TOOLS = {"create_memory", "update_memory", "supersede_memory", "deactivate_memory", "create_link",
+               "append_events"}
 
 
 def _text(result) -> str:
@@ -42,11 +45,13 @@ async def _exercise(session) -> dict:
         "get_map": the_map,
         "search_memories": hits,
         "search_evidence": json.loads((await call("search_evidence", query="calf raises"))[1]),
+        "search_transcripts": json.loads((await call("search_transcripts", query="calf raises"))[1]),
         "get_memory": json.loads((await call("get_memory", record_id=episode_id))[1]),
         "follow": json.loads((await call("follow", record_id=core_id))[1]),
         "lineage": json.loads((await call("lineage", record_id=episode_id))[1]),
         "list_layer": json.loads((await call("list_layer", layer="episodes", per_page=5, page=2))[1]),
-        "browse_timeline": json.loads((await call("browse_timeline", since="2025-03", until="2025-03-31"))[1]),
+        "browse_timeline": json.loads((await call("browse_timeline", since="2025-03", before="2025-04"))[1]),
+        "browse_records": json.loads((await call("browse_records", since="2025-03", until="2025-03-31"))[1]),
         "get_recent_memories": json.loads((await call("get_recent_memories", limit=2))[1]),
     }
     out["missing"] = await call("get_memory", record_id="episodes-0000000000000000")
@@ -64,13 +69,17 @@ def _check(out: dict) -> None:
     assert calls["get_map"]["core"][0]["layer"] == "core"
     assert "Marathon" in calls["search_memories"][0]["title"]
     assert calls["search_memories"][0]["sources"][0]["conversation_id"]
-    passage = calls["search_evidence"]["hits"][0]
+    event = calls["search_evidence"]["events"][0]  # the ledger's raw events (design 003's L1)
+    assert event["id"].startswith("ev-") and "calf raises" in event["content"].lower()
+    passage = calls["search_transcripts"]["hits"][0]
     assert passage["layer"] == "transcripts" and passage["message_range"]
     assert calls["get_memory"]["layer"] == "episodes" and calls["get_memory"]["audit"]["model"] == "fake-v1"
     assert {s["layer"] for s in calls["follow"]["sources"]} == {"monthly"}
     assert calls["lineage"]["parents"][0]["layer"] == "transcripts"
     assert calls["list_layer"]["page"] == 2 and len(calls["list_layer"]["records"]) == 5
-    items = [r for g in calls["browse_timeline"]["by_source"].values() for r in g]
+    events = calls["browse_timeline"]["events"]
+    assert events and all(e["timestamp"].startswith("2025-03") for e in events)
+    items = [r for g in calls["browse_records"]["by_source"].values() for r in g]
     assert items and all(r["date"].startswith("2025-03") for r in items)
     assert len(calls["get_recent_memories"]["recent"]["episodes"]) == 2
     for key, words in (("missing", ("No artifact",)), ("bad_limit", ("limit",)), ("bad_args", ("query",))):

@@ -143,7 +143,7 @@ def test_mcp_search_tools_take_the_filters(served_project):
             result = await session.call_tool("search_memories", {"query": "sourdough",
                                                                  "limit": 20, **args})
             out[name] = json.loads("".join(c.text for c in result.content))["hits"]
-        result = await session.call_tool("search_evidence", {"query": "sourdough",
+        result = await session.call_tool("search_transcripts", {"query": "sourdough",
                                                              "conversation": MOVE})
         out["evidence"] = json.loads("".join(c.text for c in result.content))["hits"]
         out["bad"] = await session.call_tool("search_memories", {"query": "sourdough",

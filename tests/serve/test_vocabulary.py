@@ -128,7 +128,10 @@ def test_every_mcp_tool_lists_only_declared_names_and_refuses_unknown_ones(serve
              ("step", "search_memories", {"query": "marathon", "step": "episodes", "limit": 2}),
              ("twice", "get_memory", {"memory_id": "x", "record_id": "x"}),
              ("before", "browse_timeline", {"before": "1999"}),
-             ("write", "create_memory", {"content": "x"})]
+             ("records_before", "browse_records", {"before": "1999"}),
+             ("write", "create_memory", {"content": "x"}),
+             ("append", "append_events", {"events": [{"source": "x", "event_type": "y",
+                                                       "content": "z"}]})]
     try:
         out = asyncio.run(_mcp(service, calls, writes=False))
         full = asyncio.run(_mcp(service, [], writes=True))
@@ -150,9 +153,12 @@ def test_every_mcp_tool_lists_only_declared_names_and_refuses_unknown_ones(serve
     for key in ("alias", "step"):
         kind, is_error, text = out[key]
         assert not is_error and {h["layer"] for h in json.loads(text)["hits"]} == {"episodes"}, text
-    assert json.loads(out["before"][2])["total"] == 0  # before=1999: nothing dated before it
-    kind, is_error, text = out["write"]
-    assert is_error and "read-only" in text and "--writes" in text, text
+    assert json.loads(out["before"][2]) == {"events": []}  # nothing happened before 1999
+    assert json.loads(out["records_before"][2])["total"] == 0
+    for key in ("write", "append"):
+        kind, is_error, text = out[key]
+        assert is_error and "read-only" in text and "--writes" in text, text
+    assert "append_events" not in out["tools"] and "append_events" in full["tools"]
 
 
 @pytest.fixture()
@@ -313,6 +319,23 @@ def test_a_read_only_server_refuses_writes_with_one_line(http):
     assert answer.status_code == 403
     assert answer.json()["error"] == ("create_memory writes to the memory and this server is read-only "
                                       "— start it with `synix serve --writes` (docs/doors.md)")
+    event = {"source": "github", "event_type": "commit", "content": "Fix login"}
+    appended = http.post("/v1/events", json={"events": [event]}, headers={"X-Synix-Request": "1"})
+    assert appended.status_code == 403 and appended.json()["error"].startswith(
+        "append_events writes to the memory and this server is read-only")
+    resolved = http.post("/v1/events/resolve", json={"ids": ["ev-" + "0" * 24]},
+                         headers={"X-Synix-Request": "1"})  # a POST that only reads: served
+    assert resolved.status_code == 200 and resolved.json()["missing"] == ["ev-" + "0" * 24]
+
+
+def test_the_ledger_routes_take_the_vocabularys_names(http):
+    found = http.get("/v1/events/search", params={"q": "marathon", "limit": 2})  # older spelling
+    assert found.status_code == 200 and found.json()["query"] == "marathon" and found.json()["events"]
+    assert found.json() == http.get("/v1/events/search", params={"query": "marathon", "limit": 2}).json()
+    odd = http.get("/v1/events/search", params={"query": "marathon", "conversation": "x"})
+    assert odd.status_code == 400 and "takes no parameter 'conversation'" in odd.json()["error"]
+    assert http.get("/v1/events/timeline", params={"before": "1999-01-01"}).json() == {"events": []}
+    assert http.get("/v1/events/timeline", params={"until": "2100"}).status_code == 400
 
 
 def test_http_write_bodies_take_design_names_and_refuse_unknown_fields(tmp_path):
@@ -366,6 +389,47 @@ def test_python_refuses_unknown_keywords_with_type_error_and_takes_older_spellin
     assert pipe.list_active_memories()["memories"][0]["first_line"] == "Keeps three hives"
 
 
+def test_a_memory_cites_ledger_events_and_records_and_refuses_ids_naming_nothing(tmp_path):
+    """source_event_ids: an `ev-…` id is resolved in the evidence ledger, any other id in the
+    store; the memory keeps both, shows each event's conversation, and an id naming nothing
+    refuses the write with one line (Python and HTTP alike)."""
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(ROOT / "tests" / "app"))
+    from agent_memory_helpers import built_project, transcripts
+
+    import synix
+    from synix_assets.app.memory import MemoryService
+    from synix_assets.serve.app import create_app
+    from synix_resources.errors import MemoryOpRefused
+
+    paths = built_project(tmp_path)
+    pipe = synix.open(paths.root)
+    event = pipe.search_evidence("marathon", limit=1)["events"][0]
+    record = transcripts(paths)[0].artifact_id
+    mem = pipe.create_memory("Signed up for a marathon", source_event_ids=[event["id"], record[:14]])
+    shown = pipe.get_memory(mem["memory_id"])
+    assert shown["evidence"] == [event["id"], record]
+    assert shown["evidence_events"] == [{k: event[k] for k in (
+        "id", "source", "event_type", "timestamp", "title", "conversation_id")}]
+    ghost = "ev-" + "0" * 24
+    with pytest.raises(MemoryOpRefused) as refused:
+        pipe.create_memory("x", source_event_ids=[event["id"], ghost])
+    assert f"evidence '{ghost}' names no event in the evidence ledger" in str(refused.value)
+    assert "\n" not in refused.value.one_line()
+    service = MemoryService(paths)
+    try:
+        with TestClient(create_app(service, writes=True)) as client:
+            made = client.post("/v1/memories", json={"content": "Runs", "source_event_ids": [event["id"]]})
+            assert made.status_code == 200, made.text
+            assert client.get(f"/v1/memories/{made.json()['memory_id']}").json()["evidence"] == [event["id"]]
+            nothing = client.post("/v1/memories", json={"content": "x", "source_event_ids": [ghost]})
+            assert nothing.status_code == 400 and "names no event" in nothing.json()["error"]
+    finally:
+        service.close()
+    assert len(pipe.list_active_memories()["memories"]) == 2  # the refused writes stored nothing
+
+
 def test_cli_refuses_unknown_options_as_usage_errors(served_project):
     done = subprocess.run(synix_cmd("-p", str(served_project.root), "search", "marathon", "--colour", "red"),
                           capture_output=True, text=True, timeout=120)
@@ -394,8 +458,13 @@ def test_an_agent_written_against_design_003_runs_unchanged_over_stdio(tmp_path)
     assert log[0]["missing"] == []
     answers = {e["call"]: e["answer"] for e in log[1:]}
     assert {name for name, _ in SYKE_TOOLS} == set(answers)
-    cited = answers["search_evidence"]["hits"][0]["artifact_id"]
-    assert answers["get_memory"]["evidence"] == [cited]  # source_event_ids stored
+    cited = answers["search_evidence"]["events"][0]
+    assert cited["id"].startswith("ev-") and "marathon" in cited["content"].lower()
+    assert answers["get_memory"]["evidence"] == [cited["id"]]  # source_event_ids: ledger events
+    shown = answers["get_memory"]["evidence_events"]  # and through them, the conversation
+    assert [(e["id"], e["conversation_id"]) for e in shown] == [(cited["id"], cited["conversation_id"])]
+    assert cited["conversation_id"]
+    assert answers["browse_timeline"]["events"]  # 003's time-windowed events: the ledger's
     assert answers["get_memory"]["content"] == "Training for a spring marathon"
     chain = answers["get_memory_history"]["chain"]
     assert [m["content"] for m in chain] == ["Runs in trail shoes", "Runs in road shoes now"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from synix_assets.app import ledger
 from synix_assets.engine.agent_memory import reads
 from synix_assets.app.memory.params import check_limit
 from synix_assets.app.query import artifact_dict, checked_ref
 from synix_resources.agent_memory import MEMORY_LAYER
 from synix_resources.errors import ArtifactNotFound
+from synix_resources.ledger.events import EVENT_ID
 from synix_resources.names import MEMORY_ID
 
 if TYPE_CHECKING:
@@ -22,7 +24,8 @@ def record(svc: MemoryService, ref: str, branch: str, as_of: str | None) -> dict
     reads the record as usual)."""
     if isinstance(ref, str) and MEMORY_ID.fullmatch(ref):
         with svc.reader(branch) as r:
-            return reads.get_memory(r.store, ref, as_of)
+            memory = reads.get_memory(r.store, ref, as_of)
+        return with_evidence_events(svc, memory)
     if as_of is None:
         return None
     t = reads.as_of_instant(as_of)
@@ -37,6 +40,18 @@ def record(svc: MemoryService, ref: str, branch: str, as_of: str | None) -> dict
                                    f"not exist yet at {t}", hint="use a later as_of")
         out = artifact_dict(r.store, held[-1].artifact_id)
     return {**out, "as_of": t}
+
+
+def with_evidence_events(svc: MemoryService, memory: dict) -> dict:
+    """A memory that cites ledger events (ev-…) shows each one it still resolves to — when,
+    from which source, and the conversation it belongs to (the way to the transcript) —
+    as `evidence_events`; an event forgotten since is absent there (its id stays cited)."""
+    cited = [e for e in memory.get("evidence") or () if EVENT_ID.match(e)]
+    if not cited:
+        return memory
+    found = ledger.resolve_events(svc.paths, cited).found
+    keys = ("id", "source", "event_type", "timestamp", "title", "conversation_id")
+    return {**memory, "evidence_events": [{k: getattr(ev, k) for k in keys} for ev in found]}
 
 
 def memory_hits(svc: MemoryService, query: str, branch: str, as_of: str,

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from synix_resources.agent_memory import LINK_LAYER, MEMORY_LAYER
 from synix_resources.agent_memory.replay import Memory, MemoryState
 from synix_resources.fingerprints import canonical_json, sha256_text
+from synix_resources.ledger.events import EVENT_ID
 
 RECORD_FORMAT = "agent-memory-2"  # bumped when what a record holds changes
 
@@ -60,7 +61,8 @@ def sync(store, state: MemoryState, only: set[str] | None = None) -> dict:
     levels = {a.artifact_id: a.level for a in store.get_many(wanted, outline=True)} if wanted else {}
     for mem in mems:  # log order: a memory comes after the one it supersedes
         parents = [e for e in mem.evidence if e in known]
-        report["missing_evidence"] += [e for e in mem.evidence if e not in known]
+        # ledger events (ev-…) are not records: their provenance is the ledger (resolve_events)
+        report["missing_evidence"] += [e for e in mem.evidence if e not in known and not EVENT_ID.match(e)]
         if mem.supersedes:
             parents.append(artifact_of[mem.supersedes])
         level = 1 + max([levels.get(p, 0) for p in parents] + [0])

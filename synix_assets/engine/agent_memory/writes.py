@@ -18,6 +18,8 @@ from synix_assets.project import ProjectPaths
 from synix_resources.agent_memory.log import MemoryLog
 from synix_resources.agent_memory.replay import MAX_CONTENT_CHARS, MAX_EVIDENCE, MAX_REASON_CHARS, text
 from synix_resources.errors import MemoryOpRefused, StoreLockedError
+from synix_resources.ledger.events import EVENT_ID
+from synix_resources.ledger.store import EvidenceLedger
 from synix_resources.names import MAIN, check_memory_id
 from synix_resources.process.locking import project_lock
 from synix_resources.text import escape_invalid, is_valid_text
@@ -125,39 +127,71 @@ class MemoryWriter:
     # ---- plumbing ----------------------------------------------------------------------
 
     def _evidence(self, evidence) -> list[str]:
-        """The cited records' full ids (a unique prefix is resolved), refused if one names no
-        stored record: a memory's provenance must lead somewhere. These are design 003's
-        `source_event_ids`: Synix's evidence is its records — a transcript (one conversation
-        or closed live session, with its messages) or any record built from them — so an id
-        that resolves to none is refused with one line rather than kept unresolved (a memory
-        citing nothing checkable would look grounded). A live turn becomes citable once its
-        session is built into a transcript."""
+        """Design 003's `source_event_ids`, each resolved or the write refused with one line
+        (a memory citing nothing checkable would look grounded): an event id (`ev-…`) names
+        an event of the evidence ledger (L1: one message, live turn or appended event, with
+        the conversation it belongs to), resolved by the ledger's `resolve`; any other id
+        names a stored record — a transcript or any record built from them — by its full id
+        or a unique prefix. The answer keeps the order cited, events by their ids."""
         if evidence is None:
             return []
         if isinstance(evidence, str) or not isinstance(evidence, (list, tuple)):
-            raise MemoryOpRefused("evidence must be a list of record ids",
-                                  hint='e.g. evidence=["episodes-0123456789abcdef"]')
+            raise MemoryOpRefused("source_event_ids must be a list of event or record ids",
+                                  hint='e.g. source_event_ids=["ev-…"] from search_evidence')
         if len(evidence) > MAX_EVIDENCE:
             raise MemoryOpRefused(f"{len(evidence)} evidence ids, more than {MAX_EVIDENCE}")
-        if not evidence:
-            return []
+        for ref in evidence:
+            if not isinstance(ref, str) or not is_valid_text(ref):
+                shown = escape_invalid(ref) if isinstance(ref, str) else repr(ref)
+                raise MemoryOpRefused(f"evidence id {shown} is not valid text",
+                                      hint="cite event ids from search_evidence or record ids "
+                                           "from search_memories / get_memory")
+        events = self._ledger_events([ref for ref in evidence if EVENT_ID.match(ref)])
+        records = self._records([ref for ref in evidence if not EVENT_ID.match(ref)])
+        out = []
+        for ref in evidence:
+            full = ref if EVENT_ID.match(ref) and ref in events else records.get(ref)
+            if full not in out:
+                out.append(full)
+        return out
+
+    def _ledger_events(self, ids: list[str]) -> set[str]:
+        """The cited event ids the ledger holds; one it does not (never appended, or its
+        conversation forgotten) refuses the write."""
+        if not ids:
+            return set()
+        missing = ids
+        if self.paths.ledger.is_file():
+            ledger = EvidenceLedger(self.paths.ledger, read_only=True)
+            try:
+                missing = ledger.resolve(ids).missing
+            finally:
+                ledger.close()
+        if missing:
+            raise MemoryOpRefused(f"evidence {missing[0][:60]!r} names no event in the evidence ledger",
+                                  hint="cite event ids from search_evidence or browse_timeline "
+                                       "(`synix evidence sync_evidence` feeds the ledger)")
+        return set(ids)
+
+    def _records(self, refs: list[str]) -> dict[str, str]:
+        """Each cited record id (or unique prefix) → its stored record's full id; one that
+        names no record refuses the write."""
+        if not refs:
+            return {}
         if self.store is None and not self.paths.has_store():
             raise MemoryOpRefused(f"nothing has been built in {self.paths.root} yet, so no "
-                                  "evidence can be cited", hint="run `synix run` first")
+                                  "record can be cited", hint="run `synix run` first, or cite "
+                                  "event ids from search_evidence")
         store = self.store or self.paths.open_store(read_only=True)
         try:
-            out = []
-            for ref in evidence:
-                if not isinstance(ref, str) or not is_valid_text(ref):
-                    shown = escape_invalid(ref) if isinstance(ref, str) else repr(ref)
-                    raise MemoryOpRefused(f"evidence id {shown} is not valid text",
-                                          hint="cite record ids from search_memories or get_memory")
+            out = {}
+            for ref in refs:
                 found = store.find(ref)
                 if found is None:
                     raise MemoryOpRefused(f"evidence {ref[:60]!r} names no record in this memory",
-                                          hint="cite record ids from search_memories or get_memory")
-                if found.artifact_id not in out:
-                    out.append(found.artifact_id)
+                                          hint="cite event ids from search_evidence or record ids "
+                                               "from search_memories / get_memory")
+                out[ref] = found.artifact_id
             return out
         finally:
             if store is not self.store:
