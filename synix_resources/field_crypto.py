@@ -75,8 +75,11 @@ class FieldCipher:
         return self.key is not None
 
     def _aead(self):
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
+        try:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        except ImportError:
+            raise FieldKeyError(f"{VAR} is set but the cryptography package is not installed",
+                                hint="pip install 'synix[encryption]'") from None
         return AESGCM(self.key)
 
     def seal(self, text: str, where: str) -> str:
