@@ -20,15 +20,13 @@ import json
 
 from synix_assets.engine import temporal
 from synix_assets.engine.agent import offline
-from synix_assets.engine.llm_step import call_prompt, inherited, make_request, record_of
-from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem, built_outcome
-from synix_assets.engine.turns import DERIVED, board_key, plan_readings, turn_lines, turns_of
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome
+from synix_assets.engine.readings import read_one, read_stale
+from synix_assets.engine.turns import DERIVED, board_key, plan_readings
 from synix_assets.pipeline.fact_rules import parse_rules
-from synix_resources.errors import LLMError, PromptError
 from synix_resources.fingerprints import sha256_text
 
 BOARD = DERIVED + "facts"
-NOT_JSON = "rules (the model's answer was not the JSON asked for)"
 NOTE = "offline: no model; facts by rules"
 OPS = ("set", "add", "end")
 
@@ -51,19 +49,13 @@ def readings(store, layer: str) -> list:
 def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     step = ctx.pipeline.steps[layer]
     p = plan(ctx, layer)
-    result = LayerResult(layer, [PartitionOutcome(gk, "cached") for gk in p.cached])
-    if p.blocked:
-        result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
-                            for gk in p.blocked]
-        return result
-    todo = [w for w in p.stale if w.inputs]
-    arts = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])}
-    for w in todo:
-        try:
-            result.outcomes.append(_read(ctx, layer, step, w, arts[w.inputs[0]]))
-        except (LLMError, PromptError) as err:
-            ctx.store.record_failure(ctx.run_id, layer, w.group_key, err.one_line())
-            result.outcomes.append(PartitionOutcome(w.group_key, "failed", error=err.one_line()))
+    result = LayerResult(layer, [PartitionOutcome(gk, "cached") for gk in p.cached], partial=p.partial)
+    # conversations whose transcript failed wait (blocked); the others and the board build (§10.2)
+    result.outcomes += [PartitionOutcome(gk, "blocked", reason=f"upstream {step.upstream} failed")
+                        for gk in p.blocked]
+    read_stale(ctx, layer, step, p, result, lambda w, transcript: read_one(
+        ctx, layer, step, w, transcript, field="statements", by_rules=_rule_statements,
+        parse=model_statements, rules_name=temporal.RULES, count_key="meta.custom.statements"))
     if result.failed:
         return result
     if p.retire:
@@ -73,35 +65,8 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     return result
 
 
-def _read(ctx, layer: str, step, work: WorkItem, transcript) -> PartitionOutcome:
-    """A conversation's reading: the statements of its user turns, by the model or the rules."""
-    user = [t for t in turns_of(transcript) if t["role"] == "user"]
-    spend: dict = {}
-    if offline(ctx) or not user:
-        stated, how = [s for t in user for s in temporal.rule_statements(t)], temporal.RULES
-    else:
-        req = make_request(ctx, layer, call_prompt(step, turn_lines(user)), [record_of(transcript)],
-                           f"{layer}/{work.group_key}", shape="json")
-        resp = ctx.llm.complete(req)
-        spend = {"llm_calls": 0 if resp.from_cache else 1, "input_tokens": resp.input_tokens,
-                 "output_tokens": resp.output_tokens, "cost_usd": resp.cost_usd}
-        how = f"model {resp.model}"
-        stated = model_statements(resp.text, user, how)
-        if stated is None:
-            stated, how = [dict(s, extractor=NOT_JSON) for t in user for s in temporal.rule_statements(t)], NOT_JSON
-    meta = inherited(transcript.metadata)
-    meta.update({"meta.step.version_hash": ctx.version(layer), "meta.custom.extractor": how,
-                 "meta.custom.turn_ids": [t["turn_id"] for t in user],
-                 "meta.custom.statements": len(stated),
-                 "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model})
-    content = json.dumps({"statements": stated}, ensure_ascii=False)
-    stored = ctx.store.put(layer=layer, group_key=work.group_key, content=content,
-                           materialization_key=work.key, level=ctx.pipeline.level(layer), metadata=meta,
-                           audit={"source_ids": [transcript.artifact_id], **spend},
-                           parents=[transcript.artifact_id], run_id=ctx.run_id)
-    ctx.store.clear_failure(layer, work.group_key)
-    return built_outcome(work.group_key, stored, ctx.llm, spend, reason=how, input_count=len(user),
-                         preview=content)
+def _rule_statements(user: list[dict]) -> list[dict]:
+    return [s for t in user for s in temporal.rule_statements(t)]
 
 
 def model_statements(text: str, user: list[dict], how: str) -> list[dict] | None:

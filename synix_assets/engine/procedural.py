@@ -19,15 +19,13 @@ from __future__ import annotations
 import json
 
 from synix_assets.engine.agent import offline
-from synix_assets.engine.llm_step import call_prompt, inherited, make_request, record_of
-from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem, built_outcome
-from synix_assets.engine.turns import DERIVED, board_key, plan_readings, turn_lines, turns_of
-from synix_resources.errors import LLMError, PromptError
+from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
+from synix_assets.engine.readings import read_one, read_stale
+from synix_assets.engine.turns import DERIVED, board_key, plan_readings
 from synix_resources.fingerprints import sha256_text
 from synix_resources.live import procedural as rules
 
 BOARD = {"loops": DERIVED + "open", "identity": DERIVED + "identity"}
-NOT_JSON = "rules (the model's answer was not the JSON asked for)"
 NOTE = "offline: no model; loops and facts by rules"
 
 
@@ -66,14 +64,9 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
                         for gk in p.blocked]
     source = layer if step.kind == "loops" else step.upstream
     if step.kind == "loops":
-        todo = [w for w in p.stale if w.inputs]
-        arts = {a.artifact_id: a for a in ctx.store.get_many([w.inputs[0] for w in todo])}
-        for w in todo:
-            try:
-                result.outcomes.append(_read(ctx, layer, step, w, arts[w.inputs[0]]))
-            except (LLMError, PromptError) as err:
-                ctx.store.record_failure(ctx.run_id, layer, w.group_key, err.one_line())
-                result.outcomes.append(PartitionOutcome(w.group_key, "failed", error=err.one_line()))
+        read_stale(ctx, layer, step, p, result, lambda w, transcript: read_one(
+            ctx, layer, step, w, transcript, field="events", by_rules=_rule_events, parse=model_events,
+            rules_name=rules.RULES, all_turn_ids=True))
         if result.failed:
             return result
         if p.retire:
@@ -83,36 +76,8 @@ def build(ctx, layer: str, keys: set[str] | None = None) -> LayerResult:
     return result
 
 
-def _read(ctx, layer: str, step, work: WorkItem, transcript) -> PartitionOutcome:
-    """A conversation's reading: the events of its user turns, by the model or the rules."""
-    turns = turns_of(transcript)
-    user = [t for t in turns if t["role"] == "user"]
-    spend: dict = {}
-    if offline(ctx) or not user:
-        events, how = [rules.rule_event(t) for t in user], rules.RULES
-    else:
-        prompt_text = call_prompt(step, turn_lines(user))
-        req = make_request(ctx, layer, prompt_text, [record_of(transcript)], f"{layer}/{work.group_key}",
-                           shape="json")
-        resp = ctx.llm.complete(req)
-        spend = {"llm_calls": 0 if resp.from_cache else 1, "input_tokens": resp.input_tokens,
-                 "output_tokens": resp.output_tokens, "cost_usd": resp.cost_usd}
-        how = f"model {resp.model}"
-        events = model_events(resp.text, user, how)
-        if events is None:
-            events, how = [dict(rules.rule_event(t), extractor=NOT_JSON) for t in user], NOT_JSON
-    meta = inherited(transcript.metadata)
-    meta.update({"meta.step.version_hash": ctx.version(layer), "meta.custom.extractor": how,
-                 "meta.custom.turn_ids": [t["turn_id"] for t in turns],
-                 "meta.step.provider": ctx.llm.provider, "meta.step.model": ctx.llm.model})
-    content = json.dumps({"events": events}, ensure_ascii=False)
-    stored = ctx.store.put(layer=layer, group_key=work.group_key, content=content,
-                           materialization_key=work.key, level=ctx.pipeline.level(layer), metadata=meta,
-                           audit={"source_ids": [transcript.artifact_id], **spend},
-                           parents=[transcript.artifact_id], run_id=ctx.run_id)
-    ctx.store.clear_failure(layer, work.group_key)
-    return built_outcome(work.group_key, stored, ctx.llm, spend, reason=how, input_count=len(user),
-                         preview=content)
+def _rule_events(user: list[dict]) -> list[dict]:
+    return [rules.rule_event(t) for t in user]
 
 
 def model_events(text: str, user: list[dict], how: str) -> list[dict] | None:

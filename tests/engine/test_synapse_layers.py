@@ -197,7 +197,8 @@ def test_the_model_path_reads_each_conversation_once_and_a_prompt_change_reads_t
 
 
 def test_an_answer_that_is_not_the_json_asked_for_falls_back_to_the_rules_and_says_so():
-    from synix_assets.engine.procedural import NOT_JSON, model_events
+    from synix_assets.engine.procedural import model_events
+    from synix_assets.engine.readings import NOT_JSON
 
     user = [{"turn_id": "t-1", "ts": "2025-01-01T10:00:00Z", "session_id": "t", "content": "I will call Mo."}]
     assert model_events("Sure! Here are the loops: call Mo", user, "model m") is None
