@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from synix_assets.engine import pii
+from synix_resources import pii
 from synix_assets.engine.outcomes import PartitionOutcome
 from synix_assets.pipeline.prompts import prompt_identity, prompt_name
 from synix_assets.pipeline import validators

@@ -1,7 +1,7 @@
 """Level 0: a merge of sources into one transcript per conversation (no LLM)."""
 from __future__ import annotations
 
-from synix_assets.engine import pii
+from synix_resources import pii
 from synix_assets.engine.outcomes import LayerPlan, LayerResult, PartitionOutcome, WorkItem
 from synix_assets.engine.periods import period_of
 from synix_assets.sources import fuzzy

@@ -17,6 +17,7 @@ from synix_assets.parsers.detect import iter_conversations
 from synix_assets.parsers.model import Conversation, ParseReport
 from synix_assets.sources.model import PARSER_VERSION
 from synix_assets.sources.reader import SourceReader, source_root
+from synix_resources import pii
 from synix_resources.errors import ExportFormatError
 from synix_resources.ledger.events import Event, event_id
 from synix_resources.ledger.store import EvidenceLedger
@@ -43,25 +44,32 @@ class FeedReport:
                 "failed": self.failed}
 
 
-def message_events(conv: Conversation, source: str, user_id: str | None) -> list[Event]:
+def message_events(conv: Conversation, source: str, user_id: str | None,
+                   redacting: bool = False) -> list[Event]:
     """One event per message with text, in order; `source` is the export's format (chatgpt,
-    claude, claude-code, …) as design 003 names sources, the pipeline's source in metadata."""
+    claude, claude-code, …) as design 003 names sources, the pipeline's source in metadata.
+    `redacting`: the merge reading this source has pii="redact", so the ledger holds the text
+    as the transcripts do (placeholders), never what redaction keeps out of everything built."""
     out = []
     for n, msg in enumerate(conv.messages, start=1):
         if not msg.text.strip():
             continue
         external = f"{conv.conversation_id}/{msg.message_id or n}"
         stamp = msg.created_at or conv.created_at
-        fields = dict(source=conv.source_format, event_type=MESSAGE, content=msg.text, timestamp=stamp,
-                      user_id=user_id, title=conv.title or "", external_id=external,
+        text, title = msg.text, conv.title or ""
+        if redacting:
+            text, title = pii.redact(text)[0], pii.redact(title)[0]
+        fields = dict(source=conv.source_format, event_type=MESSAGE, content=text, timestamp=stamp,
+                      user_id=user_id, title=title, external_id=external,
                       conversation_id=conv.conversation_id)
         out.append(Event(id=event_id(**fields), **fields, metadata={
             "role": msg.role, "author": msg.author, "n": n, "pipeline_source": source}))
     return out
 
 
-def turn_event(turn: dict, source: str) -> Event:
-    fields = dict(source="live", event_type=LIVE_TURN, content=turn["content"], timestamp=turn["ts"],
+def turn_event(turn: dict, source: str, redacting: bool = False) -> Event:
+    content = pii.redact(turn["content"])[0] if redacting else turn["content"]
+    fields = dict(source="live", event_type=LIVE_TURN, content=content, timestamp=turn["ts"],
                   user_id=turn["user_id"], title="", external_id=turn["turn_id"],
                   conversation_id=turn["session_id"])
     return Event(id=event_id(**fields), **fields,
@@ -74,6 +82,7 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
     tombstones = set(store.get_meta("forget:tombstones") or [])
     user = pipeline.agent or None
     reader = SourceReader(pipeline, store)
+    redacted = redacted_sources(pipeline)
     for source, path, fmt in reader.files(lambda exc: report.failed.append(exc.one_line())):
         stat = path.stat()
         mark_name, seen = f"export:{source}:{path}", f"{stat.st_size}:{stat.st_mtime_ns}:{PARSER_VERSION}"
@@ -85,7 +94,7 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
             for conv in iter_conversations(path, fmt, ParseReport(path=str(path), format=fmt),
                                            root=source_root(pipeline, source)):
                 if conv.conversation_id not in tombstones:
-                    batch += message_events(conv, source, user)
+                    batch += message_events(conv, source, user, source in redacted)
                 if len(batch) >= APPEND_BATCH:
                     report.appended += len(ledger.append(batch).appended)
                     batch = []
@@ -97,11 +106,18 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
         report.files_read += 1
     for src in pipeline.sources.values():
         if src.kind == "live":
-            _feed_inbox(pipeline.resolve(src.path), src.name, ledger, report)
+            _feed_inbox(pipeline.resolve(src.path), src.name, ledger, report, src.name in redacted)
     return report
 
 
-def _feed_inbox(path: Path, source: str, ledger: EvidenceLedger, report: FeedReport) -> None:
+def redacted_sources(pipeline) -> set[str]:
+    """The sources a merge with pii="redact" reads."""
+    return {name for step in pipeline.steps.values()
+            if step.kind == "merge" and step.config.get("pii") == "redact" for name in step.from_}
+
+
+def _feed_inbox(path: Path, source: str, ledger: EvidenceLedger, report: FeedReport,
+                redacting: bool) -> None:
     if not path.is_file():
         return
     mark_name = f"live:{source}:{path}"
@@ -109,7 +125,7 @@ def _feed_inbox(path: Path, source: str, ledger: EvidenceLedger, report: FeedRep
     inbox = Inbox(path, read_only=True)
     try:
         while turns := inbox.turns_after(position, limit=TURN_BATCH):
-            report.appended += len(ledger.append(turn_event(t, source) for t in turns).appended)
+            report.appended += len(ledger.append(turn_event(t, source, redacting) for t in turns).appended)
             report.turns_read += len(turns)
             position = turns[-1]["seq"]
             ledger.set_mark(mark_name, str(position))
