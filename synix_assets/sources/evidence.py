@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synix_assets.parsers.detect import iter_conversations
-from synix_assets.parsers.model import Conversation, ParseReport
+from synix_assets.parsers.model import Conversation, ParseReport, printable_path
 from synix_assets.sources.model import PARSER_VERSION
 from synix_assets.sources.reader import SourceReader, source_root
 from synix_resources import pii
@@ -85,7 +85,9 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
     redacted = redacted_sources(pipeline)
     for source, path, fmt in reader.files(lambda exc: report.failed.append(exc.one_line())):
         stat = path.stat()
-        mark_name, seen = f"export:{source}:{path}", f"{stat.st_size}:{stat.st_mtime_ns}:{PARSER_VERSION}"
+        # a file name that is not UTF-8 is spelled out: SQLite takes no lone surrogate
+        mark_name = f"export:{source}:{printable_path(path)}"
+        seen = f"{stat.st_size}:{stat.st_mtime_ns}:{PARSER_VERSION}"
         if ledger.mark(mark_name) == seen:
             report.files_unchanged += 1
             continue
@@ -100,7 +102,8 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
                     batch = []
             report.appended += len(ledger.append(batch).appended) if batch else 0
         except (ExportFormatError, OSError) as exc:  # that file only; the scan reports it too
-            report.failed.append(exc.one_line() if isinstance(exc, ExportFormatError) else f"{path}: {exc}")
+            report.failed.append(exc.one_line() if isinstance(exc, ExportFormatError)
+                                 else f"{printable_path(path)}: {exc}")
             continue
         ledger.set_mark(mark_name, seen)
         report.files_read += 1
