@@ -223,8 +223,15 @@ def _is_materialization(event) -> bool:
 
 def _flush_at_exit(ref) -> None:
     storage = ref()
-    if storage is not None:
+    if storage is None:
+        return
+    try:
         storage.flush()
+    except SQLAlchemyError as exc:
+        # at exit there is no one left to raise to (a full disk was reported already); what was
+        # kept is in the store, and the next build's sync records it in Dagster
+        log.warning("Dagster's event log: %d materialization(s) not written at exit (%s); the next "
+                    "build records them from the store", len(storage._kept), str(exc).splitlines()[0])
 
 
 # --- the repository root's storage ------------------------------------------------------------
