@@ -152,7 +152,7 @@ class BackgroundIndex:
         try:
             proc.stdin.close()  # a process still waiting for its go ends on the closed input
         except OSError:
-            pass
+            pass  # it has exited already: nothing is waiting on the input
         try:
             proc.wait(timeout=5 if not self._went or proc.poll() is not None else 0.01)
         except subprocess.TimeoutExpired:

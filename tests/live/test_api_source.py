@@ -52,8 +52,8 @@ class FakeOpenWebUI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # the test's output stays the test's
-                pass
+            def log_message(self, *args):
+                """Quiet: the test's output stays the test's."""
 
             def _send(self, status: int, body) -> None:
                 data = json.dumps(body).encode()
