@@ -169,6 +169,8 @@ class Deployment:
     concurrency: int = 4  # requests in flight per worker
     partitions_per_run: int = 100
     visibility_timeout_s: int = 120
+    run_timeout_s: float = BUILD_TIMEOUT_S  # how long `synix run` waits for one layer's runs
+    worker_loglevel: str = "WARNING"  # INFO logs every task a worker receives and finishes
     postgres: object = None
     redis: object = None
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
@@ -202,7 +204,7 @@ class Deployment:
             f.write(RUN_COORDINATOR.format(max_runs=self.workers + 2))
         code_port, web_port = free_port(), free_port()
         (root / "scale.toml").write_text(SCALE_TOML.format(
-            web_port=web_port, run_timeout=int(BUILD_TIMEOUT_S), broker=self.redis.url(0),
+            web_port=web_port, run_timeout=int(self.run_timeout_s), broker=self.redis.url(0),
             backend=self.redis.url(1), per_run=self.partitions_per_run,
             visibility=self.visibility_timeout_s), encoding="utf-8")
         (root / "workspace.yaml").write_text(WORKSPACE_YAML.format(port=code_port), encoding="utf-8")
@@ -216,7 +218,7 @@ class Deployment:
         self._start("daemon", [_bin("dagster-daemon"), "run", "-w", str(root / "workspace.yaml")], env)
         for n in range(1, self.workers + 1):
             name = f"w{n}"
-            self._start(name, worker_argv(name), worker_env(self.project, name, env))
+            self._start(name, worker_argv(name, self.worker_loglevel), worker_env(self.project, name, env))
         _wait("webserver", lambda: _http_ok(f"http://127.0.0.1:{web_port}/server_info"),
               procs=self.procs.values())
         return self
@@ -244,6 +246,14 @@ class Deployment:
             [sys.executable, "-m", "synix_assets.cli", "run", "-p", str(self.project.root), "--json"],
             env=self.env(), cwd=self.base, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         return self.procs["synix-run"]
+
+    def diagnostics(self, lines: int = 15) -> str:
+        """The end of every log of the deployment: what a failed or stuck build is read from."""
+        out = []
+        for log in sorted(self.base.glob("*.log")) + sorted(self.base.glob("synix-run.err")):
+            tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+            out.append(f"--- {log.name}\n" + "\n".join(tail))
+        return "\n".join(out)
 
     def report(self) -> dict:
         text = (self.base / "synix-run.json").read_text(encoding="utf-8").strip()

@@ -17,13 +17,25 @@ def celery_settings(config: ScaleConfig) -> dict:
     A task is acknowledged only when its step finished (`task_acks_late`), so the task of a worker
     that dies mid-step goes back to the queue — at once when its pool process is lost, after
     `visibility_timeout_s` when the whole worker is (Redis redelivers unacknowledged tasks then).
+
+    Redis redelivers only when a live worker sweeps for expired tasks. kombu sweeps every
+    `unacked_restore_interval` s but scans Redis only on every `unacked_restore_throttle`-th sweep
+    (10 s × 10 by default), and a worker that dies inside a sweep holds the sweep's mutex for
+    `unacked_mutex_expire` (300 s): a dead worker's step could wait minutes past its visibility
+    timeout. Here every sweep scans, a few times per timeout, and the mutex lasts one timeout.
     """
+    visibility = config.visibility_timeout_s
     return {"broker": config.broker, "backend": config.backend,
             "config_source": {
                 "task_acks_late": True,
                 "task_reject_on_worker_lost": True,
                 "worker_prefetch_multiplier": 1,
-                "broker_transport_options": {"visibility_timeout": config.visibility_timeout_s},
+                "broker_transport_options": {
+                    "visibility_timeout": visibility,
+                    "unacked_restore_interval": max(1, min(10, visibility // 3)),
+                    "unacked_restore_throttle": 1,
+                    "unacked_mutex_expire": max(5, min(300, visibility)),
+                },
                 "result_backend_transport_options": {"visibility_timeout": config.visibility_timeout_s},
             }}
 

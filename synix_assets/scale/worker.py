@@ -17,7 +17,6 @@ from pathlib import Path
 
 from synix_assets.dagster_defs.executor import celery_settings
 from synix_assets.project import ProjectPaths
-from synix_assets.dagster_defs.executor import celery_settings
 from synix_assets.project.scale_config import load_scale_config
 from synix_resources.errors import ScaleDeploymentError
 from synix_resources.settings import Settings

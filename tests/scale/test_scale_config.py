@@ -51,7 +51,10 @@ def test_worker_config_module_matches_the_executor_settings(demo_project):
     assert namespace["broker_url"] == "redis://127.0.0.1:6399/0"
     assert namespace["result_backend"] == "redis://127.0.0.1:6399/0"  # defaults to the broker
     assert namespace["task_acks_late"] is True and namespace["task_reject_on_worker_lost"] is True
-    assert namespace["broker_transport_options"] == {"visibility_timeout": 42}
+    # a dead worker's task is swept back to the queue a few times per timeout, on every sweep
+    assert namespace["broker_transport_options"] == {
+        "visibility_timeout": 42, "unacked_restore_interval": 10, "unacked_restore_throttle": 1,
+        "unacked_mutex_expire": 42}
 
 
 def test_stale_partitions_are_chunked_into_runs_of_partitions_per_run():
