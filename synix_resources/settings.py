@@ -31,6 +31,7 @@ DEFAULT_LOCK_TIMEOUT_S = 600.0
 # docs/benchmarks.md, session 14. 200 is the setting to try on an idle multi-core machine:
 # below it the index's delta is small and a second process only adds its start.
 DEFAULT_BACKGROUND_INDEX_MIN = 0
+DEFAULT_BACKGROUND_FEED_MIN_BYTES = 1_000_000
 DEFAULT_FORGET_WAIT_S = 60.0
 DEFAULT_LIVE_IDLE_MINUTES = 15.0
 DEFAULT_LIVE_MAX_ATTEMPTS = 5
@@ -113,6 +114,7 @@ def out_of_range(name: str, raw: str, bounds: Bounds, error: type[SynixError],
 
 LOCK_TIMEOUT_S = Bounds(0, 7 * 24 * 3600)
 BACKGROUND_INDEX_MIN = Bounds(0, 1_000_000_000)
+BACKGROUND_FEED_MIN_BYTES = Bounds(0, 1_000_000_000_000)
 FORGET_WAIT_S = Bounds(0, 24 * 3600)
 LIVE_IDLE_MINUTES = Bounds(0, 7 * 24 * 60, low_open=True)
 LIVE_MAX_ATTEMPTS = Bounds(1, 100)
@@ -269,6 +271,14 @@ class Settings:
         "From how many partitions to build a whole build writes its search indexes in a second "
         "process, on another core, while Dagster records the layers (the same index either "
         "way); e.g. 200. 0 (the default) writes them in the projection's step only.", BUILD)
+    background_feed_min_bytes = Var(
+        "SYNIX_BACKGROUND_FEED_MIN_BYTES",
+        _int_or(DEFAULT_BACKGROUND_FEED_MIN_BYTES, "SYNIX_BACKGROUND_FEED_MIN_BYTES",
+                BACKGROUND_FEED_MIN_BYTES), "int",
+        f"{DEFAULT_BACKGROUND_FEED_MIN_BYTES:,}", f"{BACKGROUND_FEED_MIN_BYTES.text}; 0 is off",
+        "From how many bytes of export files the evidence ledger has not read yet a build feeds "
+        "the ledger in a second process, on another core, while it builds (the same events "
+        "either way). 0 feeds it before the build, in the build's process.", BUILD)
     worker_id = Var(
         "SYNIX_WORKER_ID", _text, "text", "unset: nothing recorded", "text",
         "Which worker built an artifact, recorded in its audit (`worker`). "

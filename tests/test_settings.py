@@ -26,7 +26,7 @@ ENVIRON_USERS = {
     "synix_resources/settings.py": "the one reader",
     "synix_assets/dagster_defs/instance.py": "sets DAGSTER_HOME",
     "synix_assets/forget/verify.py": "the verifying child's environment",
-    "synix_assets/engine/background_index.py": "the background search index process's environment",
+    "synix_resources/process/helper.py": "a build helper process's environment (search index, ledger feed)",
     "synix_assets/scale/worker.py": "the Celery worker's environment",
     "synix_assets/cli/ui_cmd.py": "the `dagster dev` child's environment",
     "synix_assets/cli/branch_cmd.py": "EDITOR, read where the other team edits (step 17)",
@@ -55,7 +55,7 @@ def test_every_synix_variable_named_in_the_code_is_declared_with_its_documentati
     declared = {v.name for v in variables()}
     named = {m for _, text in _sources() for m in re.findall(r"\bSYNIX_[A-Z0-9_]+", text)}
     assert named - PROMPT_MARKERS - declared == set()
-    assert len([n for n in declared if n.startswith("SYNIX_")]) == 30  # + SYNIX_LOCOMO_DATA, SYNIX_LONGMEMEVAL_DATA, SYNIX_API_TOKEN, SYNIX_BACKGROUND_INDEX_MIN
+    assert len([n for n in declared if n.startswith("SYNIX_")]) == 31  # + SYNIX_LOCOMO_DATA, SYNIX_LONGMEMEVAL_DATA, SYNIX_API_TOKEN, SYNIX_BACKGROUND_INDEX_MIN, SYNIX_BACKGROUND_FEED_MIN_BYTES
     assert {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DAGSTER_HOME", "EDITOR"} <= declared
     for var in variables():
         assert var.doc and var.type and var.default and var.range and var.attr, var.name
@@ -195,6 +195,7 @@ def test_a_bad_lock_timeout_stops_run_branch_and_forget_with_one_line_naming_the
 NUMBERS = {  # variable → (attribute, a value just outside its range, the range text)
     "SYNIX_LOCK_TIMEOUT_S": ("lock_timeout_s", "1e300", "0 to 604,800"),
     "SYNIX_BACKGROUND_INDEX_MIN": ("background_index_min", "1000000001", "0 to 1,000,000,000"),
+    "SYNIX_BACKGROUND_FEED_MIN_BYTES": ("background_feed_min_bytes", "1000000000001", "0 to 1,000,000,000,000"),
     "SYNIX_FORGET_WAIT_S": ("forget_wait_s", "86401", "0 to 86,400"),
     "SYNIX_LIVE_IDLE_MINUTES": ("live_idle_minutes", "0", "> 0 and ≤ 10,080"),
     "SYNIX_LIVE_MAX_ATTEMPTS": ("live_max_attempts", "101", "1 to 100"),

@@ -9,14 +9,24 @@ floor (`MemoryWriter._evidence`), and `get_memory` shows them through `resolve_e
 """
 from __future__ import annotations
 
+import json
+import logging
+import subprocess
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
 from synix_assets.project import ProjectPaths
-from synix_assets.sources.evidence import SYNTHESISED, FeedReport, feed, unsynthesised
+from synix_assets.sources.evidence import SYNTHESISED, FeedReport, feed, unread_bytes, unsynthesised
 from synix_resources.errors import EvidenceRefused
 from synix_resources.ledger.events import Event, new_event
 from synix_resources.ledger.store import AppendResult, EvidenceLedger, Resolved
+from synix_resources.process import helper, interrupts
+from synix_resources.settings import settings
+from synix_resources.store.memory import is_memory_location
+
+log = logging.getLogger(__name__)
+FEED_WORKER = "synix_assets.app.ledger_worker"  # the feed's helper process
+POLL_S = 0.1  # how often a wait for the feed looks for Ctrl-C
 
 
 @contextmanager
@@ -77,14 +87,73 @@ def ledger_status(paths: ProjectPaths) -> dict:
                 "unsynthesised": unsynthesised(ledger)}
 
 
-def begin_synthesis(paths: ProjectPaths, pipeline, store) -> int:
-    """Feed the ledger and return its high-water mark: what this build synthesises from."""
+class Synthesis:
+    """The ledger's feed at the start of one build: done already (`seq`), or running in a helper
+    process beside the build (`proc`, app/ledger_worker.py). Either way the same events are
+    appended: the same `feed` over the same exports."""
+
+    def __init__(self, seq: int | None = None, proc=None):
+        self._seq, self._proc = seq, proc
+
+    def wait(self) -> int | None:
+        """The ledger's high-water mark once the feed ended; None if it did not finish (the next
+        build feeds what is left: a file's events and its mark are written together)."""
+        if self._proc is None:
+            return self._seq
+        while True:
+            try:
+                self._proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if interrupts.received():  # Ctrl-C while the feed finishes: end it now
+                    self.stop()
+                    return None
+        proc, self._proc = self._proc, None
+        try:
+            line = proc.stdout.readline()  # one short line: it fits the pipe, the process ended
+        finally:
+            proc.stdout.close()
+            proc.stdin.close()
+        answer = json.loads(line) if line.strip() else {}
+        if "high_water" not in answer:
+            log.warning("the evidence ledger's feed did not finish (%s); the next build feeds "
+                        "what is left", answer.get("error") or f"exit {proc.returncode}")
+            return None
+        self._seq = answer["high_water"]
+        return self._seq
+
+    def stop(self) -> None:
+        """The build was interrupted: end the feed now (what it appended is kept)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stdin.close()
+
+
+def begin_synthesis(paths: ProjectPaths, pipeline, store) -> Synthesis:
+    """Feed the ledger; its high-water mark is what this build synthesises from. A feed with
+    much to read (a first build reads every message of every export) runs in a second process,
+    on the other core, while the build parses and summarises the same exports."""
+    least = settings().background_feed_min_bytes
     with open_ledger(paths) as ledger:
-        feed(pipeline, store, ledger)
-        return ledger.high_water()
+        if (not least or is_memory_location(paths.store)
+                or unread_bytes(pipeline, store, ledger) < least):
+            feed(pipeline, store, ledger)
+            return Synthesis(seq=ledger.high_water())
+    return Synthesis(proc=helper.start(FEED_WORKER, {"root": str(paths.root), "branch": paths.branch}))
 
 
-def end_synthesis(paths: ProjectPaths, seq: int) -> None:
-    """A clean build synthesised every event up to `seq`."""
+def end_synthesis(paths: ProjectPaths, synthesis: Synthesis) -> None:
+    """A clean build synthesised every event up to the mark its feed reached."""
+    seq = synthesis.wait()
+    if seq is None:
+        return
     with open_ledger(paths) as ledger:
         ledger.set_mark(SYNTHESISED, str(seq))

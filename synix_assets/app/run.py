@@ -132,17 +132,27 @@ def run_build(paths: ProjectPaths, *, select: str | None = None, from_layer: str
                 store = paths.open_store()
                 llm_settings = {"cache_path": str(paths.llm_cache), "replay": replay, **(llm_config or {})}
                 try:
-                    # the evidence ledger takes in what is new before the build reads it; a clean
-                    # whole build marks it synthesised up to here (the 15-minute schedule's mark)
+                    # the evidence ledger takes in what is new (beside the build when there is much
+                    # to read); a clean whole build marks it synthesised up to there (the
+                    # 15-minute schedule's mark)
                     evidence = begin_synthesis(paths, pipeline, store)
                     whole = select is None and from_layer is None
-                    report = _run(paths, pipeline, layers, store, llm_settings, full=full, batch=batch,
-                                  whole=whole, notify=notify,
-                                  started=started, dagster_logs=dagster_logs,
-                                  instance=instance, run_tags=run_tags)
+                    try:
+                        report = _run(paths, pipeline, layers, store, llm_settings, full=full,
+                                      batch=batch, whole=whole, notify=notify,
+                                      started=started, dagster_logs=dagster_logs,
+                                      instance=instance, run_tags=run_tags)
+                    except (BuildInterrupted, KeyboardInterrupt):
+                        evidence.stop()
+                        raise
+                    except BaseException:  # a failed build still leaves the ledger fed
+                        evidence.wait()
+                        raise
                     report.memories = memories
                     if whole and report.status == "completed":
                         end_synthesis(paths, evidence)
+                    else:
+                        evidence.wait()
                     return report
                 finally:
                     store.close()

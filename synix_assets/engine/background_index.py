@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
-from synix_resources.process import interrupts
+from synix_resources.process import helper, interrupts
 from synix_resources.settings import settings
 from synix_resources.store.memory import is_memory_location
 
@@ -85,17 +82,10 @@ class BackgroundIndex:
         self._going = threading.Lock()  # the last two layers may finish at once
 
     def start(self) -> "BackgroundIndex":
-        """Start the process now (its interpreter and imports load while the graph builds). A
-        new interpreter running this module, not multiprocessing: spawn and forkserver would run
-        the caller's main module again in it (a script that calls `Pipeline.run()` at its top
-        level would build again), and fork would copy this process's threads mid-flight."""
+        """Start the process now (its interpreter and imports load while the graph builds)."""
         job = {"root": str(self.paths.root), "branch": self.paths.branch, "run_id": self.run_id,
                "names": self.names}
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=_child_env())
-        self._proc.stdin.write(json.dumps(job) + "\n")
-        self._proc.stdin.flush()
+        self._proc = helper.start(WORKER, job)
         threading.Thread(target=self._read, name="synix-search-index-answers", daemon=True).start()
         with _lock:
             _builds[(self.run_id, self.paths.branch)] = self
@@ -160,10 +150,3 @@ class BackgroundIndex:
             proc.wait(timeout=10)
         proc.stdout.close()
 
-
-def _child_env() -> dict:
-    """This process's environment, with the folder this package is imported from first on the
-    path, so the child runs the same code (a source checkout, an editable install)."""
-    here = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": here + (os.pathsep + path if path else "")}

@@ -4,9 +4,6 @@ what writing them needs, waits for the go (every layer stored), then runs the sa
 line each, on its own copy of stdout."""
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 from pathlib import Path
 
@@ -14,6 +11,7 @@ from synix_assets.engine import projections
 from synix_assets.engine.background_index import GO
 from synix_assets.engine.context import BuildContext
 from synix_assets.project import ProjectPaths
+from synix_resources.process import helper
 from synix_resources.search import index  # noqa: F401  (loaded before the go: the slow import)
 
 
@@ -32,30 +30,10 @@ def _serve(job: dict, answers) -> None:
                           "key": store.get_meta(f"projection:{name}:key")}
             except Exception as exc:  # reported to the build, which writes the index itself
                 answer = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
-            answers.write(json.dumps(answer) + "\n")
-            answers.flush()
+            helper.answer(answers, answer)
     finally:
         store.close()
 
 
-def _die_with_parent() -> None:
-    """On Linux, the kernel ends this process when the build's process dies (a SIGKILL leaves no
-    index writer behind); elsewhere the closed input ends it before its go."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the build's own stop (stdin closed) still ends this process
-
-
 if __name__ == "__main__":
-    _die_with_parent()
-    # Ctrl-C reaches the whole process group: the build decides, and stops this process itself
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # the answers get their own copy of stdout; anything else printed (a pipeline file's own
-    # prints while it loads) goes where stderr goes
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    _serve(json.loads(sys.stdin.readline()), answers)
+    _serve(*helper.become_helper())

@@ -81,16 +81,8 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
     report = FeedReport()
     tombstones = set(store.get_meta("forget:tombstones") or [])
     user = pipeline.agent or None
-    reader = SourceReader(pipeline, store)
     redacted = redacted_sources(pipeline)
-    for source, path, fmt in reader.files(lambda exc: report.failed.append(exc.one_line())):
-        stat = path.stat()
-        # a file name that is not UTF-8 is spelled out: SQLite takes no lone surrogate
-        mark_name = f"export:{source}:{printable_path(path)}"
-        seen = f"{stat.st_size}:{stat.st_mtime_ns}:{PARSER_VERSION}"
-        if ledger.mark(mark_name) == seen:
-            report.files_unchanged += 1
-            continue
+    for source, path, fmt, mark_name, seen, _ in unread_files(pipeline, store, ledger, report):
         try:
             batch: list[Event] = []  # one durable transaction per APPEND_BATCH events, not per conversation
             for conv in iter_conversations(path, fmt, ParseReport(path=str(path), format=fmt),
@@ -111,6 +103,31 @@ def feed(pipeline, store, ledger: EvidenceLedger) -> FeedReport:
         if src.kind == "live":
             _feed_inbox(pipeline.resolve(src.path), src.name, ledger, report, src.name in redacted)
     return report
+
+
+def unread_files(pipeline, store, ledger: EvidenceLedger, report: FeedReport | None = None):
+    """(source, path, format, mark name, mark, size) of each export file the ledger has not read as
+    it is now (its size and mtime differ from its last feed's); counted in `report`."""
+    report = report if report is not None else FeedReport()
+    reader = SourceReader(pipeline, store)
+    for source, path, fmt in reader.files(lambda exc: report.failed.append(exc.one_line())):
+        try:
+            stat = path.stat()
+        except OSError as exc:  # gone since it was listed: the scan reports it
+            report.failed.append(f"{printable_path(path)}: {exc}")
+            continue
+        # a file name that is not UTF-8 is spelled out: SQLite takes no lone surrogate
+        mark_name = f"export:{source}:{printable_path(path)}"
+        seen = f"{stat.st_size}:{stat.st_mtime_ns}:{PARSER_VERSION}"
+        if ledger.mark(mark_name) == seen:
+            report.files_unchanged += 1
+            continue
+        yield source, path, fmt, mark_name, seen, stat.st_size
+
+
+def unread_bytes(pipeline, store, ledger: EvidenceLedger) -> int:
+    """How much the next feed reads from the exports (what decides where it runs)."""
+    return sum(unread[-1] for unread in unread_files(pipeline, store, ledger))
 
 
 def redacted_sources(pipeline) -> set[str]:

@@ -75,3 +75,52 @@ def test_forget_removes_the_conversations_events_from_the_ledger(project):
         assert ledger.count() > 0
     # the export still on disk elsewhere, or re-read: never appended again
     assert use_case.sync_evidence(project).appended == 0
+
+
+def _ledger_rows(paths) -> tuple[list, dict]:
+    """Every event (id, content) in order, and each export file's mark (by file name)."""
+    with EvidenceLedger(paths.ledger) as ledger:
+        events = [(e.id, e.content) for e in ledger.timeline(limit=100000)]
+        marks = {f.name: ledger.mark(f"export:exports:{f}")
+                 for f in sorted((paths.root / "exports").iterdir())}
+        return events, marks
+
+
+def test_a_build_with_much_to_read_feeds_the_ledger_in_a_second_process_with_the_same_events(
+        project, monkeypatch, tmp_path):
+    from synix_assets.app.init import demo_exports, init_project
+    from synix_assets.project import ProjectPaths
+    from synix_resources.process import helper
+
+    started = []
+    real_start = helper.start
+    monkeypatch.setattr(helper, "start", lambda module, job: started.append(module) or real_start(module, job))
+    monkeypatch.setenv("SYNIX_BACKGROUND_FEED_MIN_BYTES", "0")  # fed in the build's process
+    inline = ProjectPaths(init_project(tmp_path / "inline", exports=demo_exports()))
+    run_build(inline)
+    assert started == []
+    monkeypatch.setenv("SYNIX_BACKGROUND_FEED_MIN_BYTES", "1")  # any unread byte is much
+    run_build(project)
+    assert started == [use_case.FEED_WORKER]
+    events, marks = _ledger_rows(project)
+    assert (events, marks) == _ledger_rows(inline) and len(events) > 100 and all(marks.values())
+    with EvidenceLedger(project.ledger) as ledger:
+        assert unsynthesised(ledger) == 0
+    run_build(project)  # nothing unread: no second process
+    assert started == [use_case.FEED_WORKER]
+
+
+def test_a_background_feed_that_did_not_finish_leaves_the_mark_and_the_next_build_feeds_the_rest(
+        project, monkeypatch, caplog):
+    monkeypatch.setenv("SYNIX_BACKGROUND_FEED_MIN_BYTES", "1")
+    # a helper that dies before it answers (as one killed by the OOM killer would)
+    monkeypatch.setattr(use_case, "FEED_WORKER", "synix_assets.no_such_feed_worker")
+    report = run_build(project)
+    assert report.status == "completed"  # the memory does not wait for its evidence
+    assert "the evidence ledger's feed did not finish" in caplog.text
+    assert not project.ledger.exists() or use_case.ledger_status(project)["events"] == 0
+    monkeypatch.undo()
+    monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
+    run_build(project)
+    with EvidenceLedger(project.ledger) as ledger:
+        assert ledger.count() == _messages(project) and unsynthesised(ledger) == 0
