@@ -30,7 +30,7 @@ DEFAULT_LOCK_TIMEOUT_S = 600.0
 # against 7.9 s: the Dagster run recording the episodes slowed while the index was written);
 # docs/benchmarks.md, session 14. 200 is the setting to try on an idle multi-core machine:
 # below it the index's delta is small and a second process only adds its start.
-DEFAULT_BACKGROUND_INDEX_MIN = 0
+DEFAULT_BACKGROUND_INDEX_MIN = 200
 DEFAULT_BACKGROUND_FEED_MIN_BYTES = 1_000_000
 DEFAULT_FORGET_WAIT_S = 60.0
 DEFAULT_LIVE_IDLE_MINUTES = 15.0
@@ -270,7 +270,8 @@ class Settings:
         f"{DEFAULT_BACKGROUND_INDEX_MIN}", f"{BACKGROUND_INDEX_MIN.text}; 0 is off",
         "From how many partitions to build a whole build writes its search indexes in a second "
         "process, on another core, while Dagster records the layers (the same index either "
-        "way); e.g. 200. 0 (the default) writes them in the projection's step only.", BUILD)
+        "way). 0 writes them in the projection's step only (better on a machine whose cores "
+        "are all busy with other work).", BUILD)
     background_feed_min_bytes = Var(
         "SYNIX_BACKGROUND_FEED_MIN_BYTES",
         _int_or(DEFAULT_BACKGROUND_FEED_MIN_BYTES, "SYNIX_BACKGROUND_FEED_MIN_BYTES",

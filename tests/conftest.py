@@ -67,7 +67,8 @@ def _isolated_env(monkeypatch, tmp_path_factory):
                 "SYNIX_STORE_PATH", "SYNIX_LLM_MODEL", "SYNIX_LLM_BASE_URL",
                 "SYNIX_FAKE_LATENCY_S", "SYNIX_FAKE_FAILURE_RATE", "SYNIX_LLM_CONTEXT_TOKENS",
                 "SYNIX_LLM_SHARED_LIMIT_URL", "SYNIX_LLM_MAX_REQUESTS_PER_S", "SYNIX_WORKER_ID",
-                "SYNIX_LLM_CONCURRENCY", "SYNIX_SOURCE_DIR", "SYNIX_BACKGROUND_INDEX_MIN"):
+                "SYNIX_LLM_CONCURRENCY", "SYNIX_SOURCE_DIR", "SYNIX_BACKGROUND_INDEX_MIN",
+                "SYNIX_BACKGROUND_FEED_MIN_BYTES"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SYNIX_LLM_PROVIDER", "fake")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path_factory.mktemp("dagster_home_unused")))

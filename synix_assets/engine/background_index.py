@@ -1,5 +1,5 @@
 """A large build's search indexes, written in a second process while Dagster records the layers
-(opt-in: SYNIX_BACKGROUND_INDEX_MIN, off by default — see below).
+(from SYNIX_BACKGROUND_INDEX_MIN partitions to build, 200 by default).
 
 Writing the search index is about a fifth of a cold build's CPU (1.6 of 7.8 CPU seconds at 500
 conversations, docs/benchmarks.md session 14), and it used to wait, on the one thread that drives
@@ -18,9 +18,10 @@ background that failed, was stopped, or wrote from a store that changed since le
 to write what is left, exactly as it would have. The index is the same whichever process writes
 it: the same code over the same store.
 
-Off by default because on the machine it was measured on (2 vCPUs shared with other work, load
-8-11) it made a cold build of 500 slower, not faster: the Dagster run recording the episodes took
-7.3 s instead of 2.9 s while the index was written beside it (docs/benchmarks.md, session 14).
+On an otherwise idle 2-core machine it takes a cold build of 500 from 6.9 to 6.1 s (three
+alternating pairs, docs/benchmarks.md session 16); on one whose cores are busy with other work
+(load 8-11) it made the same build slower, as both processes then wait for a core
+(session 14): SYNIX_BACKGROUND_INDEX_MIN=0 turns it off there.
 """
 from __future__ import annotations
 
