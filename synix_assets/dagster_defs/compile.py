@@ -13,6 +13,8 @@ command run in it), loading the definitions also syncs that instance with the st
 """
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import warnings
 from dataclasses import dataclass
@@ -110,18 +112,21 @@ def branch_graphs(root: Path, identity: str, only: list[str] | None = None) -> l
 
 def compile_defs(project_dir: str | Path, *, build: BuildFn, resources: dict | None = None,
                  sync: bool = True, branches: list[str] | None = None,
-                 building_run: str | None = None, work: WorkGraph | None = None) -> dg.Definitions:
+                 building_run: str | None = None, work: WorkGraph | None = None,
+                 instance: dg.DagsterInstance | None = None) -> dg.Definitions:
     """`branches`: only these branches' graphs (`synix run --branch` builds one); default every
     branch of the project, side by side. `building_run`: a Synix run of this process storing
     artifacts meanwhile, which the sync leaves to that run (records.sync_instance). `work`: that
-    run's work graph (engine/schedule.py), whose results its layer steps record."""
+    run's work graph (engine/schedule.py), whose results its layer steps record. `instance`: the
+    caller's open instance of the project's Dagster home, synced instead of opening another
+    (opening one checks its schema against every Dagster migration: 0.2 s)."""
     # Single-run backfills (one run per layer, not per partition) are a Dagster beta parameter;
     # the warning would print at every start of every Dagster process, so it is silenced here.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         warnings.simplefilter("ignore", dg.PreviewWarning)
         defs = _compile_defs(project_dir, build=build, resources=resources, sync=sync,
-                             only=branches, building_run=building_run, work=work)
+                             only=branches, building_run=building_run, work=work, instance=instance)
         defs.get_repository_def()  # resolve now: binding resources copies the sensor, which warns too
         return defs
 
@@ -134,7 +139,8 @@ def _assets(graph: BranchGraph, identity: str, shared_sources: set[dg.AssetKey],
             *(projection_asset(p, paths, name, versions, names) for name in p.projections)]
 
 
-def _compile_defs(project_dir, *, build, resources, sync, only, building_run, work) -> dg.Definitions:
+def _compile_defs(project_dir, *, build, resources, sync, only, building_run, work,
+                  instance=None) -> dg.Definitions:
     root = Path(project_dir).resolve()
     identity = llm_identity()
     graphs = branch_graphs(root, identity, only)
@@ -167,7 +173,10 @@ def _compile_defs(project_dir, *, build, resources, sync, only, building_run, wo
     if home and Path(home).is_dir():
         storage.tune(Path(home))  # run workers and the UI write events here too
         if sync and main_paths.has_store():
-            with dg.DagsterInstance.get() as instance, ArtifactStore(main_paths.store) as store:
+            with contextlib.ExitStack() as opened:
+                if instance is None:
+                    instance = opened.enter_context(dg.DagsterInstance.get())
+                store = opened.enter_context(ArtifactStore(main_paths.store))
                 for graph in graphs:
                     synced = sync_instance(instance, graph.pipeline, store.on_branch(graph.names.branch),
                                            graph.versions, graph.names, graph.paths, building_run)

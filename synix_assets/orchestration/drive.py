@@ -31,7 +31,8 @@ def make_launcher(paths, ctx, scan, instance, run_config, report, llm_settings, 
     # only this branch's graph: its assets and jobs (main's and other branches' stay untouched);
     # `work`, the build's work graph, reaches only the steps of this build's runs
     defs = compile_defs(paths.root, build=build, resources={**resources_for(paths), "llm": llm_resource},
-                        branches=[paths.branch], building_run=ctx.run_id, work=work)
+                        branches=[paths.branch], building_run=ctx.run_id, work=work,
+                        instance=instance)
     graph = branch_graph(paths, ctx.llm_identity, None)
     if scale is None:
         return LocalLauncher(ctx, scan, defs, instance, run_config, report.dagster_runs, graph,
