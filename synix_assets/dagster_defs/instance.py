@@ -18,13 +18,16 @@ def prepare_home(dagster_home) -> None:
 
 
 def dagster_instance(paths: ProjectPaths):
+    """The project's instance as Synix's own processes open it: dagster.yaml's storage, without
+    compute-log capture for the runs they execute (instance_files.BUILD_YAML)."""
     import dagster as dg
 
-    from synix_assets.dagster_defs import storage
+    from synix_assets.dagster_defs import instance_files, storage
 
     prepare_home(paths.dagster_home)
     os.environ["DAGSTER_HOME"] = str(paths.dagster_home)
-    instance = dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.from_config(
+        str(paths.dagster_home), config_filename=instance_files.write_build_yaml(paths.dagster_home))
     instance.get_dynamic_partitions(CONVERSATIONS)  # creates the databases before we hold them
     storage.tune(paths.dagster_home)
     return instance

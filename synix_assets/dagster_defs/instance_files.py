@@ -7,6 +7,7 @@ Kept apart from storage.py (which tunes the connections and imports SQLAlchemy) 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 _SYNIX_EVENT_LOG = """telemetry:
@@ -53,6 +54,37 @@ EARLIER_INSTANCE_YAMLS = (
 # class is named where Dagster defines it; see docs/dagster.md.
 """ + _DAGSTER_EVENT_LOG,
 )
+
+
+# The instance Synix opens in its own processes (`synix run`, forget, the live worker) reads this
+# file: dagster.yaml plus no compute-log capture. Capturing a step's stdout and stderr starts a
+# `tail` and a Python watcher process per stream per step (16 processes for a build's four runs,
+# 0.3 s of a 2.6 s +10 build, docs/benchmarks.md session 16); these runs print to the terminal
+# that started them. Runs the UI, the daemon or a sensor launches read dagster.yaml and keep it.
+BUILD_YAML = "synix-build.yaml"
+_NO_CAPTURE = """
+# Written by Synix from dagster.yaml (edit that file, not this one): the instance of Synix's own
+# processes, whose in-process runs print to the terminal instead of Dagster's compute logs.
+# Dagster's documented NoOpComputeLogManager, named where Dagster defines it.
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+"""
+
+
+def write_build_yaml(dagster_home: Path) -> str:
+    """The config file Synix's own instance is opened with (in `dagster_home`): BUILD_YAML, or
+    dagster.yaml itself when it configures compute logs (a choice of the project's)."""
+    text = (dagster_home / "dagster.yaml").read_text(encoding="utf-8")
+    if re.search(r"(?m)^compute_logs\s*:", text):
+        return "dagster.yaml"
+    wanted = text.rstrip("\n") + "\n" + _NO_CAPTURE
+    target = dagster_home / BUILD_YAML
+    if not target.exists() or target.read_text(encoding="utf-8") != wanted:
+        tmp = target.with_name(f".{BUILD_YAML}.{os.getpid()}")
+        tmp.write_text(wanted, encoding="utf-8")
+        os.replace(tmp, target)  # another build opening it meanwhile reads the old or the new file
+    return BUILD_YAML
 
 
 def write_dotenv(project_root: Path, dagster_home: Path) -> None:
