@@ -70,7 +70,7 @@ class ArtifactReads:
         select = _OUTLINE_SELECT if outline else _SELECT
         for row in conn.execute(f"{select} WHERE {where} ORDER BY {order}", params):
             # encrypted fields (field_crypto.py) are opened here, the one place rows are read
-            content, metadata = self._fields.open_artifact(row[0], row[4], json.loads(row[7]))
+            content, metadata = self._fields.open_row(row[0], row[4], row[7])
             out.append(Artifact(
                 artifact_id=row[0], layer=row[1], group_key=row[2], level=row[3],
                 content=content, content_hash=row[5], materialization_key=row[6],
