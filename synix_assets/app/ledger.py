@@ -112,8 +112,7 @@ class Synthesis:
         try:
             line = proc.stdout.readline()  # one short line: it fits the pipe, the process ended
         finally:
-            proc.stdout.close()
-            proc.stdin.close()
+            helper.end(proc, grace_s=0)
         answer = json.loads(line) if line.strip() else {}
         if "high_water" not in answer:
             log.warning("the evidence ledger's feed did not finish (%s); the next build feeds "
@@ -125,16 +124,8 @@ class Synthesis:
     def stop(self) -> None:
         """The build was interrupted: end the feed now (what it appended is kept)."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stdin.close()
+        if proc is not None:
+            helper.end(proc, grace_s=0)
 
 
 def begin_synthesis(paths: ProjectPaths, pipeline, store) -> Synthesis:

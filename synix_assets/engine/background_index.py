@@ -140,14 +140,6 @@ class BackgroundIndex:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
-            proc.stdin.close()  # a process still waiting for its go ends on the closed input
-        except OSError:
-            pass  # it has exited already: nothing is waiting on the input
-        try:
-            proc.wait(timeout=5 if not self._went or proc.poll() is not None else 0.01)
-        except subprocess.TimeoutExpired:
-            proc.terminate()  # still writing: an index transaction it had not committed is lost
-            proc.wait(timeout=10)
-        proc.stdout.close()
+        # one still waiting for its go ends on the closed input; one still writing is ended
+        helper.end(proc, grace_s=5 if not self._went or proc.poll() is not None else 0.01)
 

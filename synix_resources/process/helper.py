@@ -27,6 +27,25 @@ def start(module: str, job: dict) -> subprocess.Popen:
     return proc
 
 
+def end(proc: subprocess.Popen, grace_s: float) -> None:
+    """Close the helper's input (one waiting for more input ends on it), give it `grace_s` to
+    exit, then terminate it (kill if it ignores that) and close its pipes."""
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass  # it has exited already: nothing is waiting on the input
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # a transaction it had not committed is lost; what it committed stays
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    proc.stdout.close()
+
+
 def child_env() -> dict:
     """This process's environment, with the folder this package is imported from first on the
     path, so the child runs the same code (a source checkout, an editable install)."""
