@@ -138,9 +138,9 @@ def _number_or(default: T, name: str, kind: type, bounds: Bounds, hint: str) -> 
         except ValueError:
             raise SettingsError(f"{name}={raw[:40]!r} is not {hint}",
                                 hint=f"set {name} to a number ({bounds.text}), or unset it "
-                                     f"(default {default:g})") from None
+                                     f"(default {_num(default)})") from None
         if not bounds.holds(value):
-            raise out_of_range(name, raw, bounds, SettingsError, f"{default:g}")
+            raise out_of_range(name, raw, bounds, SettingsError, _num(default))
         return value
     return parse
 
